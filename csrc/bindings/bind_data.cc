@@ -1,0 +1,47 @@
+// In-memory access to a session's data by phase.
+#include <nanobind/stl/string.h>
+
+#include "bindings/common.h"
+#include "core/session_manager.h"
+
+namespace proton::bindings {
+
+void bindData(nb::module_ &m) {
+  auto &manager = SessionManager::global();
+  auto serialize = [&manager](int session, uint64_t phase, const char *format) {
+    Result<std::string> r = [&] {
+      nb::gil_scoped_release release;
+      return manager.serialize(SessionId{session}, PhaseId{phase}, format);
+    }();
+    return valueOrThrow(std::move(r));
+  };
+  m.def(
+      "get_json", [serialize](int session, uint64_t phase) { return serialize(session, phase, ""); },
+      nb::arg("session"), nb::arg("phase"),
+      "The phase in the data kind's default text format (Hatchet JSON or Chrome trace).");
+  m.def(
+      "get_msgpack",
+      [serialize](int session, uint64_t phase) {
+        std::string bytes = serialize(session, phase, "hatchet_msgpack");
+        return nb::bytes(bytes.data(), bytes.size());
+      },
+      nb::arg("session"), nb::arg("phase"));
+  m.def(
+      "advance_phase",
+      [&manager](int session) { return valueOrThrow(manager.advancePhase(SessionId{session})).value; },
+      nb::arg("session"));
+  m.def(
+      "is_phase_complete",
+      [&manager](int session, uint64_t phase) {
+        return valueOrThrow(manager.isPhaseComplete(SessionId{session}, PhaseId{phase}));
+      },
+      nb::arg("session"), nb::arg("phase"));
+  m.def(
+      "clear",
+      [&manager](int session, uint64_t phase, bool upTo) {
+        throwIfError(manager.clear(SessionId{session}, PhaseId{phase}, upTo));
+      },
+      nb::arg("session"), nb::arg("phase"), nb::arg("clear_up_to_phase"));
+}
+
+}  // namespace proton::bindings

@@ -1,0 +1,132 @@
+// Scopes, states and context depth: one crossing per scope entry and exit.
+//
+// Scope is the base of proton.scope (a context manager and, through the Python subclass, a
+// decorator). When profiling is off, __enter__ and __exit__ cost one relaxed atomic load.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <memory>
+
+#include "bindings/common.h"
+#include "core/session_manager.h"
+#include "core/string_table.h"
+
+namespace proton::bindings {
+namespace {
+
+struct Scope {
+  nb::object name;
+  nb::object metrics;  // None or a dict
+  bool timed = false;
+  uint32_t entered = 0;  // entries recorded and not yet exited (one object may nest)
+};
+
+StringId internName(nb::handle name) {
+  Py_ssize_t len;
+  const char *s = PyUnicode_AsUTF8AndSize(name.ptr(), &len);
+  if (!s) throw nb::python_error();
+  return StringTable::global().intern(std::string_view(s, len));
+}
+
+void requireStr(nb::handle name, const char *what) {
+  if (!PyUnicode_Check(name.ptr())) {
+    throwIfError(invalidArgument(std::string("[PROTON] ") + what + " must be a str, got " +
+                                 Py_TYPE(name.ptr())->tp_name));
+  }
+}
+
+std::shared_ptr<const MetricList> sharedMetrics(nb::handle metrics) {
+  if (metrics.is_none()) return nullptr;
+  MetricList list = toMetricList(metrics);
+  if (list.empty()) return nullptr;
+  return std::make_shared<const MetricList>(std::move(list));
+}
+
+// cpu_timed_scope: a distinct C++ type so that nanobind can register it as a subclass.
+struct TimedScope : Scope {};
+
+void initScope(Scope *self, nb::handle name, nb::handle metrics, bool timed) {
+  requireStr(name, "scope name");
+  if (!metrics.is_none() && !PyDict_Check(metrics.ptr()))
+    toMetricList(metrics);  // raises the clear error for a non-dict
+  if (timed && !metrics.is_none() && PyDict_Contains(metrics.ptr(), nb::str("cpu_time").ptr()))
+    throwIfError(invalidArgument("[PROTON] The metric name 'cpu_time' is reserved."));
+  new (self) Scope{nb::borrow(name), nb::borrow(metrics), timed, 0};
+}
+
+}  // namespace
+
+void bindScope(nb::module_ &m) {
+  auto &manager = SessionManager::global();
+
+  nb::class_<Scope>(m, "Scope")
+      .def(
+          "__init__",
+          [](Scope *self, nb::handle name, nb::handle metrics) {
+            initScope(self, name, metrics, false);
+          },
+          nb::arg("name"), nb::arg("metrics").none() = nb::none())
+      .def_prop_ro("name", [](Scope &s) { return s.name; })
+      .def_prop_ro("metrics", [](Scope &s) { return s.metrics; })
+      .def("__enter__",
+           [&manager](nb::handle self) {
+             Scope &s = *nb::inst_ptr<Scope>(self);
+             if (!manager.profilingOn()) return nb::borrow(self);
+             throwIfError(manager.enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
+             ++s.entered;
+             return nb::borrow(self);
+           })
+      .def(
+          "__exit__",
+          [&manager](Scope &s, nb::handle, nb::handle, nb::handle) {
+            if (s.entered == 0) return false;
+            --s.entered;
+            throwIfError(manager.exitScope(internName(s.name), {}));
+            return false;
+          },
+          nb::arg("exc_type").none(), nb::arg("exc_value").none(), nb::arg("traceback").none());
+
+  nb::class_<TimedScope, Scope>(m, "CpuTimedScope")
+      .def(
+          "__init__",
+          [](TimedScope *self, nb::handle name, nb::handle metrics) {
+            initScope(self, name, metrics, true);
+          },
+          nb::arg("name"), nb::arg("metrics").none() = nb::none());
+
+  m.def(
+      "enter_scope",
+      [&manager](nb::handle name, nb::handle metrics) -> int64_t {
+        requireStr(name, "scope name");
+        if (!manager.profilingOn()) return -1;
+        uint64_t id = 0;
+        throwIfError(manager.enterScope(internName(name), false, sharedMetrics(metrics), &id));
+        return static_cast<int64_t>(id);
+      },
+      nb::arg("name"), nb::arg("metrics").none() = nb::none());
+  m.def(
+      "exit_scope",
+      [&manager](nb::handle name, nb::handle metrics) -> int64_t {
+        if (!name.is_none()) requireStr(name, "scope name");
+        if (!manager.profilingOn()) return -1;
+        std::optional<StringId> id;
+        if (!name.is_none()) id = internName(name);
+        uint64_t scopeId = 0;
+        throwIfError(manager.exitScope(id, toMetricList(metrics), &scopeId));
+        return static_cast<int64_t>(scopeId);
+      },
+      nb::arg("name").none() = nb::none(), nb::arg("metrics").none() = nb::none());
+  m.def(
+      "enter_state",
+      [&manager](nb::handle name) {
+        requireStr(name, "state name");
+        manager.enterState(internName(name));
+      },
+      nb::arg("name"));
+  m.def("exit_state", [&manager] { manager.exitState(); });
+  m.def(
+      "depth", [&manager](int session) { return valueOrThrow(manager.depth(SessionId{session})); },
+      nb::arg("session"));
+}
+
+}  // namespace proton::bindings

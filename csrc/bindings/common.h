@@ -1,0 +1,36 @@
+// Shared pieces of the proton._C bindings: turning a core Status into the Python exception
+// hierarchy, and converting Python metric dicts into core MetricLists.
+//
+//   throwIfError(manager.activate(id));         // raises proton.SessionError etc.
+//   MetricList m = toMetricList(py_dict);        // raises ConfigError on a bad value
+//
+// Called with the GIL held.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include "core/metric.h"
+#include "core/status.h"
+
+namespace proton::bindings {
+
+namespace nb = nanobind;
+
+// Creates ProfilerError and its subclasses in module m. Call once at import.
+void registerErrors(nb::module_ &m);
+// Throws a C++ exception that nanobind translates into the matching Python exception.
+void throwIfError(const Status &status);
+template <typename T>
+T valueOrThrow(Result<T> result) {
+  throwIfError(result.status());
+  return std::move(result.value());
+}
+
+// None or a dict of str -> int | float | str | list of numbers.
+MetricList toMetricList(nb::handle metrics);
+
+void bindSession(nb::module_ &m);
+void bindScope(nb::module_ &m);
+void bindData(nb::module_ &m);
+
+}  // namespace proton::bindings

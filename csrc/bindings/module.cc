@@ -1,0 +1,11 @@
+// proton._C: the private extension module. The Python package re-exports a curated API.
+#include "bindings/common.h"
+
+NB_MODULE(_C, m) {
+  m.doc() = "Proton's C++ core (private; use the proton package)";
+  proton::bindings::registerErrors(m);
+  proton::bindings::bindSession(m);
+  proton::bindings::bindScope(m);
+  proton::bindings::bindData(m);
+  m.attr("__version__") = PROTON_VERSION;
+}

@@ -1,0 +1,80 @@
+// Metrics: what a context node accumulates.
+//
+//   KernelMetric k;  k.add(1500 /*ns*/, /*device*/ 0, DeviceType::kCuda);
+//   FlexMetrics m;   m.add(MetricSpec::parse("flops (exc)"), int64_t{42});
+//
+// Kernel metrics are fixed fields (time, count, min, max, device). Flexible metrics are user
+// metrics keyed by interned name: int, float, string or list of numbers. A name ending in
+// "(exc)" is exclusive (summed at its node, never propagated to parents by readers), one
+// ending in "(pty)" is a property (the last value wins); the suffix is stripped from the name.
+// Other numeric values sum on repeat; strings are replaced; lists add element-wise.
+// Value types; the owning session serialises access.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/ids.h"
+#include "core/status.h"
+
+namespace proton {
+
+enum class DeviceType : uint8_t { kNone = 0, kCuda, kHip };
+const char *deviceTypeName(DeviceType type);
+
+struct KernelMetric {
+  uint64_t timeNs = 0;
+  uint64_t count = 0;
+  uint64_t minNs = UINT64_MAX;
+  uint64_t maxNs = 0;
+  int32_t deviceId = -1;
+  DeviceType deviceType = DeviceType::kNone;
+
+  void add(uint64_t durationNs, int32_t device, DeviceType type) {
+    timeNs += durationNs;
+    ++count;
+    minNs = durationNs < minNs ? durationNs : minNs;
+    maxNs = durationNs > maxNs ? durationNs : maxNs;
+    deviceId = device;
+    deviceType = type;
+  }
+};
+
+enum class MetricType : uint8_t { kInt = 0, kFloat, kString, kList };
+const char *metricTypeName(MetricType type);
+
+using MetricValue = std::variant<int64_t, double, std::string, std::vector<double>>;
+inline MetricType metricTypeOf(const MetricValue &v) { return static_cast<MetricType>(v.index()); }
+
+enum class MetricAggregation : uint8_t { kInclusive = 0, kExclusive, kProperty };
+
+// A user metric name with its suffix parsed off.
+struct MetricSpec {
+  StringId name;  // stripped and trimmed
+  MetricAggregation aggregation = MetricAggregation::kInclusive;
+
+  // "a (exc)" -> {"a", kExclusive}. Interns the stripped name in the global string table.
+  static MetricSpec parse(std::string_view rawName);
+};
+
+struct NamedMetric {
+  MetricSpec spec;
+  MetricValue value;
+};
+using MetricList = std::vector<NamedMetric>;
+
+// Combines a repeated value into an existing one, by aggregation. Types must already match.
+void combineMetric(MetricValue &into, const MetricValue &value, MetricAggregation aggregation);
+
+// The flexible metrics of one node, in first-seen order.
+struct FlexMetrics {
+  std::vector<NamedMetric> entries;
+
+  void add(const NamedMetric &metric);
+  const NamedMetric *find(StringId name) const;
+};
+
+}  // namespace proton

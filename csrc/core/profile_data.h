@@ -1,0 +1,83 @@
+// PhaseData: everything one session records during one phase.
+//
+//   PhaseData phase(PhaseId{0});
+//   NodeId n = phase.tree.child(kRootNode, strings.intern("step"));
+//   phase.kernelAt(n).add(1200, /*device*/ 0, DeviceType::kCuda);
+//
+// Tree data accumulates metrics on context nodes; trace data appends events that point at
+// the context node holding their call stack. Writers read it through const accessors; it
+// never serialises itself. Not thread-safe: the owning Session serialises access.
+//
+// Per-node metric storage (parallel to the tree's node vector, grown lazily):
+//   kernelSlot_[node] -> index into kernels_   (kNoSlot when the node ran no kernel)
+//   flexSlot_[node]   -> index into flex_      (kNoSlot when the node has no user metric)
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "core/context_tree.h"
+#include "core/metric.h"
+
+namespace proton {
+
+// Where a trace event is drawn.
+struct Lane {
+  enum class Kind : uint8_t { kCpuThread, kGpuStream } kind = Kind::kCpuThread;
+  uint32_t device = 0;  // GPU lanes
+  uint64_t id = 0;      // OS thread id, or stream id
+};
+
+struct TraceEvent {
+  StringId name;
+  NodeId context;  // call stack: path from ROOT to this node (for CPU scopes, the scope itself)
+  Lane lane;
+  uint64_t beginNs = 0;
+  uint64_t endNs = 0;
+  uint32_t flexSlot = UINT32_MAX;  // user metrics attached to the event
+  // GPU events only: the launch on the CPU side, for launch->kernel flow arrows.
+  uint64_t launchNs = 0;
+  uint64_t launchThread = 0;
+  uint64_t correlation = 0;
+};
+
+class PhaseData {
+ public:
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+
+  explicit PhaseData(PhaseId id);
+
+  PhaseId id() const { return id_; }
+  ContextTree tree;
+
+  KernelMetric &kernelAt(NodeId node);
+  FlexMetrics &flexAt(NodeId node);
+  const KernelMetric *kernel(NodeId node) const;
+  const FlexMetrics *flex(NodeId node) const;
+  bool hasKernelMetrics() const { return !kernels_.empty(); }
+
+  void addEvent(const TraceEvent &event) { events_.push_back(event); }
+  uint32_t addEventMetrics(FlexMetrics metrics);
+  const std::vector<TraceEvent> &events() const { return events_; }
+  const FlexMetrics &eventMetrics(uint32_t slot) const { return flex_[slot]; }
+
+  // Devices that ran something recorded in this phase, by type.
+  void noteDevice(DeviceType type, int32_t device) { devices_[type].insert(device); }
+  const std::map<DeviceType, std::set<int32_t>> &devices() const { return devices_; }
+
+  // Device work launched in this phase whose records have not arrived yet.
+  std::atomic<int64_t> pending{0};
+
+ private:
+  PhaseId id_;
+  std::vector<uint32_t> kernelSlot_;
+  std::vector<uint32_t> flexSlot_;
+  std::vector<KernelMetric> kernels_;
+  std::vector<FlexMetrics> flex_;
+  std::vector<TraceEvent> events_;
+  std::map<DeviceType, std::set<int32_t>> devices_;
+};
+
+}  // namespace proton

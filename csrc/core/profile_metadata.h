@@ -1,0 +1,28 @@
+// ProfileMetadata: what travels in a profile besides the data itself (tool version, command
+// line, start time, session options, the stats table, how each user metric aggregates).
+// Built by the session when it writes; a plain value type.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace proton {
+
+struct ProfileMetadata {
+  std::string toolVersion;
+  std::string commandLine;
+  uint64_t startTimeUnixNs = 0;
+  std::string sessionName;
+  std::string context;
+  std::string data;
+  std::string backend;
+  std::string mode;
+  uint64_t phase = 0;
+  std::vector<std::pair<std::string, uint64_t>> stats;
+  std::vector<std::string> exclusiveMetrics;  // names, suffix stripped
+  std::vector<std::string> propertyMetrics;
+};
+
+}  // namespace proton

@@ -1,0 +1,154 @@
+#include "core/session.h"
+
+#include "core/clock.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton {
+
+Session::Session(SessionId id, SessionOptions options)
+    : id_(id), options_(std::move(options)), startTimeUnixNs_(wallClockNs()) {
+  phases_.push_back(std::make_unique<PhaseData>(PhaseId{0}));
+}
+
+PhaseData *Session::findPhase(PhaseId phase) {
+  for (auto &p : phases_)
+    if (p->id() == phase) return p.get();
+  return nullptr;
+}
+
+const PhaseData *Session::findPhase(PhaseId phase) const {
+  return const_cast<Session *>(this)->findPhase(phase);
+}
+
+NodeId Session::child(PhaseId phase, NodeId parent, StringId name) {
+  std::lock_guard lock(mu_);
+  PhaseData *p = findPhase(phase);
+  if (!p || parent.value >= p->tree.size()) return kNoNode;
+  return p->tree.child(parent, name);
+}
+
+Status Session::checkMetricTypesLocked(const MetricList &metrics) const {
+  for (const NamedMetric &m : metrics) {
+    auto it = metricInfo_.find(m.spec.name);
+    MetricType type = metricTypeOf(m.value);
+    if (it != metricInfo_.end() && it->second.type != type) {
+      return {StatusCode::kMetricType,
+              "[PROTON] Metric value type mismatch for '" +
+                  std::string(StringTable::global().view(m.spec.name)) +
+                  "': current=" + metricTypeName(it->second.type) +
+                  ", new=" + metricTypeName(type)};
+    }
+  }
+  return {};
+}
+
+void Session::noteMetricTypesLocked(const MetricList &metrics) {
+  for (const NamedMetric &m : metrics)
+    metricInfo_.try_emplace(m.spec.name, MetricInfo{metricTypeOf(m.value), m.spec.aggregation});
+}
+
+Status Session::checkMetricTypes(const MetricList &metrics) const {
+  std::lock_guard lock(mu_);
+  return checkMetricTypesLocked(metrics);
+}
+
+Status Session::addMetrics(PhaseId phase, NodeId node, const MetricList &metrics) {
+  std::lock_guard lock(mu_);
+  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
+  noteMetricTypesLocked(metrics);
+  PhaseData *p = findPhase(phase);
+  if (!p || node.value >= p->tree.size()) return {};
+  FlexMetrics &flex = p->flexAt(node);
+  for (const NamedMetric &m : metrics) flex.add(m);
+  return {};
+}
+
+void Session::addKernel(PhaseId phase, NodeId node, uint64_t durationNs, int32_t device,
+                        DeviceType type) {
+  std::lock_guard lock(mu_);
+  PhaseData *p = findPhase(phase);
+  if (!p || node.value >= p->tree.size()) {
+    static Counter &dropped = Stats::global().counter("kernel_records_for_cleared_phase");
+    dropped.add();
+    return;
+  }
+  p->kernelAt(node).add(durationNs, device, type);
+  p->noteDevice(type, device);
+}
+
+Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics) {
+  std::lock_guard lock(mu_);
+  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
+  noteMetricTypesLocked(metrics);
+  PhaseData *p = findPhase(phase);
+  if (!p) return {};
+  if (!metrics.empty()) {
+    FlexMetrics flex;
+    for (const NamedMetric &m : metrics) flex.add(m);
+    event.flexSlot = p->addEventMetrics(std::move(flex));
+  }
+  p->addEvent(event);
+  return {};
+}
+
+PhaseId Session::advancePhase() {
+  std::lock_guard lock(mu_);
+  PhaseId next{currentPhase_.load(std::memory_order_relaxed) + 1};
+  phases_.push_back(std::make_unique<PhaseData>(next));
+  currentPhase_.store(next.value, std::memory_order_release);
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  return next;
+}
+
+bool Session::isPhaseComplete(PhaseId phase) const {
+  std::lock_guard lock(mu_);
+  if (phase.value >= currentPhase_.load(std::memory_order_relaxed)) return false;
+  const PhaseData *p = findPhase(phase);
+  return !p || p->pending.load(std::memory_order_acquire) == 0;
+}
+
+void Session::clear(PhaseId phase, bool upTo) {
+  std::lock_guard lock(mu_);
+  PhaseId current{currentPhase_.load(std::memory_order_relaxed)};
+  for (auto it = phases_.begin(); it != phases_.end();) {
+    PhaseId id = (*it)->id();
+    if (id == phase || (upTo && id.value < phase.value)) {
+      if (id == current) {
+        *it = std::make_unique<PhaseData>(id);
+        epoch_.fetch_add(1, std::memory_order_acq_rel);
+        ++it;
+      } else {
+        it = phases_.erase(it);
+      }
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<PhaseId> Session::phaseIds() const {
+  std::lock_guard lock(mu_);
+  std::vector<PhaseId> ids;
+  for (const auto &p : phases_) ids.push_back(p->id());
+  return ids;
+}
+
+void Session::releaseData() {
+  std::lock_guard lock(mu_);
+  phases_.clear();
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Session::metricAggregations(std::vector<std::string> &exclusive,
+                                 std::vector<std::string> &property) const {
+  std::lock_guard lock(mu_);
+  for (const auto &[name, info] : metricInfo_) {
+    if (info.aggregation == MetricAggregation::kExclusive)
+      exclusive.emplace_back(StringTable::global().view(name));
+    if (info.aggregation == MetricAggregation::kProperty)
+      property.emplace_back(StringTable::global().view(name));
+  }
+}
+
+}  // namespace proton

@@ -1,0 +1,97 @@
+// Session: one profile being recorded, with its options, its phases and its metric types.
+//
+//   Session s(SessionId{0}, options);
+//   PhaseId p = s.currentPhase();
+//   NodeId n = s.child(p, kRootNode, strings.intern("step"));
+//   PROTON_RETURN_IF_ERROR(s.addMetrics(p, n, metrics));
+//
+// Thread-safe: every data access takes the session's own mutex (never shared with another
+// session). The active flag is one relaxed atomic. Phases are kept in ascending order; the
+// last one is current.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/options.h"
+#include "core/profile_data.h"
+
+namespace proton {
+
+class Session {
+ public:
+  Session(SessionId id, SessionOptions options);
+
+  SessionId id() const { return id_; }
+  const SessionOptions &options() const { return options_; }
+  uint64_t startTimeUnixNs() const { return startTimeUnixNs_; }
+
+  bool active() const { return active_.load(std::memory_order_relaxed); }
+  void setActive(bool on) { active_.store(on, std::memory_order_relaxed); }
+
+  PhaseId currentPhase() const { return PhaseId{currentPhase_.load(std::memory_order_acquire)}; }
+  // Changes whenever node ids resolved earlier stop being valid for the current phase
+  // (a phase advance, or clearing the current phase).
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+
+  // The child of parent in the given phase, created on first use; kNoNode if the phase is gone.
+  NodeId child(PhaseId phase, NodeId parent, StringId name);
+
+  // Fails, changing nothing, if any metric would change the type recorded for its name.
+  Status checkMetricTypes(const MetricList &metrics) const;
+  // Checks types, then adds every metric to the node (tree data) or nothing if phase is gone.
+  Status addMetrics(PhaseId phase, NodeId node, const MetricList &metrics);
+  void addKernel(PhaseId phase, NodeId node, uint64_t durationNs, int32_t device, DeviceType type);
+  // Trace data: one slice. Metrics are type-checked like addMetrics.
+  Status addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics);
+
+  PhaseId advancePhase();
+  bool isPhaseComplete(PhaseId phase) const;
+  // Drops one phase, or every phase up to and including it. Clearing the current phase
+  // replaces it with an empty one.
+  void clear(PhaseId phase, bool upTo);
+  std::vector<PhaseId> phaseIds() const;
+  // Frees all recorded data (after finalize); the object stays as a tombstone.
+  void releaseData();
+
+  // Runs f(const PhaseData&) under the session lock; false if the phase does not exist.
+  template <typename F>
+  bool readPhase(PhaseId phase, F &&f) const {
+    std::lock_guard lock(mu_);
+    const PhaseData *p = findPhase(phase);
+    if (!p) return false;
+    f(*p);
+    return true;
+  }
+
+  // Names of user metrics by aggregation, for the profile metadata.
+  void metricAggregations(std::vector<std::string> &exclusive,
+                          std::vector<std::string> &property) const;
+
+ private:
+  PhaseData *findPhase(PhaseId phase);
+  const PhaseData *findPhase(PhaseId phase) const;
+  Status checkMetricTypesLocked(const MetricList &metrics) const;
+  void noteMetricTypesLocked(const MetricList &metrics);
+
+  const SessionId id_;
+  const SessionOptions options_;
+  const uint64_t startTimeUnixNs_;
+  std::atomic<bool> active_{false};
+  std::atomic<uint64_t> currentPhase_{0};
+  std::atomic<uint64_t> epoch_{1};
+
+  mutable std::mutex mu_;
+  std::deque<std::unique_ptr<PhaseData>> phases_;
+  struct MetricInfo {
+    MetricType type;
+    MetricAggregation aggregation;
+  };
+  std::unordered_map<StringId, MetricInfo> metricInfo_;
+};
+
+}  // namespace proton

@@ -1,0 +1,485 @@
+#include "core/session_manager.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "backends/runtime_probe.h"
+#include "context/shadow_context.h"
+#include "core/clock.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+#include "writers/writer.h"
+
+namespace proton {
+namespace {
+
+Status sessionNotInitialized(SessionId id) {
+  return notFound("Session has not been initialized: " + std::to_string(id.value));
+}
+
+Counter &typeConflicts() {
+  static Counter &counter = Stats::global().counter("metrics_dropped_type_conflict");
+  return counter;
+}
+
+bool isStdout(const std::string &path) { return path.empty() || path == "-"; }
+
+std::string outputPath(const std::string &base, const std::string &part, OutputFormat format) {
+  std::string ext = std::string(".") + outputFormatName(format);
+  if (part.empty() && base.size() > ext.size() &&
+      base.compare(base.size() - ext.size(), ext.size(), ext) == 0)
+    return base;  // the user already named the extension
+  return base + part + ext;
+}
+
+Status writeFileAtomically(const std::string &path, const ProfileView &view, OutputFormat format) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  std::FILE *file = std::fopen(tmp.c_str(), "wb");
+  if (!file) {
+    return {StatusCode::kIo,
+            "[PROTON] Cannot write profile to '" + path + "': " + std::strerror(errno)};
+  }
+  Status status;
+  bool ok;
+  {
+    FileSink sink(file);
+    status = writeProfile(format, view, sink);
+    ok = sink.flush();
+  }
+  ok = (std::fclose(file) == 0) && ok;
+  if (status.isOk() && !ok)
+    status = {StatusCode::kIo, "[PROTON] Writing profile '" + path + "' failed: " +
+                                   std::strerror(errno)};
+  if (status.isOk() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    status = {StatusCode::kIo, "[PROTON] Cannot rename '" + tmp + "' to '" + path +
+                                   "': " + std::strerror(errno)};
+  if (!status.isOk()) std::remove(tmp.c_str());
+  return status;
+}
+
+}  // namespace
+
+SessionManager &SessionManager::global() {
+  static SessionManager *manager = [] {
+    // Register the core's loss counters up front, so every profile lists them, zeros included.
+    typeConflicts();
+    Stats::global().counter("kernel_records_for_cleared_phase");
+    return new SessionManager();  // never destroyed: used by exit handlers
+  }();
+  return *manager;
+}
+
+void SessionManager::setCommandLine(std::string commandLine) {
+  std::lock_guard lock(mu_);
+  commandLine_ = std::move(commandLine);
+}
+
+void SessionManager::setToolVersion(std::string version) {
+  std::lock_guard lock(mu_);
+  toolVersion_ = std::move(version);
+}
+
+Result<Session *> SessionManager::find(SessionId id) const {
+  if (id.value < 0 || static_cast<size_t>(id.value) >= sessions_.size() || finalized_[id.value])
+    return sessionNotInitialized(id);
+  return sessions_[id.value].get();
+}
+
+std::vector<SessionId> SessionManager::liveSessions() const {
+  std::lock_guard lock(mu_);
+  std::vector<SessionId> ids;
+  for (size_t i = 0; i < sessions_.size(); ++i)
+    if (!finalized_[i]) ids.push_back(SessionId{static_cast<int32_t>(i)});
+  return ids;
+}
+
+namespace {
+
+Status checkBackend(const SessionOptions &options, std::string &warning) {
+  static bool warned = false;
+  if (options.backend == BackendKind::kAuto) {
+    const RuntimeProbe &probe = probeCudaRuntime();
+    std::string why = probe.available
+                          ? "a GPU was found, but this build of Proton has no GPU backend yet"
+                          : "no GPU runtime was found: " + probe.reason;
+    if (!warned) warning = "[PROTON] " + why + "; recording CPU scopes and metrics only";
+    warned = true;
+    return {};
+  }
+  if (options.backend == BackendKind::kCupti) {
+    const RuntimeProbe &probe = probeCudaRuntime();
+    if (!probe.available) {
+      return {StatusCode::kUnavailable,
+              "[PROTON] backend='cupti' needs an NVIDIA GPU, but " + probe.reason +
+                  ". Leave backend unset to record CPU scopes and metrics only."};
+    }
+    return {StatusCode::kUnavailable,
+            "[PROTON] backend='cupti' is not part of this build of Proton yet. Leave backend "
+            "unset to record CPU scopes and metrics only."};
+  }
+  return {StatusCode::kUnavailable, std::string("[PROTON] backend='") +
+                                        backendKindName(options.backend) +
+                                        "' is not available in this build of Proton."};
+}
+
+Status checkContextAndMode(const SessionOptions &options) {
+  if (options.context == ContextKind::kPython) {
+    return {StatusCode::kUnavailable,
+            "[PROTON] context='python' is not available in this build of Proton yet; use "
+            "context='shadow'."};
+  }
+  if (!options.mode.name.empty()) {
+    return {StatusCode::kUnavailable, "[PROTON] mode='" + options.mode.toString() +
+                                          "' is not supported by backend '" +
+                                          backendKindName(options.backend) +
+                                          "' in this build of Proton."};
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<StartResult> SessionManager::start(const SessionOptions &options) {
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < sessions_.size(); ++i) {
+    if (!finalized_[i] && sessions_[i]->options().path == options.path) {
+      sessions_[i]->setActive(true);
+      return StartResult{SessionId{static_cast<int32_t>(i)}, false, ""};
+    }
+  }
+  StartResult result;
+  PROTON_RETURN_IF_ERROR(checkContextAndMode(options));
+  PROTON_RETURN_IF_ERROR(checkBackend(options, result.warning));
+  size_t slot = 0;
+  while (slot < kMaxLiveSessions && live_[slot].load(std::memory_order_relaxed)) ++slot;
+  if (slot == kMaxLiveSessions) {
+    return Status{StatusCode::kUnavailable, "[PROTON] Too many sessions at once (the limit is " +
+                                                std::to_string(kMaxLiveSessions) +
+                                                "); finalize one before starting another."};
+  }
+  if (sessions_.empty()) ThreadContext::registerMainThread();
+  result.id = SessionId{static_cast<int32_t>(sessions_.size())};
+  sessions_.push_back(std::make_unique<Session>(result.id, options));
+  finalized_.push_back(false);
+  sessions_.back()->setActive(true);
+  live_[slot].store(sessions_.back().get(), std::memory_order_release);
+  liveCount_.fetch_add(1, std::memory_order_relaxed);
+  return result;
+}
+
+Status SessionManager::activate(std::optional<SessionId> id) {
+  std::lock_guard lock(mu_);
+  if (id) {
+    Result<Session *> s = find(*id);
+    if (!s.isOk()) return s.status();
+    s.value()->setActive(true);
+    return {};
+  }
+  for (size_t i = 0; i < sessions_.size(); ++i)
+    if (!finalized_[i]) sessions_[i]->setActive(true);
+  return {};
+}
+
+Status SessionManager::deactivate(std::optional<SessionId> id, bool /*flushing*/) {
+  // Flushing device records arrives with the GPU backends; with CPU data there is nothing
+  // in flight, so every phase before the current one is complete once deactivated.
+  std::lock_guard lock(mu_);
+  if (id) {
+    Result<Session *> s = find(*id);
+    if (!s.isOk()) return s.status();
+    s.value()->setActive(false);
+    return {};
+  }
+  for (size_t i = 0; i < sessions_.size(); ++i)
+    if (!finalized_[i]) sessions_[i]->setActive(false);
+  return {};
+}
+
+ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) const {
+  ProfileMetadata m;
+  m.toolVersion = toolVersion_;
+  m.commandLine = commandLine_;
+  m.startTimeUnixNs = s.startTimeUnixNs();
+  m.sessionName = s.options().path;
+  m.context = contextKindName(s.options().context);
+  m.data = dataKindName(s.options().data);
+  m.backend = backendKindName(s.options().backend);
+  m.mode = s.options().mode.toString();
+  m.phase = phase.value;
+  m.stats = Stats::global().snapshot();
+  s.metricAggregations(m.exclusiveMetrics, m.propertyMetrics);
+  return m;
+}
+
+Status SessionManager::writeSession(Session &s, OutputFormat format,
+                                    std::vector<std::string> *written) {
+  bool parts = s.currentPhase().value > 0;
+  for (PhaseId phase : s.phaseIds()) {
+    ProfileMetadata metadata = metadataFor(s, phase);
+    const std::string &base = s.options().path;
+    std::string path =
+        isStdout(base) ? "-"
+                       : outputPath(base, parts ? ".part_" + std::to_string(phase.value) : "",
+                                    format);
+    Status status;
+    s.readPhase(phase, [&](const PhaseData &data) {
+      ProfileView view{data, metadata, DeviceTable::global(), StringTable::global()};
+      if (path == "-") {
+        FileSink sink(stdout);
+        status = writeProfile(format, view, sink);
+        if (status.isOk() && !sink.flush())
+          status = {StatusCode::kIo, "[PROTON] Writing the profile to stdout failed"};
+        std::fflush(stdout);
+      } else {
+        status = writeFileAtomically(path, view, format);
+      }
+    });
+    PROTON_RETURN_IF_ERROR(status);
+    if (written) written->push_back(path);
+  }
+  return {};
+}
+
+Status SessionManager::finalize(std::optional<SessionId> id, std::string_view formatName,
+                                std::vector<std::string> *written) {
+  Result<OutputFormat> format = parseOutputFormat(formatName);
+  if (!format.isOk()) return format.status();
+  std::lock_guard lock(mu_);
+  std::vector<Session *> targets;
+  if (id) {
+    if (id->value < 0 || static_cast<size_t>(id->value) >= sessions_.size())
+      return sessionNotInitialized(*id);
+    if (finalized_[id->value]) return {};  // finalizing twice is harmless
+    targets.push_back(sessions_[id->value].get());
+  } else {
+    for (size_t i = 0; i < sessions_.size(); ++i)
+      if (!finalized_[i]) targets.push_back(sessions_[i].get());
+  }
+  for (Session *s : targets)
+    PROTON_RETURN_IF_ERROR(checkFormatSupported(s->options().data, format.value()));
+  Status firstError;
+  for (Session *s : targets) {
+    bool wasActive = s->active();
+    s->setActive(false);
+    OutputFormat f = format.value() == OutputFormat::kDefault ? defaultFormat(s->options().data)
+                                                              : format.value();
+    Status status = writeSession(*s, f, written);
+    if (!status.isOk()) {
+      // Keep the session and its data, so the user can fix the problem and finalize again.
+      s->setActive(wasActive);
+      if (firstError.isOk()) firstError = status;
+      continue;
+    }
+    finalized_[s->id().value] = true;
+    for (auto &slot : live_)
+      if (slot.load(std::memory_order_relaxed) == s) slot.store(nullptr, std::memory_order_release);
+    liveCount_.fetch_sub(1, std::memory_order_relaxed);
+    s->releaseData();
+  }
+  return firstError;
+}
+
+NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
+  SessionMirror &m = t.mirror(s.id());
+  uint64_t epoch = s.epoch();
+  if (PROTON_UNLIKELY(m.epoch != epoch)) {
+    PhaseId phase = s.currentPhase();
+    NodeId parent = kRootNode;
+    for (MirrorEntry &e : m.entries) {
+      e.node = s.child(phase, parent, e.name);
+      if (e.node == kNoNode) e.node = kRootNode;  // phase vanished under us; next call fixes
+      parent = e.node;
+    }
+    m.phase = phase;
+    m.epoch = epoch;
+  }
+  return m.entries.empty() ? kRootNode : m.entries.back().node;
+}
+
+NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  NodeId node = refreshMirror(s, t);
+  phase = t.mirror(s.id()).phase;
+  if (t.state != StringId{}) node = s.child(phase, node, t.state);
+  return node;
+}
+
+Status SessionManager::enterScope(StringId name, bool timed,
+                                  std::shared_ptr<const MetricList> metrics, uint64_t *scopeId) {
+  if (!profilingOn()) return {};
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  bool hasMetrics = metrics && !metrics->empty();
+  if (hasMetrics) {
+    for (auto &slot : live_) {
+      Session *s = slot.load(std::memory_order_acquire);
+      if (s && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(*metrics));
+    }
+  }
+  uint32_t depth = static_cast<uint32_t>(t.frames.size());
+  uint64_t id = (t.threadId << 32) | (++t.scopeCounter & 0xffffffffu);
+  if (scopeId) *scopeId = id;
+  t.frames.push_back(ScopeFrame{name, monotonicNs(), timed, metrics, id});
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (!s || !s->active()) continue;
+    NodeId parent = refreshMirror(*s, t);
+    SessionMirror &m = t.mirror(s->id());
+    NodeId node = s->child(m.phase, parent, name);
+    if (node == kNoNode) continue;
+    m.entries.push_back(MirrorEntry{depth, name, node});
+    if (hasMetrics && s->options().data == DataKind::kTree) {
+      NodeId target = t.state == StringId{} ? node : s->child(m.phase, node, t.state);
+      // Types were checked above; another thread may have set a conflicting type since.
+      if (!s->addMetrics(m.phase, target, *metrics).isOk()) typeConflicts().add();
+    }
+  }
+  return {};
+}
+
+Status SessionManager::exitScope(std::optional<StringId> name, const MetricList &metrics,
+                                 uint64_t *scopeId) {
+  if (!profilingOn()) return {};
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  const StringTable &strings = StringTable::global();
+  if (t.frames.empty()) {
+    return {StatusCode::kScopeMismatch,
+            "[PROTON] exit_scope(" + (name ? "'" + std::string(strings.view(*name)) + "'" : "") +
+                ") called with no open scope"};
+  }
+  const ScopeFrame top = t.frames.back();
+  if (name && *name != top.name) {
+    return {StatusCode::kScopeMismatch, "[PROTON] Scope name mismatch: exit_scope('" +
+                                            std::string(strings.view(*name)) +
+                                            "') but the innermost open scope is '" +
+                                            std::string(strings.view(top.name)) + "'"};
+  }
+  uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
+  auto recorded = [&](Session *s) {
+    if (!s || static_cast<size_t>(s->id().value) >= t.mirrors.size()) return false;
+    const SessionMirror &m = t.mirrors[s->id().value];
+    return !m.entries.empty() && m.entries.back().depth == depth;
+  };
+  if (!metrics.empty()) {
+    for (auto &slot : live_) {
+      Session *s = slot.load(std::memory_order_acquire);
+      if (recorded(s) && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(metrics));
+    }
+  }
+  uint64_t endNs = monotonicNs();
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (!recorded(s)) continue;
+    SessionMirror &m = t.mirror(s->id());
+    if (s->active()) {
+      NodeId node = refreshMirror(*s, t);
+      MetricList all;
+      bool trace = s->options().data == DataKind::kTrace;
+      if (trace && top.metrics) all = *top.metrics;
+      all.insert(all.end(), metrics.begin(), metrics.end());
+      if (top.timed) {
+        static const MetricSpec kCpuTime{StringTable::global().intern("cpu_time (ns)"),
+                                         MetricAggregation::kExclusive};
+        all.push_back({kCpuTime, static_cast<int64_t>(endNs - top.beginNs)});
+      }
+      if (trace) {
+        TraceEvent event;
+        event.name = top.name;
+        event.context = node;
+        event.lane = Lane{Lane::Kind::kCpuThread, 0, t.threadId};
+        event.beginNs = top.beginNs;
+        event.endNs = endNs;
+        if (!s->addEvent(m.phase, event, all).isOk()) typeConflicts().add();
+      } else if (!all.empty()) {
+        NodeId target = t.state == StringId{} ? node : s->child(m.phase, node, t.state);
+        if (!s->addMetrics(m.phase, target, all).isOk()) typeConflicts().add();
+      }
+    }
+    m.entries.pop_back();
+  }
+  if (scopeId) *scopeId = top.id;
+  t.frames.pop_back();
+  return {};
+}
+
+void SessionManager::enterState(StringId name) {
+  if (!profilingOn()) return;
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.state = name;
+}
+
+void SessionManager::exitState() {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.state = StringId{};
+}
+
+Result<size_t> SessionManager::depth(SessionId id) {
+  Session *s;
+  {
+    std::lock_guard lock(mu_);
+    Result<Session *> found = find(id);
+    if (!found.isOk()) return found.status();
+    s = found.value();
+  }
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  refreshMirror(*s, t);
+  return t.mirror(id).entries.size();
+}
+
+Result<PhaseId> SessionManager::advancePhase(SessionId id) {
+  std::lock_guard lock(mu_);
+  Result<Session *> s = find(id);
+  if (!s.isOk()) return s.status();
+  return s.value()->advancePhase();
+}
+
+Result<bool> SessionManager::isPhaseComplete(SessionId id, PhaseId phase) {
+  std::lock_guard lock(mu_);
+  Result<Session *> s = find(id);
+  if (!s.isOk()) return s.status();
+  return s.value()->isPhaseComplete(phase);
+}
+
+Status SessionManager::clear(SessionId id, PhaseId phase, bool upTo) {
+  std::lock_guard lock(mu_);
+  Result<Session *> s = find(id);
+  if (!s.isOk()) return s.status();
+  s.value()->clear(phase, upTo);
+  return {};
+}
+
+Result<std::string> SessionManager::serialize(SessionId id, PhaseId phase,
+                                              std::string_view formatName) {
+  Result<OutputFormat> format = parseOutputFormat(formatName);
+  if (!format.isOk()) return format.status();
+  std::lock_guard lock(mu_);
+  Result<Session *> found = find(id);
+  if (!found.isOk()) return found.status();
+  Session &s = *found.value();
+  PROTON_RETURN_IF_ERROR(checkFormatSupported(s.options().data, format.value()));
+  OutputFormat f = format.value() == OutputFormat::kDefault ? defaultFormat(s.options().data)
+                                                            : format.value();
+  ProfileMetadata metadata = metadataFor(s, phase);
+  StringSink sink;
+  Status status;
+  bool exists = s.readPhase(phase, [&](const PhaseData &data) {
+    ProfileView view{data, metadata, DeviceTable::global(), StringTable::global()};
+    status = writeProfile(f, view, sink);
+  });
+  if (!exists) {
+    return notFound("[PROTON] Session " + std::to_string(id.value) + " has no data for phase " +
+                    std::to_string(phase.value));
+  }
+  PROTON_RETURN_IF_ERROR(status);
+  return std::move(sink.out);
+}
+
+}  // namespace proton

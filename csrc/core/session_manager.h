@@ -1,0 +1,93 @@
+// SessionManager: the process-wide registry of sessions and the entry point for scopes,
+// states, phases and output.
+//
+//   auto &m = SessionManager::global();
+//   Result<StartResult> s = m.start(options);
+//   PROTON_RETURN_IF_ERROR(m.enterScope(strings.intern("step"), false, nullptr));
+//   PROTON_RETURN_IF_ERROR(m.exitScope(std::nullopt, {}));
+//   PROTON_RETURN_IF_ERROR(m.finalize(std::nullopt, "", &written));
+//
+// Thread-safe. Scope and state calls take no shared lock: they read the live-session slots
+// (atomic pointers; a Session object is never freed, only emptied at finalize), touch the
+// calling thread's context, and lock only the session they record into.
+// Start/activate/deactivate/finalize take the manager's mutex. "Profiling on" (any live session) is one
+// relaxed atomic load.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/profile_metadata.h"
+#include "core/session.h"
+
+namespace proton {
+
+class ThreadContext;
+
+struct StartResult {
+  SessionId id;
+  bool created = true;   // false: an existing session with the same path
+  std::string warning;   // non-empty: say it once to the user (e.g. no GPU runtime)
+};
+
+class SessionManager {
+ public:
+  static SessionManager &global();
+
+  bool profilingOn() const { return liveCount_.load(std::memory_order_relaxed) > 0; }
+
+  Result<StartResult> start(const SessionOptions &options);
+  Status activate(std::optional<SessionId> id);
+  Status deactivate(std::optional<SessionId> id, bool flushing);
+  // Writes every phase of the session(s) and drops them. Paths written are appended.
+  Status finalize(std::optional<SessionId> id, std::string_view format,
+                  std::vector<std::string> *written);
+
+  // Scopes on the calling thread. Metrics given at entry are added at entry.
+  // scopeId (optional) receives an id unique in the process, also given back by exitScope.
+  Status enterScope(StringId name, bool timed, std::shared_ptr<const MetricList> metrics,
+                    uint64_t *scopeId = nullptr);
+  // name: when given, must match the innermost open scope.
+  Status exitScope(std::optional<StringId> name, const MetricList &metrics,
+                   uint64_t *scopeId = nullptr);
+  void enterState(StringId name);
+  void exitState();
+
+  Result<size_t> depth(SessionId id);
+  Result<PhaseId> advancePhase(SessionId id);
+  Result<bool> isPhaseComplete(SessionId id, PhaseId phase);
+  Status clear(SessionId id, PhaseId phase, bool upTo);
+  Result<std::string> serialize(SessionId id, PhaseId phase, std::string_view format);
+
+  void setCommandLine(std::string commandLine);
+  void setToolVersion(std::string version);
+  std::vector<SessionId> liveSessions() const;
+
+  // The node the calling thread's context resolves to in session s right now (current phase),
+  // including the state tag: where a kernel launched now is filed. For backends.
+  NodeId currentNode(Session &s, PhaseId &phase);
+
+ private:
+  static constexpr size_t kMaxLiveSessions = 32;
+
+  Result<Session *> find(SessionId id) const;  // mu_ held
+  Status writeSession(Session &s, OutputFormat format, std::vector<std::string> *written);
+  ProfileMetadata metadataFor(const Session &s, PhaseId phase) const;
+  NodeId refreshMirror(Session &s, ThreadContext &t);
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Session>> sessions_;  // index = id; never shrinks
+  std::vector<bool> finalized_;
+  std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
+  std::atomic<int> liveCount_{0};
+  std::string commandLine_;
+  std::string toolVersion_ = "0.0.0";
+};
+
+}  // namespace proton

@@ -1,0 +1,49 @@
+// Stats: named counters for everything lost, dropped or unmatched.
+//
+//   static Counter &dropped = Stats::global().counter("activity_records_dropped");
+//   dropped.add();
+//
+// Every profile carries a snapshot of the table and the viewer shows non-zero entries, so
+// nothing is lost silently. counter() registers once (takes a lock; call it at setup and keep
+// the reference); add() is one relaxed atomic increment and safe from any thread, including
+// vendor callbacks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace proton {
+
+class Counter {
+ public:
+  void add(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+  void reset() { value_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+class Stats {
+ public:
+  static Stats &global();
+
+  // Returns the counter with this name, creating it at zero. The reference stays valid.
+  Counter &counter(const std::string &name);
+
+  // Name and value of every registered counter, in registration order.
+  std::vector<std::pair<std::string, uint64_t>> snapshot() const;
+
+  void resetAll();
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<std::pair<std::string, Counter>> counters_;  // stable addresses
+};
+
+}  // namespace proton

@@ -1,0 +1,132 @@
+"""Session lifecycle: start, activate, deactivate, finalize and the profile decorator."""
+
+import atexit
+import functools
+import os
+import sys
+import warnings
+from typing import Optional, Union
+
+from . import _C
+from . import mode as _mode
+from .flags import flags
+
+DEFAULT_PROFILE_NAME = "proton"
+
+_HOOKS = (None, "triton")
+
+
+def _guard(session, verb: str) -> None:
+    if flags.command_line and session != 0:
+        raise ValueError(f"Only one session can be {verb} when running from the command line.")
+
+
+def start(
+    name: Optional[str] = None,
+    *,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[Union[str, _mode.BaseMode]] = None,
+    hook: Optional[str] = None,
+) -> Optional[int]:
+    """Start a profiling session writing `<name>.<format>` and return its id.
+
+    A name already used by a live session re-activates that session and returns its id.
+    Returns None when the `proton` command line owns the profile or PROTON_DISABLE=1.
+    """
+    if flags.command_line or os.environ.get("PROTON_DISABLE", "") in ("1", "true", "True"):
+        return None
+    if name is None:
+        name = DEFAULT_PROFILE_NAME
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"[PROTON] name must be a str or path, got {type(name).__name__}")
+    if hook not in _HOOKS:
+        raise ValueError(f"Unsupported hook: {hook!r}")
+    if hook == "triton":
+        raise _C.BackendUnavailableError(
+            "[PROTON] hook='triton' is not available in this build of Proton yet")
+    session, _, warning = _C.start(
+        os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
+    )
+    if warning:
+        warnings.warn(warning, RuntimeWarning, stacklevel=2)
+    flags.profiling_on = True
+    return session
+
+
+def activate(session: Optional[int] = None) -> None:
+    """Resume recording into a session (None: every session)."""
+    _guard(session, "activated")
+    _C.activate(session)
+
+
+def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
+    """Pause recording into a session (None: every session); its data stays in memory."""
+    _guard(session, "deactivated")
+    _C.deactivate(session, flushing)
+
+
+def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> None:
+    """Write a session (None: every session) to its file and drop it.
+
+    output_format: "" (the data kind's default), "hatchet", "hatchet_msgpack" or
+    "chrome_trace". A session already finalized is ignored.
+    """
+    if session is not None:
+        _guard(session, "finalized")
+    _C.finalize(session, output_format or "")
+    if session is None or not _C.live_sessions():
+        flags.profiling_on = False
+
+
+def profile(
+    func=None,
+    *,
+    name: Optional[str] = None,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[Union[str, _mode.BaseMode]] = None,
+    hook: Optional[str] = None,
+):
+    """Decorator: profile each call of the function (start, then deactivate on return).
+
+    Usable bare (`@proton.profile`) or with arguments. Call finalize() to write the file.
+    """
+
+    def decorator(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            session = start(name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if session is not None:
+                    deactivate(session)
+
+        return wrapper
+
+    if func is not None:
+        return decorator(func)
+    return decorator
+
+
+def _finalize_at_exit() -> None:
+    """Writes sessions the program left unfinalized, so no data is lost at exit."""
+    if not _C.live_sessions():
+        return
+    try:
+        written = _C.finalize(None, "")
+    except Exception as e:  # never turn a clean exit into a failure
+        print(f"[PROTON] could not write the profile at exit: {e}", file=sys.stderr)
+        return
+    flags.profiling_on = False
+    if not flags.command_line:
+        for path in written:
+            if path != "-":
+                print(f"[PROTON] profile written to {path} (at exit; call proton.finalize() "
+                      "to write it earlier)", file=sys.stderr)
+
+
+atexit.register(_finalize_at_exit)
