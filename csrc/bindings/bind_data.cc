@@ -16,7 +16,8 @@ void bindData(nb::module_ &m) {
     return valueOrThrow(std::move(r));
   };
   m.def(
-      "get_json", [serialize](int session, uint64_t phase) { return serialize(session, phase, ""); },
+      "get_json",
+      [serialize](int session, uint64_t phase) { return serialize(session, phase, ""); },
       nb::arg("session"), nb::arg("phase"),
       "The phase in the data kind's default text format (Hatchet JSON or Chrome trace).");
   m.def(
@@ -28,7 +29,9 @@ void bindData(nb::module_ &m) {
       nb::arg("session"), nb::arg("phase"));
   m.def(
       "advance_phase",
-      [&manager](int session) { return valueOrThrow(manager.advancePhase(SessionId{session})).value; },
+      [&manager](int session) {
+        return valueOrThrow(manager.advancePhase(SessionId{session})).value;
+      },
       nb::arg("session"));
   m.def(
       "is_phase_complete",

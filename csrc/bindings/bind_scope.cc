@@ -21,11 +21,32 @@ struct Scope {
   uint32_t entered = 0;  // entries recorded and not yet exited (one object may nest)
 };
 
+// A direct-mapped, per-thread cache from str object to StringId. It holds a reference to
+// each cached str, so a cached address can never be reused by another object; scope names
+// are usually literals, so this skips hashing the text on every entry and exit.
+struct PyStrCache {
+  static constexpr size_t kSize = 1024;
+  struct Entry {
+    PyObject *str = nullptr;
+    StringId id;
+  };
+  Entry entries[kSize];
+};
+
 StringId internName(nb::handle name) {
+  thread_local PyStrCache cache;
+  PyObject *str = name.ptr();
+  PyStrCache::Entry &e = cache.entries[(reinterpret_cast<uintptr_t>(str) >> 4) % PyStrCache::kSize];
+  if (PROTON_LIKELY(e.str == str)) return e.id;
   Py_ssize_t len;
-  const char *s = PyUnicode_AsUTF8AndSize(name.ptr(), &len);
+  const char *s = PyUnicode_AsUTF8AndSize(str, &len);
   if (!s) throw nb::python_error();
-  return StringTable::global().intern(std::string_view(s, len));
+  StringId id = StringTable::global().intern(std::string_view(s, len));
+  Py_INCREF(str);
+  Py_XDECREF(e.str);  // the GIL is held
+  e.str = str;
+  e.id = id;
+  return id;
 }
 
 void requireStr(nb::handle name, const char *what) {
@@ -68,14 +89,15 @@ void bindScope(nb::module_ &m) {
           nb::arg("name"), nb::arg("metrics").none() = nb::none())
       .def_prop_ro("name", [](Scope &s) { return s.name; })
       .def_prop_ro("metrics", [](Scope &s) { return s.metrics; })
-      .def("__enter__",
-           [&manager](nb::handle self) {
-             Scope &s = *nb::inst_ptr<Scope>(self);
-             if (!manager.profilingOn()) return nb::borrow(self);
-             throwIfError(manager.enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
-             ++s.entered;
-             return nb::borrow(self);
-           })
+      .def(
+          "__enter__",
+          [&manager](nb::handle self) {
+            Scope &s = *nb::inst_ptr<Scope>(self);
+            if (!manager.profilingOn()) return nb::borrow(self);
+            throwIfError(manager.enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
+            ++s.entered;
+            return nb::borrow(self);
+          })
       .def(
           "__exit__",
           [&manager](Scope &s, nb::handle, nb::handle, nb::handle) {

@@ -26,7 +26,8 @@ void bindSession(nb::module_ &m) {
       "start",
       [&manager](const std::string &path, const std::string &context, const std::string &data,
                  const std::string &backend, const std::string &mode) {
-        SessionOptions options = valueOrThrow(parseSessionOptions(path, context, data, backend, mode));
+        SessionOptions options =
+            valueOrThrow(parseSessionOptions(path, context, data, backend, mode));
         StartResult r = valueOrThrow(manager.start(options));
         return std::make_tuple(r.id.value, r.created, r.warning);
       },

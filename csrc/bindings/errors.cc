@@ -46,8 +46,9 @@ void registerErrors(nb::module_ &m) {
       sub("ScopeError", PyExc_ValueError, "Scopes were exited out of order or never entered.");
   exceptionTypes[size_t(StatusCode::kMetricType)] =
       sub("MetricTypeError", PyExc_TypeError, "A metric changed type between two values.");
-  exceptionTypes[size_t(StatusCode::kUnavailable)] = sub(
-      "BackendUnavailableError", nullptr, "The requested backend, context or mode cannot run here.");
+  exceptionTypes[size_t(StatusCode::kUnavailable)] =
+      sub("BackendUnavailableError", nullptr,
+          "The requested backend, context or mode cannot run here.");
   exceptionTypes[size_t(StatusCode::kIo)] =
       sub("OutputError", PyExc_OSError, "The profile could not be written.");
 

@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define PROTON_CHECK(cond)                                                              \
-  do {                                                                                  \
-    if (__builtin_expect(!(cond), 0)) {                                                 \
-      std::fprintf(stderr, "[PROTON] internal check failed at %s:%d: %s\n", __FILE__, \
-                   __LINE__, #cond);                                                    \
-      std::abort();                                                                     \
-    }                                                                                   \
+#define PROTON_CHECK(cond)                                                                      \
+  do {                                                                                          \
+    if (__builtin_expect(!(cond), 0)) {                                                         \
+      std::fprintf(stderr, "[PROTON] internal check failed at %s:%d: %s\n", __FILE__, __LINE__, \
+                   #cond);                                                                      \
+      std::abort();                                                                             \
+    }                                                                                           \
   } while (0)
 
 #define PROTON_COLD __attribute__((cold, noinline))

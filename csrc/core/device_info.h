@@ -18,7 +18,7 @@ namespace proton {
 struct DeviceInfo {
   DeviceType type = DeviceType::kNone;
   int32_t index = 0;
-  std::string arch;             // "90" for sm_90
+  std::string arch;  // "90" for sm_90
   uint32_t numSms = 0;
   uint64_t clockRateKhz = 0;
   uint64_t memoryClockRateKhz = 0;

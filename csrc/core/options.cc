@@ -144,9 +144,8 @@ Status checkFormatSupported(DataKind data, OutputFormat format) {
   bool traceFormat = format == OutputFormat::kChromeTrace;
   if ((data == DataKind::kTrace) == traceFormat || format == OutputFormat::kDefault) return {};
   return invalidArgument(std::string("[PROTON] Output format '") + outputFormatName(format) +
-                         "' cannot be written for data='" + dataKindName(data) +
-                         "'. Use " + (traceFormat ? "'hatchet' or 'hatchet_msgpack'" :
-                                                    "'chrome_trace'") +
+                         "' cannot be written for data='" + dataKindName(data) + "'. Use " +
+                         (traceFormat ? "'hatchet' or 'hatchet_msgpack'" : "'chrome_trace'") +
                          " or data='" + (traceFormat ? "trace" : "tree") + "'");
 }
 

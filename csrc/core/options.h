@@ -41,7 +41,7 @@ struct SessionOptions {
 
 Result<ContextKind> parseContextKind(std::string_view s);
 Result<DataKind> parseDataKind(std::string_view s);
-Result<BackendKind> parseBackendKind(std::string_view s);  // "" -> kAuto
+Result<BackendKind> parseBackendKind(std::string_view s);    // "" -> kAuto
 Result<OutputFormat> parseOutputFormat(std::string_view s);  // "" -> kDefault
 Result<ModeSpec> parseModeSpec(std::string_view s);
 

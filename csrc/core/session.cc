@@ -33,11 +33,10 @@ Status Session::checkMetricTypesLocked(const MetricList &metrics) const {
     auto it = metricInfo_.find(m.spec.name);
     MetricType type = metricTypeOf(m.value);
     if (it != metricInfo_.end() && it->second.type != type) {
-      return {StatusCode::kMetricType,
-              "[PROTON] Metric value type mismatch for '" +
-                  std::string(StringTable::global().view(m.spec.name)) +
-                  "': current=" + metricTypeName(it->second.type) +
-                  ", new=" + metricTypeName(type)};
+      return {StatusCode::kMetricType, "[PROTON] Metric value type mismatch for '" +
+                                           std::string(StringTable::global().view(m.spec.name)) +
+                                           "': current=" + metricTypeName(it->second.type) +
+                                           ", new=" + metricTypeName(type)};
     }
   }
   return {};

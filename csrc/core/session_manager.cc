@@ -51,11 +51,11 @@ Status writeFileAtomically(const std::string &path, const ProfileView &view, Out
   }
   ok = (std::fclose(file) == 0) && ok;
   if (status.isOk() && !ok)
-    status = {StatusCode::kIo, "[PROTON] Writing profile '" + path + "' failed: " +
-                                   std::strerror(errno)};
+    status = {StatusCode::kIo,
+              "[PROTON] Writing profile '" + path + "' failed: " + std::strerror(errno)};
   if (status.isOk() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    status = {StatusCode::kIo, "[PROTON] Cannot rename '" + tmp + "' to '" + path +
-                                   "': " + std::strerror(errno)};
+    status = {StatusCode::kIo,
+              "[PROTON] Cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno)};
   if (!status.isOk()) std::remove(tmp.c_str());
   return status;
 }
@@ -132,10 +132,9 @@ Status checkContextAndMode(const SessionOptions &options) {
             "context='shadow'."};
   }
   if (!options.mode.name.empty()) {
-    return {StatusCode::kUnavailable, "[PROTON] mode='" + options.mode.toString() +
-                                          "' is not supported by backend '" +
-                                          backendKindName(options.backend) +
-                                          "' in this build of Proton."};
+    return {StatusCode::kUnavailable,
+            "[PROTON] mode='" + options.mode.toString() + "' is not supported by backend '" +
+                backendKindName(options.backend) + "' in this build of Proton."};
   }
   return {};
 }
@@ -166,6 +165,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
   finalized_.push_back(false);
   sessions_.back()->setActive(true);
   live_[slot].store(sessions_.back().get(), std::memory_order_release);
+  if (options.data == DataKind::kTrace) traceLive_.fetch_add(1, std::memory_order_relaxed);
   liveCount_.fetch_add(1, std::memory_order_relaxed);
   return result;
 }
@@ -221,9 +221,9 @@ Status SessionManager::writeSession(Session &s, OutputFormat format,
     ProfileMetadata metadata = metadataFor(s, phase);
     const std::string &base = s.options().path;
     std::string path =
-        isStdout(base) ? "-"
-                       : outputPath(base, parts ? ".part_" + std::to_string(phase.value) : "",
-                                    format);
+        isStdout(base)
+            ? "-"
+            : outputPath(base, parts ? ".part_" + std::to_string(phase.value) : "", format);
     Status status;
     s.readPhase(phase, [&](const PhaseData &data) {
       ProfileView view{data, metadata, DeviceTable::global(), StringTable::global()};
@@ -277,6 +277,7 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
     for (auto &slot : live_)
       if (slot.load(std::memory_order_relaxed) == s) slot.store(nullptr, std::memory_order_release);
     liveCount_.fetch_sub(1, std::memory_order_relaxed);
+    if (s->options().data == DataKind::kTrace) traceLive_.fetch_sub(1, std::memory_order_relaxed);
     s->releaseData();
   }
   return firstError;
@@ -323,7 +324,9 @@ Status SessionManager::enterScope(StringId name, bool timed,
   uint32_t depth = static_cast<uint32_t>(t.frames.size());
   uint64_t id = (t.threadId << 32) | (++t.scopeCounter & 0xffffffffu);
   if (scopeId) *scopeId = id;
-  t.frames.push_back(ScopeFrame{name, monotonicNs(), timed, metrics, id});
+  // The clock is read only when something will use the time: cpu_timed_scope or trace data.
+  uint64_t beginNs = timed || traceLive_.load(std::memory_order_relaxed) ? monotonicNs() : 0;
+  t.frames.push_back(ScopeFrame{name, beginNs, timed, metrics, id});
   for (auto &slot : live_) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!s || !s->active()) continue;
@@ -354,10 +357,9 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
   }
   const ScopeFrame top = t.frames.back();
   if (name && *name != top.name) {
-    return {StatusCode::kScopeMismatch, "[PROTON] Scope name mismatch: exit_scope('" +
-                                            std::string(strings.view(*name)) +
-                                            "') but the innermost open scope is '" +
-                                            std::string(strings.view(top.name)) + "'"};
+    return {StatusCode::kScopeMismatch,
+            "[PROTON] Scope name mismatch: exit_scope('" + std::string(strings.view(*name)) +
+                "') but the innermost open scope is '" + std::string(strings.view(top.name)) + "'"};
   }
   uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
   auto recorded = [&](Session *s) {
@@ -371,7 +373,7 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
       if (recorded(s) && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(metrics));
     }
   }
-  uint64_t endNs = monotonicNs();
+  uint64_t endNs = top.beginNs ? monotonicNs() : 0;
   for (auto &slot : live_) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!recorded(s)) continue;
@@ -465,8 +467,8 @@ Result<std::string> SessionManager::serialize(SessionId id, PhaseId phase,
   if (!found.isOk()) return found.status();
   Session &s = *found.value();
   PROTON_RETURN_IF_ERROR(checkFormatSupported(s.options().data, format.value()));
-  OutputFormat f = format.value() == OutputFormat::kDefault ? defaultFormat(s.options().data)
-                                                            : format.value();
+  OutputFormat f =
+      format.value() == OutputFormat::kDefault ? defaultFormat(s.options().data) : format.value();
   ProfileMetadata metadata = metadataFor(s, phase);
   StringSink sink;
   Status status;

@@ -10,8 +10,8 @@
 // Thread-safe. Scope and state calls take no shared lock: they read the live-session slots
 // (atomic pointers; a Session object is never freed, only emptied at finalize), touch the
 // calling thread's context, and lock only the session they record into.
-// Start/activate/deactivate/finalize take the manager's mutex. "Profiling on" (any live session) is one
-// relaxed atomic load.
+// Start/activate/deactivate/finalize take the manager's mutex. "Profiling on" (any live session) is
+// one relaxed atomic load.
 #pragma once
 
 #include <array>
@@ -32,8 +32,8 @@ class ThreadContext;
 
 struct StartResult {
   SessionId id;
-  bool created = true;   // false: an existing session with the same path
-  std::string warning;   // non-empty: say it once to the user (e.g. no GPU runtime)
+  bool created = true;  // false: an existing session with the same path
+  std::string warning;  // non-empty: say it once to the user (e.g. no GPU runtime)
 };
 
 class SessionManager {
@@ -86,6 +86,7 @@ class SessionManager {
   std::vector<bool> finalized_;
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
   std::atomic<int> liveCount_{0};
+  std::atomic<int> traceLive_{0};  // live sessions with trace data: scopes need timestamps
   std::string commandLine_;
   std::string toolVersion_ = "0.0.0";
 };

@@ -41,7 +41,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status invalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status notFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 
 template <typename T>
@@ -66,10 +68,10 @@ class [[nodiscard]] Result {
   std::optional<T> value_;
 };
 
-#define PROTON_RETURN_IF_ERROR(expr)      \
-  do {                                    \
-    ::proton::Status status_ = (expr);    \
-    if (!status_.isOk()) return status_;  \
+#define PROTON_RETURN_IF_ERROR(expr)     \
+  do {                                   \
+    ::proton::Status status_ = (expr);   \
+    if (!status_.isOk()) return status_; \
   } while (0)
 
 }  // namespace proton

@@ -62,7 +62,8 @@ class ChromeTraceEmitter {
 
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
-  void metadataEvent(const char *name, uint64_t pid, const uint64_t *tid, const std::string &value) {
+  void metadataEvent(const char *name, uint64_t pid, const uint64_t *tid,
+                     const std::string &value) {
     e_.beginMap(0);
     e_.key("ph");
     e_.string("M");
@@ -97,9 +98,9 @@ class ChromeTraceEmitter {
       metadataEvent("process_name", pid, nullptr,
                     pid == kCpuPid ? std::string("CPU") : "GPU " + std::to_string(pid - 1));
     for (const auto &[pid, tid] : lanes) {
-      std::string name = pid == kCpuPid ? "Thread " + std::to_string(tid)
-                                        : "GPU " + std::to_string(pid - 1) + " Stream " +
-                                              std::to_string(tid);
+      std::string name = pid == kCpuPid
+                             ? "Thread " + std::to_string(tid)
+                             : "GPU " + std::to_string(pid - 1) + " Stream " + std::to_string(tid);
       metadataEvent("thread_name", pid, &tid, name);
     }
   }

@@ -13,8 +13,7 @@ void FileSink::append(const char *data, size_t size) {
 
 bool FileSink::flush() {
   if (!buffer_.empty()) {
-    if (ok_ && std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
-      ok_ = false;
+    if (ok_ && std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) ok_ = false;
     buffer_.clear();
   }
   return ok_;

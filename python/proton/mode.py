@@ -36,7 +36,9 @@ class PeriodicFlushing(BaseMode):
     def __post_init__(self):
         allowed = ("hatchet", "hatchet_msgpack", "chrome_trace")
         if self.format not in allowed:
-            raise ValueError(f"[PROTON] Unknown format: {self.format!r}. Allowed values: {', '.join(allowed)}")
+            raise ValueError(
+                f"[PROTON] Unknown format: {self.format!r}. Allowed values: {', '.join(allowed)}"
+            )
 
     def __str__(self) -> str:
         return f"{self.name}:format={self.format}"
@@ -62,4 +64,6 @@ def to_string(mode) -> str:
         return ""
     if isinstance(mode, (str, BaseMode)):
         return str(mode)
-    raise TypeError(f"[PROTON] mode must be a str or a proton.mode object, got {type(mode).__name__}")
+    raise TypeError(
+        f"[PROTON] mode must be a str or a proton.mode object, got {type(mode).__name__}"
+    )

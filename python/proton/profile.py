@@ -45,7 +45,8 @@ def start(
         raise ValueError(f"Unsupported hook: {hook!r}")
     if hook == "triton":
         raise _C.BackendUnavailableError(
-            "[PROTON] hook='triton' is not available in this build of Proton yet")
+            "[PROTON] hook='triton' is not available in this build of Proton yet"
+        )
     session, _, warning = _C.start(
         os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
     )
@@ -125,8 +126,11 @@ def _finalize_at_exit() -> None:
     if not flags.command_line:
         for path in written:
             if path != "-":
-                print(f"[PROTON] profile written to {path} (at exit; call proton.finalize() "
-                      "to write it earlier)", file=sys.stderr)
+                print(
+                    f"[PROTON] profile written to {path} (at exit; call proton.finalize() "
+                    "to write it earlier)",
+                    file=sys.stderr,
+                )
 
 
 atexit.register(_finalize_at_exit)

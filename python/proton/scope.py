@@ -20,6 +20,8 @@ class scope(_C.Scope):
     scope does nothing.
     """
 
+    __slots__ = ()
+
     def __call__(self, func):
         name, metrics, cls = self.name, self.metrics, type(self)
 
@@ -33,6 +35,8 @@ class scope(_C.Scope):
 
 class cpu_timed_scope(_C.CpuTimedScope):
     """A scope that also records its wall time on the CPU as `cpu_time (ns)` (exclusive)."""
+
+    __slots__ = ()
 
     __call__ = scope.__call__
 
