@@ -41,8 +41,8 @@ TEST(OptionsTest, NamesRoundTrip) {
   EXPECT_STREQ(backendKindName(BackendKind::kInstrumentation), "instrumentation");
   EXPECT_STREQ(outputFormatName(OutputFormat::kHatchet), "hatchet");
   EXPECT_STREQ(outputFormatName(OutputFormat::kDefault), "");
-  for (OutputFormat f : {OutputFormat::kHatchet, OutputFormat::kHatchetMsgpack,
-                         OutputFormat::kChromeTrace})
+  for (OutputFormat f :
+       {OutputFormat::kHatchet, OutputFormat::kHatchetMsgpack, OutputFormat::kChromeTrace})
     EXPECT_EQ(parseOutputFormat(outputFormatName(f)).value(), f);
 }
 
@@ -55,7 +55,8 @@ TEST(ModeSpecTest, EmptyAndDefaultAreTheDefaultMode) {
 TEST(ModeSpecTest, ParsesNameAndOptions) {
   ModeSpec m = parseModeSpec("PCSampling:Interval=1000:Extra=AbC").value();
   EXPECT_EQ(m.name, "pcsampling");
-  EXPECT_EQ(m.options, (std::map<std::string, std::string>{{"interval", "1000"}, {"extra", "AbC"}}));
+  EXPECT_EQ(m.options,
+            (std::map<std::string, std::string>{{"interval", "1000"}, {"extra", "AbC"}}));
   EXPECT_EQ(m.toString(), "pcsampling:extra=AbC:interval=1000");
   EXPECT_EQ(parseModeSpec("mma:x=").value().options.at("x"), "");
 }

@@ -107,7 +107,8 @@ TEST(StringTableTest, ConcurrentInterningGivesConsistentIds) {
     EXPECT_FALSE(used[id.value]) << "id " << id.value << " given to two strings";
     used[id.value] = true;
     EXPECT_EQ(table.view(id), "name_" + std::to_string(i));
-    for (int t = 1; t < kThreads; ++t) EXPECT_EQ(ids[t][i], id) << "thread " << t << " string " << i;
+    for (int t = 1; t < kThreads; ++t)
+      EXPECT_EQ(ids[t][i], id) << "thread " << t << " string " << i;
   }
 }
 

@@ -1,0 +1,219 @@
+#include "core/session.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton {
+namespace {
+
+StringId S(const std::string &s) { return StringTable::global().intern(s); }
+NamedMetric M(const std::string &name, MetricValue v) {
+  return {MetricSpec::parse(name), std::move(v)};
+}
+
+// Copies of what a phase holds, read under the session lock.
+const MetricValue *flexValue(const PhaseData &p, NodeId node, const std::string &name) {
+  const FlexMetrics *f = p.flex(node);
+  const NamedMetric *m = f ? f->find(S(name)) : nullptr;
+  return m ? &m->value : nullptr;
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  Session s{SessionId{3}, SessionOptions{}};
+};
+
+TEST_F(SessionTest, StartsInactiveWithPhaseZero) {
+  EXPECT_EQ(s.id(), SessionId{3});
+  EXPECT_FALSE(s.active());
+  EXPECT_EQ(s.currentPhase(), PhaseId{0});
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{0}}));
+  s.setActive(true);
+  EXPECT_TRUE(s.active());
+}
+
+TEST_F(SessionTest, ChildNeedsAnExistingPhaseAndParent) {
+  NodeId a = s.child(PhaseId{0}, kRootNode, S("a"));
+  EXPECT_EQ(a, NodeId{1});
+  EXPECT_EQ(s.child(PhaseId{0}, kRootNode, S("a")), a);
+  EXPECT_EQ(s.child(PhaseId{5}, kRootNode, S("a")), kNoNode);
+  EXPECT_EQ(s.child(PhaseId{0}, NodeId{99}, S("a")), kNoNode);
+}
+
+TEST_F(SessionTest, AddMetricsAccumulatesOnTheNode) {
+  NodeId n = s.child(PhaseId{0}, kRootNode, S("step"));
+  ASSERT_TRUE(
+      s.addMetrics(PhaseId{0}, n, {M("flops", int64_t{2}), M("tag", std::string("x"))}).isOk());
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("flops", int64_t{3})}).isOk());
+  EXPECT_TRUE(s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(std::get<int64_t>(*flexValue(p, n, "flops")), 5);
+    EXPECT_EQ(std::get<std::string>(*flexValue(p, n, "tag")), "x");
+    EXPECT_EQ(p.flex(kRootNode), nullptr);
+  }));
+}
+
+TEST_F(SessionTest, TypeMismatchNamesBothTypesAndChangesNothing) {
+  NodeId n = s.child(PhaseId{0}, kRootNode, S("step"));
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("m", int64_t{1})}).isOk());
+  Status st = s.addMetrics(PhaseId{0}, n, {M("fresh", int64_t{7}), M("m", 1.5)});
+  EXPECT_EQ(st.code(), StatusCode::kMetricType);
+  EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'm': current=int, new=float");
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(std::get<int64_t>(*flexValue(p, n, "m")), 1);
+    EXPECT_EQ(flexValue(p, n, "fresh"), nullptr);
+  });
+  // "fresh" had no type recorded by the failed call: a float is still accepted for it.
+  EXPECT_TRUE(s.addMetrics(PhaseId{0}, n, {M("fresh", 2.0)}).isOk());
+  EXPECT_EQ(s.checkMetricTypes({M("fresh", int64_t{1})}).message(),
+            "[PROTON] Metric value type mismatch for 'fresh': current=float, new=int");
+}
+
+TEST_F(SessionTest, TypeMismatchStringAndList) {
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, kRootNode, {M("label (pty)", std::string("a"))}).isOk());
+  Status st = s.addMetrics(PhaseId{0}, kRootNode, {M("label", std::vector<double>{1.0})});
+  EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'label': current=str, new=list");
+}
+
+TEST_F(SessionTest, TypesAreCheckedAcrossPhases) {
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, kRootNode, {M("v", int64_t{1})}).isOk());
+  PhaseId p1 = s.advancePhase();
+  EXPECT_EQ(s.addMetrics(p1, kRootNode, {M("v", 1.0)}).code(), StatusCode::kMetricType);
+}
+
+TEST_F(SessionTest, SameNameTwiceInOneListWithDifferentTypesIsAnError) {
+  GTEST_SKIP() << "BUG: Session::checkMetricTypesLocked (csrc/core/session.cc) checks each "
+                  "metric only against types recorded earlier, not against the rest of the same "
+                  "list, so {'a': 1, 'a (exc)': 2.0} passes and combineMetric's PROTON_CHECK "
+                  "(csrc/core/metric.cc:62) aborts the process. Also reachable with trace data: "
+                  "enter_scope metrics {'a': 1} then exit_scope metrics {'a': 1.0}";
+  Status st = s.addMetrics(PhaseId{0}, kRootNode, {M("a", int64_t{1}), M("a (exc)", 2.0)});
+  EXPECT_EQ(st.code(), StatusCode::kMetricType);
+}
+
+TEST_F(SessionTest, MetricAggregationsListStrippedNames) {
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, kRootNode,
+                           {M("bytes (exc)", int64_t{1}), M("arch (pty)", std::string("sm90")),
+                            M("flops", int64_t{1})})
+                  .isOk());
+  std::vector<std::string> exclusive, property;
+  s.metricAggregations(exclusive, property);
+  EXPECT_EQ(exclusive, (std::vector<std::string>{"bytes"}));
+  EXPECT_EQ(property, (std::vector<std::string>{"arch"}));
+}
+
+TEST_F(SessionTest, AdvancePhaseMakesANewCurrentPhase) {
+  uint64_t epoch = s.epoch();
+  EXPECT_EQ(s.advancePhase(), PhaseId{1});
+  EXPECT_EQ(s.advancePhase(), PhaseId{2});
+  EXPECT_EQ(s.currentPhase(), PhaseId{2});
+  EXPECT_EQ(s.epoch(), epoch + 2);
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{0}, PhaseId{1}, PhaseId{2}}));
+  s.readPhase(PhaseId{2}, [](const PhaseData &p) { EXPECT_EQ(p.tree.size(), 1u); });
+}
+
+TEST_F(SessionTest, OnlyPhasesBeforeTheCurrentOneAreComplete) {
+  EXPECT_FALSE(s.isPhaseComplete(PhaseId{0}));
+  s.advancePhase();
+  EXPECT_TRUE(s.isPhaseComplete(PhaseId{0}));
+  EXPECT_FALSE(s.isPhaseComplete(PhaseId{1}));
+  EXPECT_FALSE(s.isPhaseComplete(PhaseId{7}));
+}
+
+TEST_F(SessionTest, ClearOnePhase) {
+  s.child(PhaseId{0}, kRootNode, S("a"));
+  s.advancePhase();
+  s.advancePhase();
+  s.clear(PhaseId{1}, false);
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{0}, PhaseId{2}}));
+  EXPECT_TRUE(s.isPhaseComplete(PhaseId{1}));  // gone: nothing left to wait for
+  EXPECT_FALSE(s.readPhase(PhaseId{1}, [](const PhaseData &) {}));
+  s.readPhase(PhaseId{0}, [](const PhaseData &p) { EXPECT_EQ(p.tree.size(), 2u); });
+}
+
+TEST_F(SessionTest, ClearUpToDropsEarlierPhases) {
+  for (int i = 0; i < 3; ++i) s.advancePhase();
+  s.clear(PhaseId{1}, true);
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{2}, PhaseId{3}}));
+}
+
+TEST_F(SessionTest, ClearingTheCurrentPhaseEmptiesItAndKeepsIt) {
+  s.advancePhase();
+  NodeId a = s.child(PhaseId{1}, kRootNode, S("a"));
+  ASSERT_TRUE(s.addMetrics(PhaseId{1}, a, {M("x", int64_t{1})}).isOk());
+  uint64_t epoch = s.epoch();
+  s.clear(PhaseId{1}, true);
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{1}}));
+  EXPECT_EQ(s.currentPhase(), PhaseId{1});
+  EXPECT_EQ(s.epoch(), epoch + 1);
+  s.readPhase(PhaseId{1}, [](const PhaseData &p) {
+    EXPECT_EQ(p.tree.size(), 1u);
+    EXPECT_EQ(p.flex(NodeId{1}), nullptr);
+  });
+  EXPECT_EQ(s.child(PhaseId{1}, kRootNode, S("b")), NodeId{1});
+}
+
+TEST_F(SessionTest, AddKernelTracksMinMaxCountTimeAndDevices) {
+  NodeId k = s.child(PhaseId{0}, kRootNode, S("gemm"));
+  NodeId k2 = s.child(PhaseId{0}, kRootNode, S("relu"));
+  s.addKernel(PhaseId{0}, k, 3000, 1, DeviceType::kCuda);
+  s.addKernel(PhaseId{0}, k, 1000, 1, DeviceType::kCuda);
+  s.addKernel(PhaseId{0}, k, 2000, 1, DeviceType::kCuda);
+  s.addKernel(PhaseId{0}, k2, 10, 0, DeviceType::kCuda);
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    const KernelMetric *m = p.kernel(k);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->timeNs, 6000u);
+    EXPECT_EQ(m->count, 3u);
+    EXPECT_EQ(m->minNs, 1000u);
+    EXPECT_EQ(m->maxNs, 3000u);
+    EXPECT_EQ(m->deviceId, 1);
+    EXPECT_EQ(m->deviceType, DeviceType::kCuda);
+    EXPECT_EQ(p.kernel(kRootNode), nullptr);
+    EXPECT_EQ(p.devices(), (std::map<DeviceType, std::set<int32_t>>{{DeviceType::kCuda, {0, 1}}}));
+  });
+}
+
+TEST_F(SessionTest, KernelForAClearedPhaseIsCounted) {
+  Counter &dropped = Stats::global().counter("kernel_records_for_cleared_phase");
+  uint64_t before = dropped.value();
+  s.advancePhase();
+  s.clear(PhaseId{0}, false);
+  s.addKernel(PhaseId{0}, kRootNode, 100, 0, DeviceType::kCuda);
+  s.addKernel(PhaseId{1}, NodeId{50}, 100, 0, DeviceType::kCuda);
+  EXPECT_EQ(dropped.value(), before + 2);
+}
+
+TEST_F(SessionTest, AddEventStoresMetricsWithTheEvent) {
+  TraceEvent ev;
+  ev.name = S("step");
+  ev.beginNs = 10;
+  ev.endNs = 20;
+  ASSERT_TRUE(s.addEvent(PhaseId{0}, ev, {}).isOk());
+  ASSERT_TRUE(s.addEvent(PhaseId{0}, ev, {M("n", int64_t{4})}).isOk());
+  EXPECT_EQ(s.addEvent(PhaseId{0}, ev, {M("n", 1.0)}).code(), StatusCode::kMetricType);
+  s.readPhase(PhaseId{0}, [](const PhaseData &p) {
+    ASSERT_EQ(p.events().size(), 2u);
+    EXPECT_EQ(p.events()[0].flexSlot, UINT32_MAX);
+    const FlexMetrics &m = p.eventMetrics(p.events()[1].flexSlot);
+    ASSERT_EQ(m.entries.size(), 1u);
+    EXPECT_EQ(std::get<int64_t>(m.entries[0].value), 4);
+  });
+}
+
+TEST_F(SessionTest, ReleaseDataLeavesATombstone) {
+  uint64_t epoch = s.epoch();
+  s.releaseData();
+  EXPECT_TRUE(s.phaseIds().empty());
+  EXPECT_GT(s.epoch(), epoch);
+  EXPECT_EQ(s.child(PhaseId{0}, kRootNode, S("a")), kNoNode);
+  EXPECT_FALSE(s.readPhase(PhaseId{0}, [](const PhaseData &) {}));
+  EXPECT_TRUE(s.addMetrics(PhaseId{0}, kRootNode, {M("late", int64_t{1})}).isOk());
+}
+
+}  // namespace
+}  // namespace proton
