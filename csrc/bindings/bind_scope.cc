@@ -3,11 +3,13 @@
 // Scope is the base of proton.scope (a context manager and, through the Python subclass, a
 // decorator). When profiling is off, __enter__ and __exit__ cost one relaxed atomic load.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
 #include <memory>
 
 #include "bindings/common.h"
+#include "context/shadow_context.h"
 #include "core/session_manager.h"
 #include "core/string_table.h"
 
@@ -18,7 +20,8 @@ struct Scope {
   nb::object name;
   nb::object metrics;  // None or a dict
   bool timed = false;
-  uint32_t entered = 0;  // entries recorded and not yet exited (one object may nest)
+  uint32_t entered = 0;     // entries recorded and not yet exited (one object may nest)
+  uint64_t generation = 0;  // profiling period of the entries; a later period dropped them
 };
 
 // A direct-mapped, per-thread cache from str object to StringId. It holds a reference to
@@ -72,7 +75,7 @@ void initScope(Scope *self, nb::handle name, nb::handle metrics, bool timed) {
     toMetricList(metrics);  // raises the clear error for a non-dict
   if (timed && !metrics.is_none() && PyDict_Contains(metrics.ptr(), nb::str("cpu_time").ptr()))
     throwIfError(invalidArgument("[PROTON] The metric name 'cpu_time' is reserved."));
-  new (self) Scope{nb::borrow(name), nb::borrow(metrics), timed, 0};
+  new (self) Scope{nb::borrow(name), nb::borrow(metrics), timed, 0, 0};
 }
 
 }  // namespace
@@ -86,7 +89,7 @@ void bindScope(nb::module_ &m) {
           [](Scope *self, nb::handle name, nb::handle metrics) {
             initScope(self, name, metrics, false);
           },
-          nb::arg("name"), nb::arg("metrics").none() = nb::none())
+          nb::arg("name").none(), nb::arg("metrics").none() = nb::none())
       .def_prop_ro("name", [](Scope &s) { return s.name; })
       .def_prop_ro("metrics", [](Scope &s) { return s.metrics; })
       .def(
@@ -96,6 +99,7 @@ void bindScope(nb::module_ &m) {
             if (!manager.profilingOn()) return nb::borrow(self);
             throwIfError(manager.enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
             ++s.entered;
+            s.generation = manager.generation();
             return nb::borrow(self);
           })
       .def(
@@ -103,6 +107,7 @@ void bindScope(nb::module_ &m) {
           [&manager](Scope &s, nb::handle, nb::handle, nb::handle) {
             if (s.entered == 0) return false;
             --s.entered;
+            if (s.generation != manager.generation()) return false;  // profiling restarted
             throwIfError(manager.exitScope(internName(s.name), {}));
             return false;
           },
@@ -114,7 +119,7 @@ void bindScope(nb::module_ &m) {
           [](TimedScope *self, nb::handle name, nb::handle metrics) {
             initScope(self, name, metrics, true);
           },
-          nb::arg("name"), nb::arg("metrics").none() = nb::none());
+          nb::arg("name").none(), nb::arg("metrics").none() = nb::none());
 
   m.def(
       "enter_scope",
@@ -125,7 +130,7 @@ void bindScope(nb::module_ &m) {
         throwIfError(manager.enterScope(internName(name), false, sharedMetrics(metrics), &id));
         return static_cast<int64_t>(id);
       },
-      nb::arg("name"), nb::arg("metrics").none() = nb::none());
+      nb::arg("name").none(), nb::arg("metrics").none() = nb::none());
   m.def(
       "exit_scope",
       [&manager](nb::handle name, nb::handle metrics) -> int64_t {
@@ -144,8 +149,17 @@ void bindScope(nb::module_ &m) {
         requireStr(name, "state name");
         manager.enterState(internName(name));
       },
-      nb::arg("name"));
+      nb::arg("name").none());
   m.def("exit_state", [&manager] { manager.exitState(); });
+
+  // Thread inheritance: proton wraps threading.Thread.start so that the new thread adopts
+  // the stack its starting thread had at start().
+  nb::class_<ContextSnapshot>(m, "ContextSnapshot");
+  m.def("capture_context", [] { return ThreadContext::current().capture(); });
+  m.def(
+      "adopt_context",
+      [](const ContextSnapshot &snapshot) { ThreadContext::current().adopt(snapshot); },
+      nb::arg("snapshot"));
   m.def(
       "depth", [&manager](int session) { return valueOrThrow(manager.depth(SessionId{session})); },
       nb::arg("session"));

@@ -20,6 +20,24 @@ ThreadContext::ThreadContext() : threadId(static_cast<uint64_t>(syscall(SYS_gett
   std::lock_guard mainGuard(mainThread->lock);
   frames = mainThread->frames;
   mirrors = mainThread->mirrors;
+  generation = mainThread->generation;
+}
+
+std::shared_ptr<const ContextSnapshot> ThreadContext::capture() {
+  auto snapshot = std::make_shared<ContextSnapshot>();
+  std::lock_guard guard(lock);
+  snapshot->frames = frames;
+  snapshot->mirrors = mirrors;
+  snapshot->generation = generation;
+  return snapshot;
+}
+
+void ThreadContext::adopt(const ContextSnapshot &snapshot) {
+  std::lock_guard guard(lock);
+  frames = snapshot.frames;
+  mirrors = snapshot.mirrors;
+  generation = snapshot.generation;
+  state = StringId{};
 }
 
 ThreadContext::~ThreadContext() {

@@ -6,7 +6,8 @@
 //   t.frames.push_back({name, monotonicNs(), false});
 //
 // Owned by its thread; the lock (a spin flag, uncontended in steady state) exists only so
-// that a new thread can copy the main thread's stack: a thread that first touches its context
+// that another thread can copy the stack. A Python thread adopts the stack its starting
+// thread had at Thread.start() (see capture/adopt); any other thread, on first touch,
 // inherits the stack of the thread registered as main, as triton.profiler does.
 //
 // Mirror layout, one per session, indexed by session id:
@@ -18,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/check.h"
 #include "core/ids.h"
 #include "core/metric.h"
 
@@ -56,6 +58,13 @@ struct SessionMirror {
   std::vector<MirrorEntry> entries;
 };
 
+// What a thread hands to the threads it starts: its open scopes and their resolved nodes.
+struct ContextSnapshot {
+  std::vector<ScopeFrame> frames;
+  std::vector<SessionMirror> mirrors;
+  uint64_t generation = 0;
+};
+
 class ThreadContext {
  public:
   ThreadContext();
@@ -66,6 +75,19 @@ class ThreadContext {
   static ThreadContext &current();
   // Makes the calling thread the one new threads inherit their stack from.
   static void registerMainThread();
+
+  // Copies this thread's stack, for a thread it is about to start.
+  std::shared_ptr<const ContextSnapshot> capture();
+  // Replaces this thread's stack with one captured by the thread that started it.
+  void adopt(const ContextSnapshot &snapshot);
+  // Drops everything recorded under an earlier profiling period (generation).
+  void resetIfStale(uint64_t currentGeneration) {
+    if (PROTON_LIKELY(generation == currentGeneration)) return;
+    frames.clear();
+    mirrors.clear();
+    state = StringId{};
+    generation = currentGeneration;
+  }
 
   SessionMirror &mirror(SessionId session) {
     if (static_cast<size_t>(session.value) >= mirrors.size()) mirrors.resize(session.value + 1);
@@ -78,6 +100,7 @@ class ThreadContext {
   std::vector<SessionMirror> mirrors;
   const uint64_t threadId;
   uint64_t scopeCounter = 0;
+  uint64_t generation = 0;  // SessionManager::generation() the stack belongs to
 };
 
 }  // namespace proton

@@ -29,14 +29,22 @@ NodeId Session::child(PhaseId phase, NodeId parent, StringId name) {
 }
 
 Status Session::checkMetricTypesLocked(const MetricList &metrics) const {
-  for (const NamedMetric &m : metrics) {
-    auto it = metricInfo_.find(m.spec.name);
+  auto mismatch = [](StringId name, MetricType current, MetricType next) {
+    return Status{StatusCode::kMetricType, "[PROTON] Metric value type mismatch for '" +
+                                               std::string(StringTable::global().view(name)) +
+                                               "': current=" + metricTypeName(current) +
+                                               ", new=" + metricTypeName(next)};
+  };
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const NamedMetric &m = metrics[i];
     MetricType type = metricTypeOf(m.value);
-    if (it != metricInfo_.end() && it->second.type != type) {
-      return {StatusCode::kMetricType, "[PROTON] Metric value type mismatch for '" +
-                                           std::string(StringTable::global().view(m.spec.name)) +
-                                           "': current=" + metricTypeName(it->second.type) +
-                                           ", new=" + metricTypeName(type)};
+    auto it = metricInfo_.find(m.spec.name);
+    if (it != metricInfo_.end() && it->second.type != type)
+      return mismatch(m.spec.name, it->second.type, type);
+    // The same name twice in one list ("a" and "a (exc)") must agree as well.
+    for (size_t j = 0; j < i; ++j) {
+      if (metrics[j].spec.name == m.spec.name && metricTypeOf(metrics[j].value) != type)
+        return mismatch(m.spec.name, metricTypeOf(metrics[j].value), type);
     }
   }
   return {};

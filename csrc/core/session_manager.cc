@@ -164,6 +164,8 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
   sessions_.push_back(std::make_unique<Session>(result.id, options));
   finalized_.push_back(false);
   sessions_.back()->setActive(true);
+  if (liveCount_.load(std::memory_order_relaxed) == 0)
+    generation_.fetch_add(1, std::memory_order_relaxed);
   live_[slot].store(sessions_.back().get(), std::memory_order_release);
   if (options.data == DataKind::kTrace) traceLive_.fetch_add(1, std::memory_order_relaxed);
   liveCount_.fetch_add(1, std::memory_order_relaxed);
@@ -303,6 +305,7 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
 NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
   NodeId node = refreshMirror(s, t);
   phase = t.mirror(s.id()).phase;
   if (t.state != StringId{}) node = s.child(phase, node, t.state);
@@ -314,6 +317,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
   if (!profilingOn()) return {};
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
   bool hasMetrics = metrics && !metrics->empty();
   if (hasMetrics) {
     for (auto &slot : live_) {
@@ -349,6 +353,7 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
   if (!profilingOn()) return {};
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
   const StringTable &strings = StringTable::global();
   if (t.frames.empty()) {
     return {StatusCode::kScopeMismatch,
@@ -368,9 +373,15 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
     return !m.entries.empty() && m.entries.back().depth == depth;
   };
   if (!metrics.empty()) {
+    // Trace events carry the entry metrics too, so those are checked together with these.
+    MetricList withEntry;
+    if (top.metrics) withEntry = *top.metrics;
+    withEntry.insert(withEntry.end(), metrics.begin(), metrics.end());
     for (auto &slot : live_) {
       Session *s = slot.load(std::memory_order_acquire);
-      if (recorded(s) && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(metrics));
+      if (!recorded(s) || !s->active()) continue;
+      bool trace = s->options().data == DataKind::kTrace;
+      PROTON_RETURN_IF_ERROR(s->checkMetricTypes(trace ? withEntry : metrics));
     }
   }
   uint64_t endNs = top.beginNs ? monotonicNs() : 0;
@@ -413,12 +424,14 @@ void SessionManager::enterState(StringId name) {
   if (!profilingOn()) return;
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
   t.state = name;
 }
 
 void SessionManager::exitState() {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
   t.state = StringId{};
 }
 
@@ -432,6 +445,7 @@ Result<size_t> SessionManager::depth(SessionId id) {
   }
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
   refreshMirror(*s, t);
   return t.mirror(id).entries.size();
 }

@@ -41,6 +41,9 @@ class SessionManager {
   static SessionManager &global();
 
   bool profilingOn() const { return liveCount_.load(std::memory_order_relaxed) > 0; }
+  // Grows each time profiling turns on after being off; thread stacks from an earlier
+  // period are dropped when their thread next records.
+  uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
   Result<StartResult> start(const SessionOptions &options);
   Status activate(std::optional<SessionId> id);
@@ -86,7 +89,8 @@ class SessionManager {
   std::vector<bool> finalized_;
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
   std::atomic<int> liveCount_{0};
-  std::atomic<int> traceLive_{0};  // live sessions with trace data: scopes need timestamps
+  std::atomic<int> traceLive_{0};
+  std::atomic<uint64_t> generation_{1};  // live sessions with trace data: scopes need timestamps
   std::string commandLine_;
   std::string toolVersion_ = "0.0.0";
 };

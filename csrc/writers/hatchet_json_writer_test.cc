@@ -115,9 +115,12 @@ TEST(HatchetJsonWriterTest, KernelKeysAreZeroFilledOnRoot) {
       "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},\"metrics\":{\"time "
       "(ns)\":0,\"count\":0},\"children\":[{\"frame\":{\"name\":\"k\",\"type\":"
       "\"function\"},\"metrics\":{\"time (ns)\":5,\"count\":1,\"device_id\":\"1\","
-      "\"device_type\":\"HIP\"},\"children\":[]}]},{\"HIP\":{\"1\":{\"arch\":\"\","
-      "\"num_sms\":0,\"clock_rate\":0,\"memory_clock_rate\":0,\"bus_width\":0}}},";
+      "\"device_type\":\"HIP\"},\"children\":[]}],\"proton_metadata\":";
+  std::string devices =
+      "},{\"HIP\":{\"1\":{\"arch\":\"\",\"num_sms\":0,\"clock_rate\":0,"
+      "\"memory_clock_rate\":0,\"bus_width\":0}}}]\n";
   EXPECT_EQ(out.substr(0, root.size()), root);
+  EXPECT_EQ(out.substr(out.size() - devices.size()), devices);
 }
 
 TEST(HatchetJsonWriterTest, EmptyPhaseHasAnEmptyRoot) {
@@ -125,10 +128,9 @@ TEST(HatchetJsonWriterTest, EmptyPhaseHasAnEmptyRoot) {
   ProfileMetadata m;
   DeviceTable d;
   std::string out = write({phase, m, d, StringTable::global()});
-  EXPECT_EQ(out.substr(0, out.find("{\"proton_metadata\"")),
-            "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},\"metrics\":{},\"children\":[]},"
-            "{},");
-  EXPECT_EQ(out.back(), '\n');
+  EXPECT_EQ(out.substr(0, out.find(",\"proton_metadata\"")),
+            "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},\"metrics\":{},\"children\":[]");
+  EXPECT_EQ(out.substr(out.size() - 7), "}},{}]\n");
 }
 
 TEST(HatchetJsonWriterTest, DeepChainIsWalkedWithoutRecursion) {
@@ -151,9 +153,10 @@ TEST(HatchetJsonWriterTest, DeepChainIsWalkedWithoutRecursion) {
   size_t at = out.find(leaf);
   ASSERT_NE(at, std::string::npos);
   std::string closing;
-  for (int i = 0; i < kDepth; ++i) closing += "]}";
+  for (int i = 0; i < kDepth - 1; ++i) closing += "]}";
+  closing += "]";  // the root's children; the root then carries the metadata
   EXPECT_EQ(out.substr(at + leaf.size(), closing.size()), closing);
-  EXPECT_EQ(out.substr(at + leaf.size() + closing.size(), 4), ",{},");
+  EXPECT_EQ(out.substr(at + leaf.size() + closing.size(), 19), ",\"proton_metadata\":");
 }
 
 }  // namespace

@@ -84,9 +84,9 @@ TEST(HatchetMsgpackWriterTest, EmptyPhaseBytes) {
   ProfileMetadata m;
   DeviceTable d;
   std::string out = write({phase, m, d, StringTable::global()});
-  // [ {frame: {name: "ROOT", type: "function"}, metrics: {}, children: []}, {}, ...
+  // [ {frame: {name: "ROOT", type: "function"}, metrics: {}, children: [], proton_metadata: ...
   std::string want =
-      "\x93\x83\xa5"
+      "\x92\x84\xa5"
       "frame"
       "\x82\xa4"
       "name"
@@ -100,7 +100,8 @@ TEST(HatchetMsgpackWriterTest, EmptyPhaseBytes) {
       "metrics"
       "\x80\xa8"
       "children"
-      "\x90\x80\x81";
+      "\x90\xaf"
+      "proton_metadata";
   EXPECT_EQ(out.substr(0, want.size()), want);
 }
 

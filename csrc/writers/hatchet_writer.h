@@ -1,15 +1,16 @@
 // The Hatchet layout, written once for JSON and MessagePack:
 //
-//   [ root, devices, {"proton_metadata": {...}} ]
+//   [ root, devices ]
 //   node    = {"frame": {"name": str, "type": "function"}, "metrics": {...}, "children": [...]}
+//   root    = node + {"proton_metadata": {...}}
 //   devices = {"CUDA": {"0": {"arch", "num_sms", "clock_rate", "memory_clock_rate", "bus_width"}}}
 //
 // Metrics are exclusive per node. Kernel nodes carry "time (ns)", "count", "device_id"
 // (string) and "device_type". The root is named ROOT and, when any metric exists, carries
 // every numeric scalar metric key (0 where it has no value of its own), so readers see every
-// column. Readers that expect two elements (llnl-hatchet on element 0, Triton's viewer on
-// elements 0 and 1) ignore the third. The walk is iterative: tree depth is not bounded by
-// the C++ stack.
+// column. The metadata is one more key of the root node, which llnl-hatchet and Triton's
+// viewer (it pops element 1 and hands the rest to hatchet) both ignore. The walk is iterative: tree
+// depth is not bounded by the C++ stack.
 #pragma once
 
 #include <map>
@@ -28,13 +29,9 @@ class HatchetEmitter {
 
   void emit() {
     collectRootKeys();
-    e_.beginArray(3);
+    e_.beginArray(2);
     emitTree();
     emitDevices();
-    e_.beginMap(1);
-    e_.key("proton_metadata");
-    encodeMetadata(e_, v_.metadata);
-    e_.endMap();
     e_.endArray();
   }
 
@@ -106,7 +103,7 @@ class HatchetEmitter {
   }
 
   void openNode(NodeId id) {
-    e_.beginMap(3);
+    e_.beginMap(id == kRootNode ? 4 : 3);
     e_.key("frame");
     e_.beginMap(2);
     e_.key("name");
@@ -129,6 +126,10 @@ class HatchetEmitter {
       auto &[node, next] = stack.back();
       if (next == kNoNode) {
         e_.endArray();
+        if (node == kRootNode) {
+          e_.key("proton_metadata");
+          encodeMetadata(e_, v_.metadata);
+        }
         e_.endMap();
         stack.pop_back();
         continue;

@@ -3,7 +3,7 @@
 `import proton` can replace `import triton.profiler as proton`.
 """
 
-from . import context, data, mode
+from . import _threads, context, data, mode
 from ._C import __version__
 from .errors import (
     BackendUnavailableError,
@@ -17,6 +17,8 @@ from .errors import (
 from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 from .state import enter_state, exit_state, metadata_state, state
+
+_threads.install()
 
 __all__ = [
     "start",

@@ -12,7 +12,7 @@ def get(session: Optional[int] = 0, phase: int = 0):
     layout), the Chrome trace dict for trace data."""
     if session is None:
         return None
-    _guard(session, "retrieved")
+    _guard(session, "be retrieved")
     return json.loads(_C.get_json(session, phase))
 
 
@@ -20,7 +20,7 @@ def get_msgpack(session: Optional[int] = 0, phase: int = 0) -> Optional[bytes]:
     """The phase as Hatchet MessagePack bytes (tree data)."""
     if session is None:
         return None
-    _guard(session, "retrieved")
+    _guard(session, "be retrieved")
     return _C.get_msgpack(session, phase)
 
 
@@ -44,5 +44,5 @@ def clear(session: Optional[int] = 0, phase: int = 0, clear_up_to_phase: bool = 
     """Drop a phase's data (or every phase up to it)."""
     if session is None:
         return
-    _guard(session, "cleared")
+    _guard(session, "be cleared")
     _C.clear(session, phase, clear_up_to_phase)

@@ -16,9 +16,10 @@ DEFAULT_PROFILE_NAME = "proton"
 _HOOKS = (None, "triton")
 
 
-def _guard(session, verb: str) -> None:
+def _guard(session, action: str) -> None:
+    """Raises as triton.profiler does when the command line owns session 0."""
     if flags.command_line and session != 0:
-        raise ValueError(f"Only one session can be {verb} when running from the command line.")
+        raise ValueError(f"Only one session can {action} when running from the command line.")
 
 
 def start(
@@ -50,21 +51,21 @@ def start(
     session, _, warning = _C.start(
         os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
     )
+    flags.profiling_on = True
     if warning:
         warnings.warn(warning, RuntimeWarning, stacklevel=2)
-    flags.profiling_on = True
     return session
 
 
 def activate(session: Optional[int] = None) -> None:
     """Resume recording into a session (None: every session)."""
-    _guard(session, "activated")
+    _guard(session, "be activated")
     _C.activate(session)
 
 
 def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     """Pause recording into a session (None: every session); its data stays in memory."""
-    _guard(session, "deactivated")
+    _guard(session, "be deactivated")
     _C.deactivate(session, flushing)
 
 
@@ -75,7 +76,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     "chrome_trace". A session already finalized is ignored.
     """
     if session is not None:
-        _guard(session, "finalized")
+        _guard(session, "be finalized")
     _C.finalize(session, output_format or "")
     if session is None or not _C.live_sessions():
         flags.profiling_on = False

@@ -16,13 +16,13 @@ def test_get_returns_root_devices_and_metadata():
     with proton.scope("a", {"n": 1}):
         pass
     data = proton.data.get(s)
-    assert isinstance(data, list) and len(data) == 3
-    root, devices, metadata = data
+    assert isinstance(data, list) and len(data) == 2
+    root, devices = data
+    assert list(root) == ["frame", "metrics", "children", "proton_metadata"]
     assert root["frame"] == {"name": "ROOT", "type": "function"}
     assert shape(root) == ("ROOT", {"n": 0}, [("a", {"n": 1}, [])])
     assert devices == {}  # no GPU records
-    assert list(metadata) == ["proton_metadata"]
-    meta = metadata["proton_metadata"]
+    meta = root["proton_metadata"]
     assert meta["tool"] == "proton"
     assert meta["version"] == proton.__version__
     assert meta["session"] == "layout"
@@ -107,7 +107,7 @@ def test_advance_phase_returns_the_new_phase_and_records_go_to_it():
     assert tree(s, 0) == ("ROOT", {"n": 0}, [("p0", {"n": 1}, [])])
     assert tree(s, 1) == ("ROOT", {"n": 0}, [("p1", {"n": 2}, [])])
     assert tree(s, 2) == ("ROOT", {"n": 0}, [("p2", {"n": 3}, [])])
-    assert [proton.data.get(s, p)[2]["proton_metadata"]["phase"] for p in range(3)] == [0, 1, 2]
+    assert [proton.data.get(s, p)[0]["proton_metadata"]["phase"] for p in range(3)] == [0, 1, 2]
 
 
 def test_scope_open_across_advance_phase_is_rebuilt_in_the_new_phase():
@@ -200,8 +200,8 @@ def test_finalize_after_advancing_writes_one_file_per_phase(tmp_path):
     part1 = load_hatchet(tmp_path / "parts.part_1.hatchet")
     assert shape(part0[0]) == ("ROOT", {"n": 0}, [("p0", {"n": 1}, [])])
     assert shape(part1[0]) == ("ROOT", {"n": 0}, [("p1", {"n": 2}, [])])
-    assert part0[2]["proton_metadata"]["phase"] == 0
-    assert part1[2]["proton_metadata"]["phase"] == 1
+    assert part0[0]["proton_metadata"]["phase"] == 0
+    assert part1[0]["proton_metadata"]["phase"] == 1
 
 
 def test_finalize_trace_after_advancing_writes_one_chrome_trace_per_phase(tmp_path):

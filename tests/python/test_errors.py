@@ -67,7 +67,7 @@ def test_unknown_option_values_raise_config_error_listing_allowed_values(kwargs,
 
 def test_option_values_are_case_insensitive():
     s = proton.start("case", context="SHADOW", data="Tree")
-    assert proton.data.get(s)[2]["proton_metadata"]["context"] == "shadow"
+    assert proton.data.get(s)[0]["proton_metadata"]["context"] == "shadow"
 
 
 def test_malformed_mode_option_raises_config_error():
@@ -85,7 +85,7 @@ def test_mode_of_the_wrong_type_raises_type_error():
 @pytest.mark.parametrize("mode", ["default", proton.mode.Default(), "", None])
 def test_default_mode_starts_a_session(mode):
     s = proton.start("defmode", mode=mode)
-    assert proton.data.get(s)[2]["proton_metadata"]["mode"] == ""
+    assert proton.data.get(s)[0]["proton_metadata"]["mode"] == ""
 
 
 def test_backend_cupti_without_a_gpu_raises_backend_unavailable_with_the_reason():
@@ -205,14 +205,6 @@ def test_command_line_guards(call, message):
     assert str(info.value) == message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: python/proton/data.py builds the guard message as 'can be {verb}', giving "
-        "'can be advance phase' / 'can be check phase completion status' instead of "
-        "triton.profiler's 'can advance phase' / 'can check phase completion status'"
-    ),
-)
 @pytest.mark.parametrize(
     "call, message",
     [

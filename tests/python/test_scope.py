@@ -3,6 +3,8 @@
 # Nested `with` blocks are kept: the nesting is what these tests check.
 # ruff: noqa: SIM117
 
+import json
+
 import proton
 import pytest
 from proton.flags import flags
@@ -99,7 +101,7 @@ def test_repeated_entries_aggregate_metrics_by_kind():
     )
     node = find(data[0], "x")["metrics"]
     assert type(node["int"]) is int and type(node["float"]) is float
-    aggregation = data[2]["proton_metadata"]["metric_aggregation"]
+    aggregation = data[0]["proton_metadata"]["metric_aggregation"]
     assert sorted(aggregation) == ["exclusive", "property"]
     assert aggregation["exclusive"] == ["excl"]
     assert sorted(aggregation["property"]) == ["fprop", "prop"]
@@ -114,7 +116,7 @@ def test_exclusive_and_property_suffixes_are_stripped_in_the_written_file(tmp_pa
     proton.finalize(s)
     data = load_hatchet(tmp_path / "suffix.hatchet")
     assert find(data[0], "x")["metrics"] == {"e": 5, "p": 4.0}
-    aggregation = data[2]["proton_metadata"]["metric_aggregation"]
+    aggregation = data[0]["proton_metadata"]["metric_aggregation"]
     assert aggregation == {"exclusive": ["e"], "property": ["p"]}
 
 
@@ -193,7 +195,7 @@ def test_cpu_timed_scope_records_cpu_time_as_exclusive_int():
         assert type(value) is int and value > 0
     assert outer["cpu_time (ns)"] >= inner["cpu_time (ns)"]  # outer encloses inner
     assert data[0]["metrics"] == {"n": 0, "cpu_time (ns)": 0}
-    assert data[2]["proton_metadata"]["metric_aggregation"]["exclusive"] == ["cpu_time (ns)"]
+    assert data[0]["proton_metadata"]["metric_aggregation"]["exclusive"] == ["cpu_time (ns)"]
 
 
 def test_cpu_timed_scope_as_decorator_accumulates():
@@ -299,14 +301,6 @@ def test_non_string_scope_name_error_names_the_type():
         proton.state([])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: csrc/bindings/bind_scope.cc binds `name` as nb::handle without .none(), so a None "
-        "name is rejected by nanobind ('incompatible function arguments', a bare TypeError) "
-        "before requireStr() can raise the clear ConfigError"
-    ),
-)
 @pytest.mark.parametrize(
     "make",
     [
@@ -381,3 +375,25 @@ def test_metrics_that_are_not_a_dict_are_rejected():
     proton.start("notdict")
     with pytest.raises(proton.ConfigError, match="metric names must be str, got int"):
         proton.enter_scope("x", metrics={1: 1})
+
+
+def test_trace_entry_and_exit_metrics_of_different_types_raise_and_keep_the_stack(tmp_path):
+    # Regression: a trace event combines entry and exit metrics; an int then a float for the
+    # same name used to abort the interpreter instead of raising.
+    s = proton.start(str(tmp_path / "t"), data="trace")
+    proton.enter_scope("s", metrics={"a": 1})
+    with pytest.raises(proton.MetricTypeError, match="current=int, new=float"):
+        proton.exit_scope("s", metrics={"a": 1.0})
+    assert proton.context.depth(s) == 1
+    proton.exit_scope("s", metrics={"a": 2})
+    proton.finalize(s)
+    trace = json.loads((tmp_path / "t.chrome_trace").read_text())
+    (event,) = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert (event["name"], event["args"]["a"]) == ("s", 3)
+
+
+def test_one_metric_dict_with_a_name_in_two_types_raises(tmp_path):
+    s = proton.start(str(tmp_path / "t"))
+    with pytest.raises(proton.MetricTypeError, match="current=int, new=float"):
+        proton.enter_scope("s", metrics={"a": 1, "a (exc)": 2.0})
+    assert proton.context.depth(s) == 0

@@ -127,15 +127,6 @@ def test_inherited_scope_can_not_be_exited_by_the_child_thread_twice():
     assert tree(s) == ("ROOT", {}, [("parent", {}, [("child", {}, [])])])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: csrc/context/shadow_context.cc ThreadContext::ThreadContext copies the stack of "
-        "the *main* thread (the one that first called start()) when a thread first records, "
-        "not the stack of the thread that launched it, so a thread started by a worker loses "
-        "the worker's open scopes (DESIGN 1.1: threads inherit the launching thread's stack)"
-    ),
-)
 def test_thread_started_by_a_worker_inherits_the_workers_scopes():
     s = proton.start("nested_threads")
 
@@ -160,14 +151,6 @@ def test_thread_started_by_a_worker_inherits_the_workers_scopes():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: csrc/context/shadow_context.cc copies the main thread's stack when a thread "
-        "*first records* (thread_local construction), not when it is started, so a thread "
-        "started outside any scope inherits whatever the main thread has open at that later time"
-    ),
-)
 def test_thread_started_outside_a_scope_does_not_inherit_a_later_scope():
     s = proton.start("late_inherit")
     go = threading.Event()

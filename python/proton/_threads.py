@@ -1,0 +1,31 @@
+"""Thread inheritance: a thread started while profiling adopts the open scopes that its
+starting thread had when it called Thread.start(), as DESIGN.md's shadow context says.
+
+Installed once at import by wrapping threading.Thread.start; when profiling is off the
+wrapper only checks one flag. Threads created outside Python (native threads) inherit the
+main thread's stack on first use instead.
+"""
+
+import threading
+
+from . import _C
+
+_original_start = threading.Thread.start
+
+
+def _start_with_context(self):
+    if _C.profiling_on():
+        snapshot = _C.capture_context()
+        run = self.run
+
+        def run_in_context():
+            _C.adopt_context(snapshot)
+            run()
+
+        self.run = run_in_context
+    _original_start(self)
+
+
+def install() -> None:
+    if threading.Thread.start is not _start_with_context:
+        threading.Thread.start = _start_with_context
