@@ -1,12 +1,15 @@
 // Session lifecycle: start, activate, deactivate, finalize.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "backends/gpu_backend.h"
 #include "backends/runtime_probe.h"
 #include "bindings/common.h"
 #include "core/session_manager.h"
+#include "core/stats.h"
 
 namespace proton::bindings {
 namespace {
@@ -64,6 +67,10 @@ void bindSession(nb::module_ &m) {
     return ids;
   });
   m.def("set_command_line", [&manager](std::string s) { manager.setCommandLine(std::move(s)); });
+  m.def("set_library_search_dirs", &setLibrarySearchDirs, nb::arg("dirs"),
+        "Extra directories searched for vendor libraries (e.g. libcupti).");
+  m.def("stats", [] { return Stats::global().snapshot(); },
+        "The stats table: (name, value) for every loss counter.");
   m.def("probe_gpu", [] {
     const RuntimeProbe &p = probeCudaRuntime();
     return std::make_tuple(p.available, p.deviceCount, p.reason);

@@ -15,7 +15,7 @@ struct ProtonException : std::runtime_error {
 };
 
 // Indexed by StatusCode.
-std::array<PyObject *, 8> exceptionTypes{};
+std::array<PyObject *, size_t(StatusCode::kInternal) + 1> exceptionTypes{};
 
 PyObject *newException(nb::module_ &m, const char *name, PyObject *bases, const char *doc) {
   std::string qualified = std::string("proton._C.") + name;
@@ -49,6 +49,7 @@ void registerErrors(nb::module_ &m) {
   exceptionTypes[size_t(StatusCode::kUnavailable)] =
       sub("BackendUnavailableError", nullptr,
           "The requested backend, context or mode cannot run here.");
+  exceptionTypes[size_t(StatusCode::kBusy)] = exceptionTypes[size_t(StatusCode::kUnavailable)];
   exceptionTypes[size_t(StatusCode::kIo)] =
       sub("OutputError", PyExc_OSError, "The profile could not be written.");
 

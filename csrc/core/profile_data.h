@@ -67,9 +67,6 @@ class PhaseData {
   void noteDevice(DeviceType type, int32_t device) { devices_[type].insert(device); }
   const std::map<DeviceType, std::set<int32_t>> &devices() const { return devices_; }
 
-  // Device work launched in this phase whose records have not arrived yet.
-  std::atomic<int64_t> pending{0};
-
  private:
   PhaseId id_;
   std::vector<uint32_t> kernelSlot_;

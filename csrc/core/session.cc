@@ -71,16 +71,28 @@ Status Session::addMetrics(PhaseId phase, NodeId node, const MetricList &metrics
   return {};
 }
 
+namespace {
+void countClearedPhaseRecord() {
+  static Counter &dropped = Stats::global().counter("kernel_records_for_cleared_phase");
+  dropped.add();
+}
+}  // namespace
+
 void Session::addKernel(PhaseId phase, NodeId node, uint64_t durationNs, int32_t device,
                         DeviceType type) {
   std::lock_guard lock(mu_);
   PhaseData *p = findPhase(phase);
-  if (!p || node.value >= p->tree.size()) {
-    static Counter &dropped = Stats::global().counter("kernel_records_for_cleared_phase");
-    dropped.add();
-    return;
-  }
+  if (!p || node.value >= p->tree.size()) return countClearedPhaseRecord();
   p->kernelAt(node).add(durationNs, device, type);
+  p->noteDevice(type, device);
+}
+
+void Session::addDeviceEvent(PhaseId phase, const TraceEvent &event, DeviceType type,
+                             int32_t device) {
+  std::lock_guard lock(mu_);
+  PhaseData *p = findPhase(phase);
+  if (!p || event.context.value >= p->tree.size()) return countClearedPhaseRecord();
+  p->addEvent(event);
   p->noteDevice(type, device);
 }
 
@@ -111,8 +123,7 @@ PhaseId Session::advancePhase() {
 bool Session::isPhaseComplete(PhaseId phase) const {
   std::lock_guard lock(mu_);
   if (phase.value >= currentPhase_.load(std::memory_order_relaxed)) return false;
-  const PhaseData *p = findPhase(phase);
-  return !p || p->pending.load(std::memory_order_acquire) == 0;
+  return pendingIn(phase) == 0;
 }
 
 void Session::clear(PhaseId phase, bool upTo) {

@@ -10,6 +10,7 @@
 // last one is current.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -48,9 +49,20 @@ class Session {
   void addKernel(PhaseId phase, NodeId node, uint64_t durationNs, int32_t device, DeviceType type);
   // Trace data: one slice. Metrics are type-checked like addMetrics.
   Status addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics);
+  // Trace data: one device slice (kernel) on a device lane; dropped and counted like
+  // addKernel when its phase or node is gone.
+  void addDeviceEvent(PhaseId phase, const TraceEvent &event, DeviceType type, int32_t device);
 
   PhaseId advancePhase();
+  // Complete: an earlier phase than the current one, with no device work still in flight.
   bool isPhaseComplete(PhaseId phase) const;
+  // Device work launched in a phase and not yet delivered (backends call these; lock-free).
+  void notePending(PhaseId phase, int64_t delta) {
+    pending_[phase.value % kPendingRing].fetch_add(delta, std::memory_order_acq_rel);
+  }
+  int64_t pendingIn(PhaseId phase) const {
+    return pending_[phase.value % kPendingRing].load(std::memory_order_acquire);
+  }
   // Drops one phase, or every phase up to and including it. Clearing the current phase
   // replaces it with an empty one.
   void clear(PhaseId phase, bool upTo);
@@ -77,6 +89,11 @@ class Session {
   const PhaseData *findPhase(PhaseId phase) const;
   Status checkMetricTypesLocked(const MetricList &metrics) const;
   void noteMetricTypesLocked(const MetricList &metrics);
+
+  // In-flight device work by phase, in a ring: a phase shares its counter with the phase
+  // kPendingRing later, which can only make a completion report later, never early.
+  static constexpr size_t kPendingRing = 64;
+  std::array<std::atomic<int64_t>, kPendingRing> pending_{};
 
   const SessionId id_;
   const SessionOptions options_;

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "backends/gpu_backend.h"
 #include "backends/runtime_probe.h"
 #include "context/shadow_context.h"
 #include "core/clock.h"
@@ -98,31 +100,11 @@ std::vector<SessionId> SessionManager::liveSessions() const {
 
 namespace {
 
-Status checkBackend(const SessionOptions &options, std::string &warning) {
+Status cpuOnly(const std::string &why, std::string &warning) {
   static bool warned = false;
-  if (options.backend == BackendKind::kAuto) {
-    const RuntimeProbe &probe = probeCudaRuntime();
-    std::string why = probe.available
-                          ? "a GPU was found, but this build of Proton has no GPU backend yet"
-                          : "no GPU runtime was found: " + probe.reason;
-    if (!warned) warning = "[PROTON] " + why + "; recording CPU scopes and metrics only";
-    warned = true;
-    return {};
-  }
-  if (options.backend == BackendKind::kCupti) {
-    const RuntimeProbe &probe = probeCudaRuntime();
-    if (!probe.available) {
-      return {StatusCode::kUnavailable,
-              "[PROTON] backend='cupti' needs an NVIDIA GPU, but " + probe.reason +
-                  ". Leave backend unset to record CPU scopes and metrics only."};
-    }
-    return {StatusCode::kUnavailable,
-            "[PROTON] backend='cupti' is not part of this build of Proton yet. Leave backend "
-            "unset to record CPU scopes and metrics only."};
-  }
-  return {StatusCode::kUnavailable, std::string("[PROTON] backend='") +
-                                        backendKindName(options.backend) +
-                                        "' is not available in this build of Proton."};
+  if (!warned) warning = "[PROTON] " + why + "; recording CPU scopes and metrics only";
+  warned = true;
+  return {};
 }
 
 Status checkContextAndMode(const SessionOptions &options) {
@@ -141,6 +123,42 @@ Status checkContextAndMode(const SessionOptions &options) {
 
 }  // namespace
 
+Status SessionManager::selectBackend(const SessionOptions &options, std::string &warning,
+                                     GpuBackend **out) {
+  *out = nullptr;
+  if (options.backend != BackendKind::kAuto && options.backend != BackendKind::kCupti) {
+    return {StatusCode::kUnavailable, std::string("[PROTON] backend='") +
+                                          backendKindName(options.backend) +
+                                          "' is not available in this build of Proton."};
+  }
+  bool explicitCupti = options.backend == BackendKind::kCupti;
+  const RuntimeProbe &probe = probeCudaRuntime();
+  if (!probe.available) {
+    if (!explicitCupti) return cpuOnly("no GPU runtime was found: " + probe.reason, warning);
+    return {StatusCode::kUnavailable,
+            "[PROTON] backend='cupti' needs an NVIDIA GPU, but " + probe.reason +
+                ". Leave backend unset to record CPU scopes and metrics only."};
+  }
+  GpuBackend *backend = cuptiBackend();
+  if (!backend) {
+    std::string why =
+        "this build of Proton has no CUPTI backend (CUPTI headers were not found when it "
+        "was built; reinstall with the CUDA toolkit present)";
+    if (!explicitCupti) return cpuOnly("a GPU was found, but " + why, warning);
+    return {StatusCode::kUnavailable, "[PROTON] backend='cupti': " + why};
+  }
+  Status status = backend->acquire();
+  if (status.isOk()) {
+    *out = backend;
+    return {};
+  }
+  // Another profiler holding CUPTI is always an error: silently profiling only the CPU
+  // would look like a profile with no kernels.
+  if (explicitCupti || status.code() == StatusCode::kBusy) return status;
+  return cpuOnly(status.message().substr(status.message().rfind("[PROTON] ") == 0 ? 9 : 0),
+                 warning);
+}
+
 Result<StartResult> SessionManager::start(const SessionOptions &options) {
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < sessions_.size(); ++i) {
@@ -151,7 +169,6 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
   }
   StartResult result;
   PROTON_RETURN_IF_ERROR(checkContextAndMode(options));
-  PROTON_RETURN_IF_ERROR(checkBackend(options, result.warning));
   size_t slot = 0;
   while (slot < kMaxLiveSessions && live_[slot].load(std::memory_order_relaxed)) ++slot;
   if (slot == kMaxLiveSessions) {
@@ -159,10 +176,13 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
                                                 std::to_string(kMaxLiveSessions) +
                                                 "); finalize one before starting another."};
   }
+  GpuBackend *backend = nullptr;
+  PROTON_RETURN_IF_ERROR(selectBackend(options, result.warning, &backend));
   if (sessions_.empty()) ThreadContext::registerMainThread();
   result.id = SessionId{static_cast<int32_t>(sessions_.size())};
   sessions_.push_back(std::make_unique<Session>(result.id, options));
   finalized_.push_back(false);
+  backends_.push_back(backend);
   sessions_.back()->setActive(true);
   if (liveCount_.load(std::memory_order_relaxed) == 0)
     generation_.fetch_add(1, std::memory_order_relaxed);
@@ -185,18 +205,25 @@ Status SessionManager::activate(std::optional<SessionId> id) {
   return {};
 }
 
-Status SessionManager::deactivate(std::optional<SessionId> id, bool /*flushing*/) {
-  // Flushing device records arrives with the GPU backends; with CPU data there is nothing
-  // in flight, so every phase before the current one is complete once deactivated.
+Status SessionManager::deactivate(std::optional<SessionId> id, bool flushing) {
   std::lock_guard lock(mu_);
+  std::vector<GpuBackend *> toFlush;
+  auto off = [&](size_t i) {
+    sessions_[i]->setActive(false);
+    if (flushing && backends_[i]) toFlush.push_back(backends_[i]);
+  };
   if (id) {
     Result<Session *> s = find(*id);
     if (!s.isOk()) return s.status();
-    s.value()->setActive(false);
-    return {};
+    off(id->value);
+  } else {
+    for (size_t i = 0; i < sessions_.size(); ++i)
+      if (!finalized_[i]) off(i);
   }
-  for (size_t i = 0; i < sessions_.size(); ++i)
-    if (!finalized_[i]) sessions_[i]->setActive(false);
+  // With one backend today this flushes at most once; the loop stays correct with more.
+  for (size_t i = 0; i < toFlush.size(); ++i)
+    if (std::find(toFlush.begin(), toFlush.begin() + i, toFlush[i]) == toFlush.begin() + i)
+      toFlush[i]->flush();
   return {};
 }
 
@@ -262,16 +289,29 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
   }
   for (Session *s : targets)
     PROTON_RETURN_IF_ERROR(checkFormatSupported(s->options().data, format.value()));
-  Status firstError;
+  // Stop recording first, then wait for the device records of everything launched so far.
+  std::vector<bool> wasActive;
+  std::vector<GpuBackend *> flushed;
   for (Session *s : targets) {
-    bool wasActive = s->active();
+    wasActive.push_back(s->active());
     s->setActive(false);
+  }
+  for (Session *s : targets) {
+    GpuBackend *b = backends_[s->id().value];
+    if (b && std::find(flushed.begin(), flushed.end(), b) == flushed.end()) {
+      b->flush();
+      flushed.push_back(b);
+    }
+  }
+  Status firstError;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    Session *s = targets[t];
     OutputFormat f = format.value() == OutputFormat::kDefault ? defaultFormat(s->options().data)
                                                               : format.value();
     Status status = writeSession(*s, f, written);
     if (!status.isOk()) {
       // Keep the session and its data, so the user can fix the problem and finalize again.
-      s->setActive(wasActive);
+      s->setActive(wasActive[t]);
       if (firstError.isOk()) firstError = status;
       continue;
     }
@@ -281,6 +321,10 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
     liveCount_.fetch_sub(1, std::memory_order_relaxed);
     if (s->options().data == DataKind::kTrace) traceLive_.fetch_sub(1, std::memory_order_relaxed);
     s->releaseData();
+    if (GpuBackend *b = backends_[s->id().value]) {
+      backends_[s->id().value] = nullptr;
+      b->release();
+    }
   }
   return firstError;
 }
@@ -310,6 +354,35 @@ NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
   phase = t.mirror(s.id()).phase;
   if (t.state != StringId{}) node = s.child(phase, node, t.state);
   return node;
+}
+
+size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *threadId) {
+  if (!profilingOn()) return 0;
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
+  *threadId = t.threadId;
+  size_t n = 0;
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (!s || !s->active()) continue;
+    NodeId node = refreshMirror(*s, t);
+    PhaseId phase = t.mirror(s->id()).phase;
+    if (t.state != StringId{}) node = s->child(phase, node, t.state);
+    if (node == kNoNode) continue;  // its phase was cleared under us
+    if (n < max) out[n] = LaunchEntry{s, node, phase};
+    ++n;  // the caller counts entries past max
+  }
+  return n;
+}
+
+void SessionManager::contextNames(std::vector<StringId> &out) {
+  out.clear();
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
+  for (const ScopeFrame &f : t.frames) out.push_back(f.name);
+  if (t.state != StringId{}) out.push_back(t.state);
 }
 
 Status SessionManager::enterScope(StringId name, bool timed,

@@ -23,11 +23,13 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/launch_table.h"
 #include "core/profile_metadata.h"
 #include "core/session.h"
 
 namespace proton {
 
+class GpuBackend;
 class ThreadContext;
 
 struct StartResult {
@@ -75,11 +77,18 @@ class SessionManager {
   // The node the calling thread's context resolves to in session s right now (current phase),
   // including the state tag: where a kernel launched now is filed. For backends.
   NodeId currentNode(Session &s, PhaseId &phase);
+  // Launch path (vendor callbacks): where a launch by the calling thread belongs in every
+  // active session, at most max entries; threadId receives the OS thread id. No shared lock.
+  size_t launchContext(LaunchEntry *out, size_t max, uint64_t *threadId);
+  // The calling thread's context as names, outermost first (scopes, then the state tag).
+  void contextNames(std::vector<StringId> &out);
+  bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
 
  private:
   static constexpr size_t kMaxLiveSessions = 32;
 
   Result<Session *> find(SessionId id) const;  // mu_ held
+  Status selectBackend(const SessionOptions &options, std::string &warning, GpuBackend **out);
   Status writeSession(Session &s, OutputFormat format, std::vector<std::string> *written);
   ProfileMetadata metadataFor(const Session &s, PhaseId phase) const;
   NodeId refreshMirror(Session &s, ThreadContext &t);
@@ -87,6 +96,7 @@ class SessionManager {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Session>> sessions_;  // index = id; never shrinks
   std::vector<bool> finalized_;
+  std::vector<GpuBackend *> backends_;  // per session: the GPU backend it holds, or nullptr
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
   std::atomic<int> liveCount_{0};
   std::atomic<int> traceLive_{0};

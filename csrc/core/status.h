@@ -22,6 +22,7 @@ enum class StatusCode {
   kScopeMismatch,    // exit without enter, name mismatch  -> ScopeError (ValueError)
   kMetricType,       // metric changes type                -> MetricTypeError (TypeError)
   kUnavailable,      // backend or library missing         -> BackendUnavailableError
+  kBusy,             // another tool holds the vendor layer -> BackendUnavailableError
   kIo,               // output cannot be written           -> OutputError (OSError)
   kInternal,         // anything else                      -> ProfilerError
 };

@@ -7,7 +7,7 @@ import sys
 import warnings
 from typing import Optional, Union
 
-from . import _C
+from . import _C, _libraries
 from . import mode as _mode
 from .flags import flags
 
@@ -48,6 +48,8 @@ def start(
         raise _C.BackendUnavailableError(
             "[PROTON] hook='triton' is not available in this build of Proton yet"
         )
+    if backend in (None, "cupti"):
+        _C.set_library_search_dirs(_libraries.cupti_dirs())
     session, _, warning = _C.start(
         os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
     )

@@ -1,0 +1,461 @@
+#include "backends/cupti/cupti_backend.h"
+
+#include <cupti.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "backends/capture_registry.h"
+#include "backends/cupti/cupti_loader.h"
+#include "backends/cupti/cupti_translate.h"
+#include "backends/kernel_attributor.h"
+#include "backends/launch_table.h"
+#include "core/check.h"
+#include "core/clock.h"
+#include "core/device_info.h"
+#include "core/session_manager.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton {
+namespace cupti {
+namespace {
+
+Counter &statCounter(const char *name) { return Stats::global().counter(name); }
+
+// Per-thread launch state: nesting (a runtime launch may call a driver launch), and whether
+// the launch in progress was captured into a graph instead of running.
+struct LaunchTls {
+  uint32_t depth = 0;
+  bool captured = false;
+  CUcontext lastContext = nullptr;
+};
+thread_local LaunchTls tlsLaunch;
+thread_local std::vector<StringId> *tlsNvtx = nullptr;  // open NVTX ranges, innermost last
+
+// nvtxRangePushA / nvtxRangePushEx parameter blocks (layouts of generated_nvtx_meta.h).
+struct NvtxPushAParams {
+  const char *message;
+};
+struct NvtxPushExParams {
+  const nvtxEventAttributes_t *eventAttrib;
+};
+
+uint64_t CUPTIAPI timestampNs() { return monotonicNs(); }
+
+class CuptiBackend final : public GpuBackend {
+ public:
+  static CuptiBackend &instance() {
+    static CuptiBackend *backend = new CuptiBackend();  // never destroyed: callbacks may race exit
+    return *backend;
+  }
+
+  const char *name() const override { return "cupti"; }
+  Status acquire() override;
+  void release() override;
+  void flush() override;
+
+  static void CUPTIAPI onCallback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                  const void *data) noexcept;
+  static void CUPTIAPI onBufferRequested(uint8_t **buffer, size_t *size,
+                                         size_t *maxNumRecords) noexcept;
+  static void CUPTIAPI onBufferCompleted(CUcontext context, uint32_t streamId, uint8_t *buffer,
+                                         size_t size, size_t validSize) noexcept;
+
+ private:
+  CuptiBackend() : attributor_(launches_, captures_) {
+    for (const char *name :
+         {"activity_buffers_unavailable", "activity_records_dropped", "cupti_callback_errors",
+          "nvtx_ranges_unmatched", "flush_timeouts"})
+      statCounter(name);
+  }
+
+  Status start();  // mu_ held
+  void stop();     // mu_ held
+  Status enableCallbacks();
+  void noteDevices();
+  void flushLocked();
+  void syncContexts();
+
+  void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                const CUpti_CallbackData *cb);
+  void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
+  void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
+  void noteContext(CUcontext context);
+  uint8_t *takeBuffer();
+  void giveBuffer(uint8_t *buffer);
+  void processBuffer(CUcontext context, uint32_t streamId, uint8_t *buffer, size_t validSize);
+
+  std::mutex mu_;  // acquire/release/flush
+  int users_ = 0;
+  const CuptiApi *api_ = nullptr;
+  const CudaDriverApi *driver_ = nullptr;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+
+  LaunchTable launches_;
+  CaptureRegistry captures_;
+  std::mutex processMu_;  // one activity buffer at a time
+  KernelAttributor attributor_;
+
+  std::mutex poolMu_;  // taken once per activity buffer, never per launch
+  std::vector<uint8_t *> freeBuffers_;
+  size_t buffersAlive_ = 0;
+
+  std::mutex contextMu_;  // taken when a thread launches on a context new to it
+  std::vector<CUcontext> contexts_;
+};
+
+// ---- lifecycle -------------------------------------------------------------------------
+
+Status CuptiBackend::acquire() {
+  std::lock_guard lock(mu_);
+  if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
+  ++users_;
+  return {};
+}
+
+void CuptiBackend::release() {
+  std::lock_guard lock(mu_);
+  if (users_ > 0 && --users_ == 0) stop();
+}
+
+void CuptiBackend::flush() {
+  std::lock_guard lock(mu_);
+  if (users_ > 0) flushLocked();
+}
+
+Status CuptiBackend::start() {
+  Result<const CuptiApi *> api = loadCupti();
+  if (!api.isOk()) return api.status();
+  Result<const CudaDriverApi *> driver = loadCudaDriver();
+  if (!driver.isOk()) return driver.status();
+  api_ = api.value();
+  driver_ = driver.value();
+
+  CUptiResult rc;
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
+  if (api_->subscribeV2) {
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "Proton";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = sizeof(holder) - 1;
+    rc = api_->subscribeV2(&subscriber_, &CuptiBackend::onCallback, nullptr, &params);
+  } else {
+    rc = api_->subscribe(&subscriber_, &CuptiBackend::onCallback, nullptr);
+  }
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    std::string who = holder[0] ? std::string(" (") + holder + ")" : std::string();
+    return {StatusCode::kBusy,
+            "[PROTON] Cannot start the CUPTI backend: another CUPTI client already holds this "
+            "process" +
+                who +
+                ". This happens under torch.profiler with CUDA activities, Nsight Systems, "
+                "Nsight Compute, cuda-gdb or compute-sanitizer. Stop the other profiler first "
+                "(leave the torch.profiler block), or profile in a separate process. The "
+                "program continues without Proton's GPU profile."};
+  }
+  if (rc != CUPTI_SUCCESS) {
+    return {StatusCode::kUnavailable,
+            "[PROTON] cuptiSubscribe failed (" + api_->errorString(rc) + ") using " + api_->path};
+  }
+  Status status = enableCallbacks();
+  if (status.isOk()) {
+    // Kernel timestamps on Proton's own clock, so trace slices line up with CPU scopes.
+    if (api_->registerTimestampCallback) api_->registerTimestampCallback(&timestampNs);
+    rc = api_->activityRegisterCallbacks(&CuptiBackend::onBufferRequested,
+                                         &CuptiBackend::onBufferCompleted);
+    if (rc == CUPTI_SUCCESS) rc = api_->activityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (rc != CUPTI_SUCCESS)
+      status = {StatusCode::kUnavailable,
+                "[PROTON] Enabling CUPTI kernel tracing failed: " + api_->errorString(rc)};
+  }
+  if (!status.isOk()) {
+    api_->unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    return status;
+  }
+  // Records reach us within 100 ms even when buffers are far from full, which bounds how
+  // far the correlation table must look back and lets phases complete promptly.
+  if (api_->activityFlushPeriod) api_->activityFlushPeriod(100);
+  noteDevices();
+  return {};
+}
+
+Status CuptiBackend::enableCallbacks() {
+  auto check = [&](CUptiResult rc, const char *what) -> Status {
+    if (rc == CUPTI_SUCCESS) return {};
+    return {StatusCode::kUnavailable,
+            std::string("[PROTON] Enabling CUPTI callbacks for ") + what +
+                " failed: " + api_->errorString(rc)};
+  };
+  for (size_t i = 0; i < kNumRuntimeLaunchCallbacks; ++i)
+    PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                      kRuntimeLaunchCallbacks[i]),
+                                 "runtime launches"));
+  for (size_t i = 0; i < kNumDriverLaunchCallbacks; ++i)
+    PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                                                      kDriverLaunchCallbacks[i]),
+                                 "driver launches"));
+  for (CUpti_CallbackId cbid :
+       {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING})
+    PROTON_RETURN_IF_ERROR(
+        check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
+  const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");
+  if (!nvtx || std::strcmp(nvtx, "0") != 0) {
+    // NVTX forwards ranges to the library named here, read at the program's first NVTX call.
+    setenv("NVTX_INJECTION64_PATH", api_->path.c_str(), /*overwrite=*/0);
+    for (CUpti_CallbackId cbid : {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+                                  CUPTI_CBID_NVTX_nvtxRangePop})
+      PROTON_RETURN_IF_ERROR(
+          check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid), "NVTX"));
+  }
+  return {};
+}
+
+void CuptiBackend::noteDevices() {
+  int count = 0;
+  if (driver_->deviceGetCount(&count) != CUDA_SUCCESS) return;
+  for (int i = 0; i < count; ++i) {
+    CUdevice device;
+    if (driver_->deviceGet(&device, i) != CUDA_SUCCESS) continue;
+    auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      return driver_->deviceGetAttribute(&v, a, device) == CUDA_SUCCESS ? v : 0;
+    };
+    DeviceInfo info;
+    info.type = DeviceType::kCuda;
+    info.index = i;
+    info.arch = std::to_string(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                               attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+    info.numSms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    info.clockRateKhz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    info.memoryClockRateKhz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    info.busWidthBits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    DeviceTable::global().set(info);
+  }
+}
+
+void CuptiBackend::stop() {
+  flushLocked();
+  api_->activityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+  api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
+  api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE);
+  api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_NVTX);
+  api_->unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  captures_.clear();
+}
+
+void CuptiBackend::syncContexts() {
+  std::vector<CUcontext> contexts;
+  {
+    std::lock_guard lock(contextMu_);
+    contexts = contexts_;
+  }
+  for (CUcontext context : contexts) {
+    if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) continue;
+    driver_->ctxSynchronize();  // an error here is the program's to see, not ours
+    CUcontext popped;
+    driver_->ctxPopCurrent(&popped);
+  }
+}
+
+void CuptiBackend::flushLocked() {
+  syncContexts();
+  api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // Every kernel has finished; its record may still be on its way through CUPTI.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (launches_.outstanding() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  if (launches_.outstanding() > 0) statCounter("flush_timeouts").add();
+}
+
+// ---- callbacks (noexcept trampolines) --------------------------------------------------
+
+void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                       const void *data) noexcept {
+  try {
+    CuptiBackend &self = instance();
+    switch (domain) {
+      case CUPTI_CB_DOMAIN_RUNTIME_API:
+      case CUPTI_CB_DOMAIN_DRIVER_API:
+        self.onLaunch(domain, cbid, static_cast<const CUpti_CallbackData *>(data));
+        break;
+      case CUPTI_CB_DOMAIN_RESOURCE:
+        self.onResource(cbid, static_cast<const CUpti_ResourceData *>(data));
+        break;
+      case CUPTI_CB_DOMAIN_NVTX:
+        self.onNvtx(cbid, static_cast<const CUpti_NvtxData *>(data));
+        break;
+      default:
+        break;
+    }
+  } catch (...) {
+    statCounter("cupti_callback_errors").add();
+  }
+}
+
+void CuptiBackend::noteContext(CUcontext context) {
+  tlsLaunch.lastContext = context;
+  std::lock_guard lock(contextMu_);
+  for (CUcontext c : contexts_)
+    if (c == context) return;
+  contexts_.push_back(context);
+}
+
+void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const CUpti_CallbackData *cb) {
+  LaunchTls &t = tlsLaunch;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (t.depth++ > 0) return;  // the runtime launching through the driver: one launch
+    t.captured = false;
+    if (PROTON_UNLIKELY(cb->context != t.lastContext) && cb->context) noteContext(cb->context);
+    SessionManager &manager = SessionManager::global();
+    LaunchEntry entries[LaunchInfo::kMaxEntries];
+    uint64_t threadId = 0;
+    size_t n = manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId);
+    uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
+    launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n),
+                     isGraphLaunch(domain, cbid), launchNs, threadId);
+    return;
+  }
+  if (t.depth == 0 || --t.depth > 0) return;
+  int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
+  if (result != 0 || t.captured) launches_.cancel(cb->correlationId);
+}
+
+void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    std::lock_guard lock(contextMu_);
+    for (size_t i = 0; i < contexts_.size(); ++i) {
+      if (contexts_[i] == data->context) {
+        contexts_.erase(contexts_.begin() + i);
+        break;
+      }
+    }
+    if (tlsLaunch.lastContext == data->context) tlsLaunch.lastContext = nullptr;
+    return;
+  }
+  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
+  if (!graph) return;
+  uint64_t node = 0;
+  if (api_->getGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    if (tlsLaunch.depth > 0) tlsLaunch.captured = true;  // a launch being captured, not run
+    std::vector<StringId> names;
+    SessionManager::global().contextNames(names);
+    captures_.add(node, std::move(names));
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    uint64_t original = 0;
+    if (api_->getGraphNodeId(graph->originalNode, &original) == CUPTI_SUCCESS)
+      captures_.alias(node, original);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
+    captures_.remove(node);
+  }
+}
+
+void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {
+  SessionManager &manager = SessionManager::global();
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePop) {
+    if (!tlsNvtx || tlsNvtx->empty()) return;
+    StringId name = tlsNvtx->back();
+    tlsNvtx->pop_back();
+    // A Proton scope opened inside the range and still open: leave both as they are.
+    if (!manager.exitScope(name, {}).isOk()) statCounter("nvtx_ranges_unmatched").add();
+    return;
+  }
+  if (!manager.profilingOn() || !data->functionParams) return;
+  const char *message = nullptr;
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
+    message = static_cast<const NvtxPushAParams *>(data->functionParams)->message;
+  } else if (cbid == CUPTI_CBID_NVTX_nvtxRangePushEx) {
+    const nvtxEventAttributes_t *attr =
+        static_cast<const NvtxPushExParams *>(data->functionParams)->eventAttrib;
+    if (attr && attr->messageType == NVTX_MESSAGE_TYPE_ASCII) message = attr->message.ascii;
+  }
+  if (!message) message = "<nvtx range>";
+  StringId name = StringTable::global().intern(message);
+  if (!manager.enterScope(name, false, nullptr).isOk()) return;
+  if (!tlsNvtx) tlsNvtx = new std::vector<StringId>();  // per thread, lives with the thread
+  tlsNvtx->push_back(name);
+}
+
+// ---- activity buffers ------------------------------------------------------------------
+
+uint8_t *CuptiBackend::takeBuffer() {
+  std::lock_guard lock(poolMu_);
+  if (!freeBuffers_.empty()) {
+    uint8_t *b = freeBuffers_.back();
+    freeBuffers_.pop_back();
+    return b;
+  }
+  if (buffersAlive_ >= kMaxBuffers) return nullptr;
+  auto *b = static_cast<uint8_t *>(std::aligned_alloc(8, kBufferBytes));
+  if (b) ++buffersAlive_;
+  return b;
+}
+
+void CuptiBackend::giveBuffer(uint8_t *buffer) {
+  std::lock_guard lock(poolMu_);
+  freeBuffers_.push_back(buffer);
+}
+
+void CUPTIAPI CuptiBackend::onBufferRequested(uint8_t **buffer, size_t *size,
+                                              size_t *maxNumRecords) noexcept {
+  *maxNumRecords = 0;
+  *buffer = nullptr;
+  *size = 0;
+  try {
+    *buffer = instance().takeBuffer();
+  } catch (...) {
+  }
+  if (*buffer) {
+    *size = kBufferBytes;
+  } else {
+    statCounter("activity_buffers_unavailable").add();
+  }
+}
+
+void CUPTIAPI CuptiBackend::onBufferCompleted(CUcontext context, uint32_t streamId,
+                                              uint8_t *buffer, size_t, size_t validSize) noexcept {
+  CuptiBackend &self = instance();
+  try {
+    self.processBuffer(context, streamId, buffer, validSize);
+  } catch (...) {
+    statCounter("cupti_callback_errors").add();
+  }
+  if (buffer) self.giveBuffer(buffer);
+}
+
+void CuptiBackend::processBuffer(CUcontext context, uint32_t streamId, uint8_t *buffer,
+                                 size_t validSize) {
+  std::lock_guard lock(processMu_);
+  if (buffer && validSize > 0) {
+    CUpti_Activity *record = nullptr;
+    KernelRecord kernel;
+    while (api_->activityGetNextRecord(buffer, validSize, &record) == CUPTI_SUCCESS)
+      if (translateKernel(record, kernel)) attributor_.add(kernel);
+  }
+  size_t dropped = 0;
+  if (api_->activityGetNumDroppedRecords(context, streamId, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0)
+    statCounter("activity_records_dropped").add(dropped);
+}
+
+}  // namespace
+}  // namespace cupti
+
+GpuBackend *cuptiBackend() { return &cupti::CuptiBackend::instance(); }
+
+}  // namespace proton

@@ -1,0 +1,28 @@
+// CuptiBackend: NVIDIA kernel tracing through CUPTI.
+//
+//   GpuBackend *b = cuptiBackend();     // the process-wide instance
+//   b->acquire();  ...  b->flush();  b->release();
+//
+// How a kernel is attributed (see DESIGN.md §2):
+//   launching thread, CUPTI API_ENTER callback of cuLaunchKernel/cudaLaunchKernel/...:
+//     SessionManager::launchContext() -> LaunchTable::record(correlationId, nodes)
+//   CUPTI API_EXIT: a failed or graph-captured launch is cancelled (it yields no record)
+//   CUPTI worker thread (or a flush): activity buffer -> translateKernel -> KernelAttributor
+// Graph nodes made during stream capture remember the capturing thread's context
+// (CaptureRegistry). NVTX push/pop become scopes of the calling thread.
+//
+// Threading: callbacks may run on any thread and are noexcept; the launch path takes no
+// shared lock and allocates nothing. acquire/release/flush are serialised by mu_. Activity
+// buffers come from a bounded pool and are processed one at a time (processMu_).
+#pragma once
+
+#include "backends/gpu_backend.h"
+
+namespace proton::cupti {
+
+// Activity buffer geometry: kBufferBytes each, at most kMaxBuffers alive; past that CUPTI
+// drops records, which are counted (activity_buffers_unavailable, activity_records_dropped).
+inline constexpr size_t kBufferBytes = size_t(4) << 20;
+inline constexpr size_t kMaxBuffers = 64;
+
+}  // namespace proton::cupti

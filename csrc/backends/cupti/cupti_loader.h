@@ -1,0 +1,65 @@
+// CuptiApi / CudaDriverApi: every CUPTI and CUDA driver function the backend calls, resolved
+// once with dlopen/dlsym. Nothing links to libcupti or libcuda; the headers only give types.
+//
+//   Result<const CuptiApi *> api = loadCupti();
+//   if (!api.isOk()) return api.status();   // one message naming every place searched
+//   api.value()->activityFlushAll(0);
+//
+// libcupti search order: PROTON_CUPTI_LIB_PATH (a file or a directory); a CUPTI already
+// loaded in the process (e.g. by PyTorch; a second copy would fight it for the driver);
+// directories passed by the Python layer (an installed Triton's or NVIDIA wheel's CUPTI);
+// the CUDA toolkit ($CUDA_HOME, /usr/local/cuda); the system loader path. A library whose
+// CUPTI major version differs from the headers Proton was built against is skipped.
+//
+// Thread-safe: loading happens once, under a lock; the tables are immutable afterwards.
+#pragma once
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <string>
+
+#include "core/status.h"
+
+namespace proton::cupti {
+
+struct CuptiApi {
+  std::string path;      // the library file used
+  uint32_t version = 0;  // cuptiGetVersion()
+
+  decltype(&::cuptiGetResultString) getResultString = nullptr;
+  decltype(&::cuptiSubscribe) subscribe = nullptr;
+  decltype(&::cuptiSubscribe_v2) subscribeV2 = nullptr;  // optional (newer CUPTI)
+  decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&::cuptiEnableCallback) enableCallback = nullptr;
+  decltype(&::cuptiEnableDomain) enableDomain = nullptr;
+  decltype(&::cuptiActivityEnable) activityEnable = nullptr;
+  decltype(&::cuptiActivityDisable) activityDisable = nullptr;
+  decltype(&::cuptiActivityRegisterCallbacks) activityRegisterCallbacks = nullptr;
+  decltype(&::cuptiActivityFlushAll) activityFlushAll = nullptr;
+  decltype(&::cuptiActivityGetNextRecord) activityGetNextRecord = nullptr;
+  decltype(&::cuptiActivityGetNumDroppedRecords) activityGetNumDroppedRecords = nullptr;
+  decltype(&::cuptiGetGraphNodeId) getGraphNodeId = nullptr;
+  decltype(&::cuptiActivityFlushPeriod) activityFlushPeriod = nullptr;  // optional
+  decltype(&::cuptiActivityRegisterTimestampCallback) registerTimestampCallback =
+      nullptr;  // optional
+
+  std::string errorString(CUptiResult result) const;
+};
+
+struct CudaDriverApi {
+  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuCtxPushCurrent_v2) ctxPushCurrent = nullptr;
+  decltype(&::cuCtxPopCurrent_v2) ctxPopCurrent = nullptr;
+  decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
+};
+
+// The CUPTI major version a library must have to be used by this build.
+uint32_t cuptiMajor(uint32_t apiVersion);
+
+Result<const CuptiApi *> loadCupti();
+Result<const CudaDriverApi *> loadCudaDriver();
+
+}  // namespace proton::cupti

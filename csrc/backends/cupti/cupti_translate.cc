@@ -1,0 +1,66 @@
+#include "backends/cupti/cupti_translate.h"
+
+#include <iterator>
+
+namespace proton::cupti {
+
+using KernelActivity = CUpti_ActivityKernel10;
+
+bool translateKernel(const CUpti_Activity *record, KernelRecord &out) {
+  if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
+      record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+    return false;
+  const auto *k = reinterpret_cast<const KernelActivity *>(record);
+  out.correlation = k->correlationId;
+  out.startNs = k->start;
+  out.endNs = k->end;
+  out.device = static_cast<int32_t>(k->deviceId);
+  out.stream = k->streamId;
+  out.name = k->name;
+  out.graphNodeId = k->graphNodeId;
+  out.deviceType = DeviceType::kCuda;
+  return true;
+}
+
+const CUpti_CallbackId kRuntimeLaunchCallbacks[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+const size_t kNumRuntimeLaunchCallbacks = std::size(kRuntimeLaunchCallbacks);
+
+const CUpti_CallbackId kDriverLaunchCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+const size_t kNumDriverLaunchCallbacks = std::size(kDriverLaunchCallbacks);
+
+bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+  return false;
+}
+
+}  // namespace proton::cupti

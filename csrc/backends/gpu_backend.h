@@ -1,0 +1,39 @@
+// GpuBackend: the interface the session manager uses to drive a vendor tracing layer,
+// without seeing any vendor header.
+//
+//   GpuBackend *b = cuptiBackend();             // nullptr: built without CUPTI headers
+//   PROTON_RETURN_IF_ERROR(b->acquire());       // the first acquire starts tracing
+//   b->flush();                                 // every launched kernel delivered
+//   b->release();                               // the last release stops tracing
+//
+// Thread-safe. Launch attribution goes the other way: the backend's launch callback asks
+// SessionManager::launchContext() where the calling thread's launch belongs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace proton {
+
+class GpuBackend {
+ public:
+  virtual ~GpuBackend() = default;
+  virtual const char *name() const = 0;
+  // kUnavailable: the vendor library is missing or unusable; kBusy: another tool holds the
+  // vendor tracing layer. Either way nothing is left half started.
+  virtual Status acquire() = 0;
+  virtual void release() = 0;
+  // Waits until every kernel launched so far has been delivered and filed (bounded wait).
+  virtual void flush() = 0;
+};
+
+GpuBackend *cuptiBackend();
+
+// Extra directories to search for vendor libraries (e.g. the CUPTI inside an installed
+// Triton or NVIDIA wheel), found by the Python layer. Thread-safe.
+void setLibrarySearchDirs(std::vector<std::string> dirs);
+std::vector<std::string> librarySearchDirs();
+
+}  // namespace proton

@@ -1,0 +1,107 @@
+#include "backends/kernel_attributor.h"
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/session.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton {
+namespace {
+
+Counter &unmatched() {
+  static Counter &c = Stats::global().counter("kernel_records_unmatched");
+  return c;
+}
+
+Counter &uncaptured() {
+  static Counter &c = Stats::global().counter("graph_kernels_without_capture_context");
+  return c;
+}
+
+std::string demangle(const char *name) {
+  if (!name || !*name) return "<unnamed kernel>";
+  if (name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char *out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string result = status == 0 && out ? out : name;
+  std::free(out);
+  return result;
+}
+
+}  // namespace
+
+KernelAttributor::KernelAttributor(LaunchTable &launches, CaptureRegistry &captures)
+    : launches_(launches),
+      captures_(captures),
+      capturedAt_(StringTable::global().intern("<captured_at>")) {
+  unmatched();
+  uncaptured();
+}
+
+StringId KernelAttributor::kernelName(const char *name) {
+  auto it = names_.find(name);
+  // The vendor keeps one string per kernel; check the text in case an unloaded module's
+  // string was freed and its address reused by another kernel.
+  if (it != names_.end() && name && it->second.text == name) return it->second.id;
+  std::string readable = demangle(name);
+  StringId id = StringTable::global().intern(readable);
+  names_[name] = CachedName{name ? name : "", id};
+  return id;
+}
+
+void KernelAttributor::add(const KernelRecord &r) {
+  LaunchInfo launch;
+  if (!launches_.resolve(r.correlation, launch)) {
+    unmatched().add();
+    return;
+  }
+  if (launch.count == 0) return;  // launched while no session was recording
+  StringId name = kernelName(r.name);
+  std::shared_ptr<const CaptureStack> captured;
+  if (r.graphNodeId != 0) {
+    captured = captures_.find(r.graphNodeId);
+    if (!captured) {
+      uncaptured().add();
+      if (!warnedUncaptured_) {
+        warnedUncaptured_ = true;
+        std::fprintf(stderr,
+                     "[PROTON] Kernels of a CUDA graph captured before profiling started are "
+                     "filed under the graph's launch context only (counted in "
+                     "graph_kernels_without_capture_context).\n");
+      }
+    }
+  }
+  for (uint32_t i = 0; i < launch.count; ++i) {
+    const LaunchEntry &e = launch.entries[i];
+    Session &s = *e.session;
+    NodeId parent = e.node;
+    if (captured) {
+      parent = s.child(e.phase, parent, capturedAt_);
+      for (StringId frame : *captured)
+        if (parent != kNoNode) parent = s.child(e.phase, parent, frame);
+    }
+    NodeId node = parent == kNoNode ? kNoNode : s.child(e.phase, parent, name);
+    if (s.options().data == DataKind::kTrace) {
+      TraceEvent event;
+      event.name = name;
+      event.context = node;
+      event.lane = Lane{Lane::Kind::kGpuStream, static_cast<uint32_t>(r.device), r.stream};
+      event.beginNs = r.startNs;
+      event.endNs = r.endNs;
+      event.launchNs = launch.launchNs;
+      event.launchThread = launch.threadId;
+      event.correlation = r.correlation;
+      s.addDeviceEvent(e.phase, event, r.deviceType, r.device);
+    } else {
+      s.addKernel(e.phase, node, r.endNs > r.startNs ? r.endNs - r.startNs : 0, r.device,
+                  r.deviceType);
+    }
+  }
+}
+
+}  // namespace proton

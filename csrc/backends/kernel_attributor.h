@@ -1,0 +1,57 @@
+// KernelAttributor: files vendor-neutral kernel records under the contexts their launches
+// were attributed to, in every session that was recording at launch time.
+//
+//   KernelAttributor attributor(launches, captures);
+//   attributor.add(KernelRecord{corr, startNs, endNs, device, stream, "vadd_kernel", 0});
+//
+// Tree data: ROOT/.../<launch context>/[<captured_at>/<capture context>/]<kernel> gets
+// time (ns) and count. Trace data: one slice on the device's stream lane, pointing at that
+// node for its call stack, with the launch time and thread for the launch->kernel arrow.
+// Records whose launch is unknown are counted (kernel_records_unmatched), never guessed.
+//
+// Not thread-safe: the backend processes one activity buffer at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "backends/capture_registry.h"
+#include "backends/launch_table.h"
+#include "core/metric.h"
+
+namespace proton {
+
+struct KernelRecord {
+  uint64_t correlation = 0;
+  uint64_t startNs = 0;
+  uint64_t endNs = 0;
+  int32_t device = 0;
+  uint32_t stream = 0;
+  const char *name = nullptr;  // as the vendor gives it (mangled or not); stable per kernel
+  uint64_t graphNodeId = 0;    // 0: not launched from a graph
+  DeviceType deviceType = DeviceType::kCuda;
+};
+
+class KernelAttributor {
+ public:
+  KernelAttributor(LaunchTable &launches, CaptureRegistry &captures);
+
+  void add(const KernelRecord &record);
+  // The readable (demangled) name of a kernel, interned; cached by the vendor's pointer.
+  StringId kernelName(const char *name);
+
+ private:
+  struct CachedName {
+    std::string text;
+    StringId id;
+  };
+
+  LaunchTable &launches_;
+  CaptureRegistry &captures_;
+  std::unordered_map<const char *, CachedName> names_;
+  StringId capturedAt_;
+  bool warnedUncaptured_ = false;
+};
+
+}  // namespace proton

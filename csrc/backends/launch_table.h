@@ -1,0 +1,82 @@
+// LaunchTable: where each device launch was attributed, kept until the vendor delivers the
+// launch's records, keyed by the vendor's correlation id.
+//
+//   LaunchTable table;
+//   table.record(corr, entries, n, /*multi=*/false, launchNs, threadId);  // launching thread
+//   LaunchInfo info;
+//   if (table.resolve(corr, info)) file(info);                           // record thread
+//
+// Layout: a fixed ring of slots, slot = correlation id mod size (ids grow monotonically).
+//   [ key | meta (count, multi) | settled | launchNs | threadId | entries x kMaxEntries ]
+// Each slot is a seqlock: the writer sets key to kBusy, writes, then publishes key = corr+1;
+// a reader copies the slot and accepts the copy only if key did not change meanwhile. A launch
+// whose slot is reused before its record arrives is counted (launch_correlations_overwritten)
+// and its record later counts as unmatched.
+//
+// Thread-safe and lock-free: any thread may record (its own correlation ids), any thread may
+// resolve. No allocation after construction.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "core/ids.h"
+
+namespace proton {
+
+class Session;
+
+// One session's view of a launch: the context node and phase it was filed under.
+struct LaunchEntry {
+  Session *session = nullptr;
+  NodeId node;
+  PhaseId phase;
+};
+
+struct LaunchInfo {
+  static constexpr uint32_t kMaxEntries = 4;
+  uint32_t count = 0;
+  bool multi = false;  // one launch, many records (a graph launch)
+  uint64_t launchNs = 0;
+  uint64_t threadId = 0;
+  LaunchEntry entries[kMaxEntries];
+};
+
+class LaunchTable {
+ public:
+  explicit LaunchTable(size_t slots = size_t(1) << 16);  // rounded up to a power of two
+
+  // Records a launch; single launches count as pending in their sessions' phases until
+  // resolved or cancelled. Entries beyond kMaxEntries are dropped and counted.
+  void record(uint64_t correlation, const LaunchEntry *entries, uint32_t count, bool multi,
+              uint64_t launchNs, uint64_t threadId);
+  // The launch will produce no record (it failed, or was captured into a graph).
+  void cancel(uint64_t correlation);
+  // Copies the launch that produced a record; false if unknown or overwritten. The first
+  // resolve of a single launch settles its pending count; later ones only read.
+  bool resolve(uint64_t correlation, LaunchInfo &out);
+  // Single launches recorded and not yet settled.
+  int64_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
+  size_t capacity() const { return mask_ + 1; }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> key{0};  // correlation + 1; 0 = empty; kBusy while written
+    std::atomic<uint64_t> meta{0};  // count | multi << 8
+    std::atomic<uint64_t> settled{0};  // key of the last launch in this slot already settled
+    std::atomic<uint64_t> launchNs{0};
+    std::atomic<uint64_t> threadId{0};
+    std::atomic<uint64_t> words[2 * LaunchInfo::kMaxEntries];  // session*, phase << 32 | node
+  };
+  static constexpr uint64_t kBusy = ~uint64_t(0);
+
+  bool read(const Slot &slot, uint64_t key, LaunchInfo &out) const;
+  void settle(Slot &slot, uint64_t key, const LaunchInfo &info);
+
+  std::unique_ptr<Slot[]> slots_;
+  size_t mask_;
+  std::atomic<int64_t> outstanding_{0};
+};
+
+}  // namespace proton
