@@ -75,10 +75,13 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     """Write a session (None: every session) to its file and drop it.
 
     output_format: "" (the data kind's default), "hatchet", "hatchet_msgpack" or
-    "chrome_trace". A session already finalized is ignored.
+    "chrome_trace". A session already finalized is ignored. Under the `proton` command
+    line this does nothing: the command line writes the profile when the program ends.
     """
     if session is not None:
         _guard(session, "be finalized")
+    if flags.command_line:
+        return
     _C.finalize(session, output_format or "")
     if session is None or not _C.live_sessions():
         flags.profiling_on = False

@@ -1,0 +1,5 @@
+"""`python -m proton ...`: the `proton` command line (see proton.cli)."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,193 @@
+"""`proton`: profile a whole program in one command.
+
+    proton [options] script.py [args...]
+    proton [options] pytest [args...]
+    proton [options] -m module [args...]
+    python -m proton ...
+
+Session 0 is started before the program runs and written when it ends, whether it returns,
+calls sys.exit or raises; the file's path goes to stderr. `proton.start`/`finalize` calls
+inside the program are ignored. The program sees the sys.argv, sys.path[0] and
+`__name__ == "__main__"` that `python script.py` / `python -m module` would give it, and
+its exit status and uncaught exceptions pass through unchanged.
+
+`-m` is the mode option (as in Triton's `proton`) when its value is a mode
+(`pcsampling`, `pcsampling:interval=...`, `periodic_flushing...`, `default`, `mma`) and
+the module to run otherwise; `--mode` is always the mode, and after `--` a `-m` is always
+the module.
+"""
+
+import os
+import runpy
+import shlex
+import sys
+import warnings
+
+from . import _C
+from .flags import flags
+from .profile import start
+
+USAGE = """\
+usage: proton [options] script.py [args...]
+       proton [options] pytest [args...]
+       proton [options] -m module [args...]
+
+Profile a whole program (session 0) and write <name>.hatchet when it ends.
+
+options (as proton.start):
+  -n, --name NAME        output name (default: proton)
+  -b, --backend BACKEND  cupti (default: the GPU found)
+  -c, --context CONTEXT  shadow (default) or python
+  -d, --data DATA        tree (default) or trace
+  -m, --mode MODE        pcsampling[:interval=N], periodic_flushing[:format=F], default, mma
+  -k, --hook HOOK        triton
+  -h, --help             show this help
+A -m whose value is not a mode names the module to run; after `--`, -m is always a module.
+"""
+
+_OPTIONS = {
+    "-n": "name",
+    "--name": "name",
+    "-b": "backend",
+    "--backend": "backend",
+    "-c": "context",
+    "--context": "context",
+    "-d": "data",
+    "--data": "data",
+    "--mode": "mode",
+    "-k": "hook",
+    "--hook": "hook",
+}
+_MODE_NAMES = ("pcsampling", "periodic_flushing", "default", "mma")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _is_mode(value: str) -> bool:
+    return value.split(":", 1)[0] in _MODE_NAMES
+
+
+def parse_args(argv):
+    """(start options, (kind, target, program args)) with kind 'script', 'module' or 'pytest'."""
+    options = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help"):
+            raise UsageError("")
+        if arg == "--":
+            i += 1
+            if i < len(argv) and argv[i] == "-m":
+                if i + 1 >= len(argv):
+                    raise UsageError("-m needs a module name")
+                return options, ("module", argv[i + 1], argv[i + 2 :])
+            break
+        key, value = arg, None
+        if arg.startswith("--") and "=" in arg:
+            key, value = arg.split("=", 1)
+        if key in _OPTIONS or key == "-m":
+            if value is None:
+                if i + 1 >= len(argv):
+                    raise UsageError(f"{key} needs a value")
+                value = argv[i + 1]
+                i += 1
+            if key == "-m" and not _is_mode(value):
+                return options, ("module", value, argv[i + 1 :])
+            options["mode" if key == "-m" else _OPTIONS[key]] = value
+            i += 1
+            continue
+        if arg.startswith("-") and arg != "-":
+            raise UsageError(f"unknown option {arg}")
+        break
+    if i >= len(argv):
+        raise UsageError("no program given")
+    target, rest = argv[i], argv[i + 1 :]
+    kind = "pytest" if os.path.basename(target) in ("pytest", "py.test") else "script"
+    return options, (kind, target, rest)
+
+
+def _run_program(kind: str, target: str, args: list) -> int:
+    """Runs the program as `python` would; returns 0 or raises what the program raised."""
+    if kind == "pytest":
+        import pytest
+
+        sys.argv = [target, *args]
+        return int(pytest.main(list(args)))
+    if kind == "module":
+        sys.argv = [target, *args]  # runpy replaces argv[0] with the module's path
+        sys.path[0] = os.getcwd()
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        return 0
+    if not os.path.exists(target):
+        print(f"proton: can't open file {target!r}: no such file", file=sys.stderr)
+        return 2
+    sys.argv = [target, *args]
+    sys.path[0] = os.path.dirname(os.path.abspath(target))
+    runpy.run_path(os.path.abspath(target), run_name="__main__")  # __file__ is absolute
+    return 0
+
+
+def _user_traceback(tb):
+    """Skips the frames of this module and runpy, so the traceback starts in the program."""
+    ours = (__file__, runpy.__file__, "<frozen runpy>")
+    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
+        tb = tb.tb_next
+    return tb
+
+
+def _finalize() -> None:
+    try:
+        written = _C.finalize(None, "")
+    except Exception as e:  # noqa: BLE001 (the program's own outcome matters more)
+        print(f"[PROTON] could not write the profile: {e}", file=sys.stderr)
+        return
+    finally:
+        flags.profiling_on = False
+    for path in written:
+        if path != "-":
+            print(f"[PROTON] profile written to {path}", file=sys.stderr)
+
+
+def _prefixed(message: str) -> str:
+    return message if message.startswith("[PROTON]") else f"[PROTON] {message}"
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        options, (kind, target, args) = parse_args(argv)
+    except UsageError as e:
+        stream = sys.stderr if str(e) else sys.stdout
+        if str(e):
+            print(f"proton: {e}", file=stream)
+        print(USAGE, file=stream, end="")
+        sys.exit(2 if str(e) else 0)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            start(**options)
+    except (ValueError, TypeError, RuntimeError) as e:
+        print(_prefixed(str(e)), file=sys.stderr)
+        sys.exit(2)
+    for warning in caught:  # e.g. no GPU runtime: one line, not a warning from this file
+        print(_prefixed(str(warning.message)), file=sys.stderr)
+    _C.set_command_line(shlex.join(["proton", *argv]))
+    flags.command_line = True
+    try:
+        code = _run_program(kind, target, args)
+    except SystemExit:
+        _finalize()
+        raise  # Python itself turns it into the exit status (and prints a message if any)
+    except BaseException as e:  # noqa: BLE001 (written, then passed on like Python would)
+        _finalize()
+        tb = _user_traceback(e.__traceback__)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        sys.exit(130 if isinstance(e, KeyboardInterrupt) else 1)
+    _finalize()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

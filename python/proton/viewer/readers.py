@@ -1,0 +1,226 @@
+"""Reading profile files into flat columns: Hatchet JSON (Proton's and Triton's), Hatchet
+MessagePack, and `.part_<N>` phase files of either.
+
+    names, parents, rows, devices, metadata = read_tree(path)
+
+Nodes come out in pre-order (node 0 is the root): `names[i]`, `parents[i]` (-1 for the root)
+and `rows[i]`, the node's metrics as written (exclusive values). Every problem with the
+file becomes a ViewerError naming the file and what is wrong with it.
+
+Speed: a 1,000,000-node file is ~150 MB of JSON. Python's json module spends most of its
+time building three dicts per node, so files laid out the way Proton's writer lays them out
+(`{"frame":{"name":N,"type":"function"},"metrics":M,"children":[...]}`) are first rewritten,
+with four bytes.replace calls, into `{N:[M,child,...]}`: one dict and one list per node.
+The rewrite is only done when no string in the file contains an escaped quote (then every
+`"` delimits a string and the patterns, which contain words between quotes, can only match
+structure), and its result is checked against the node count; anything else takes the
+general path.
+"""
+
+import gc
+import json
+import os
+import sys
+from contextlib import contextmanager
+
+from .errors import ViewerError
+from .msgpack import MessagePackError, decode
+
+COMPACT_OPEN = b'{"frame":{"name":'
+_COMPACT_REWRITES = (
+    (COMPACT_OPEN, b"{"),
+    (b',"type":"function"},"metrics":', b":["),
+    (b'},"children":[]', b"}]"),
+    (b'},"children":[', b"},"),
+)
+# Nesting the decoders may need: two JSON levels per tree level.
+_MAX_NESTING = 20_000
+
+
+def read_tree(path):
+    """(names, parents, rows, devices, metadata) of the tree profile at path."""
+    data = _read_bytes(path)
+    stripped = data.lstrip()
+    if not stripped:
+        raise ViewerError(f"{path} is empty")
+    with _decoding():
+        try:
+            if stripped[:1] in (b"[", b"{"):
+                return _read_json(path, data)
+            return _from_document(path, _decode_msgpack(path, data))
+        except RecursionError:
+            raise ViewerError(f"{path} nests deeper than Proton can read") from None
+        except MemoryError:
+            raise ViewerError(
+                f"{path} ({len(data):,} bytes) is too large to load in the memory available"
+            ) from None
+
+
+def _read_bytes(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise ViewerError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ViewerError(f"{path} is a directory, not a profile file") from None
+    except MemoryError:
+        raise ViewerError(f"{path} is too large to load in the memory available") from None
+    except OSError as e:
+        raise ViewerError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+@contextmanager
+def _decoding():
+    """The cyclic GC walks every container built so far each time it runs; while millions
+    of acyclic ones are built it only costs time, so it is paused for the duration."""
+    was_enabled = gc.isenabled()
+    limit = sys.getrecursionlimit()
+    gc.disable()
+    sys.setrecursionlimit(max(limit, _MAX_NESTING))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+        if was_enabled:
+            gc.enable()
+
+
+def _decode_msgpack(path, data):
+    try:
+        return decode(data)
+    except MessagePackError as e:
+        detail = str(e)
+        if "truncated" in detail or "incomplete" in detail:
+            raise ViewerError(f"{path} is truncated (MessagePack ends early)") from None
+        raise ViewerError(f"{path} is not a Hatchet profile ({detail})") from None
+
+
+def _json_error(path, data, e):
+    if e.pos >= len(data.rstrip()) - 1:
+        return ViewerError(f"{path} is truncated (JSON ends early at byte {e.pos})")
+    return ViewerError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
+
+
+def _read_json(path, data):
+    if b'\\"' not in data:
+        expected = data.count(COMPACT_OPEN)
+        if expected and data.count(_COMPACT_REWRITES[1][0]) == expected:
+            compact = data
+            for old, new in _COMPACT_REWRITES:
+                compact = compact.replace(old, new)
+            try:
+                document = json.loads(compact)
+            except (ValueError, UnicodeDecodeError):
+                document = None  # the general path below reports the error
+            del compact
+            if document is not None:
+                result = _from_compact(document)
+                if result is not None and len(result[0]) == expected:
+                    return result
+    try:
+        document = json.loads(data)
+    except UnicodeDecodeError as e:
+        raise ViewerError(
+            f"{path} is not UTF-8 text (byte {e.start}): not a JSON profile"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise _json_error(path, data, e) from None
+    return _from_document(path, document)
+
+
+def _from_compact(document):
+    """Columns of a rewritten document `[{ROOT:[M,...], "proton_metadata":...}, devices]`;
+    None when it does not have that shape."""
+    if not isinstance(document, list) or not document or not isinstance(document[0], dict):
+        return None
+    root = document[0]
+    metadata = root.pop("proton_metadata", None)
+    if len(root) != 1:
+        return None
+    devices = document[1] if len(document) > 1 and isinstance(document[1], dict) else {}
+    names, parents, rows = [], [], []
+    add_name, add_parent, add_row = names.append, parents.append, rows.append
+    stack = [(*next(iter(root.items())), -1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        name, body, parent = pop()
+        index = len(names)
+        add_name(name)
+        add_parent(parent)
+        add_row(body[0])
+        for k in range(len(body) - 1, 0, -1):
+            child = body[k]
+            if len(child) != 1:
+                return None
+            push((*next(iter(child.items())), index))
+    return names, parents, rows, devices, metadata if isinstance(metadata, dict) else {}
+
+
+def _shape_error(path, what):
+    return ViewerError(
+        f"{path} is not a Hatchet tree profile: {what} (expected [root, devices] with nodes "
+        '{"frame": {"name": ...}, "metrics": {...}, "children": [...]})'
+    )
+
+
+def _from_document(path, document):
+    if isinstance(document, dict):
+        if "traceEvents" in document:
+            raise ViewerError(
+                f"{path} is a Chrome trace (data='trace'): open it in https://ui.perfetto.dev; "
+                "proton-viewer reads tree profiles (.hatchet, .hatchet_msgpack)"
+            )
+        document = [document]
+    if not isinstance(document, list) or not document:
+        raise _shape_error(path, f"the top level is {_describe(document)}")
+    root = document[0]
+    devices = document[1] if len(document) > 1 else {}
+    if not isinstance(devices, dict):
+        raise _shape_error(path, f"the device table is {_describe(devices)}")
+    metadata = root.get("proton_metadata") if isinstance(root, dict) else None
+    names, parents, rows = _walk_nodes(path, root)
+    return names, parents, rows, devices, metadata if isinstance(metadata, dict) else {}
+
+
+def _walk_nodes(path, root):
+    names, parents, rows = [], [], []
+    stack = [(root, -1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, parent = pop()
+        try:
+            name = node["frame"]["name"]
+            metrics = node.get("metrics") or {}
+            children = node.get("children") or ()
+        except (TypeError, KeyError, AttributeError):
+            where = "/".join(names[i] for i in _ancestors(parents, parent)) or "the top level"
+            raise _shape_error(path, f"a node under {where} has no frame name") from None
+        if type(metrics) is not dict or type(children) is not list and children != ():
+            raise _shape_error(path, f"node {name!r} has malformed metrics or children")
+        index = len(names)
+        names.append(name if type(name) is str else str(name))
+        parents.append(parent)
+        rows.append(metrics)
+        for k in range(len(children) - 1, -1, -1):
+            push((children[k], index))
+    return names, parents, rows
+
+
+def _ancestors(parents, index):
+    chain = []
+    while index >= 0:
+        chain.append(index)
+        index = parents[index]
+    return reversed(chain)
+
+
+def _describe(value):
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def file_kind(path):
+    """'hatchet_msgpack' or 'hatchet' from the file name (a `.part_<N>` infix is allowed)."""
+    return "hatchet_msgpack" if os.fspath(path).endswith(".hatchet_msgpack") else "hatchet"
