@@ -62,8 +62,8 @@ class LaunchTable {
 
  private:
   struct Slot {
-    std::atomic<uint64_t> key{0};  // correlation + 1; 0 = empty; kBusy while written
-    std::atomic<uint64_t> meta{0};  // count | multi << 8
+    std::atomic<uint64_t> key{0};      // correlation + 1; 0 = empty; kBusy while written
+    std::atomic<uint64_t> meta{0};     // count | multi << 8
     std::atomic<uint64_t> settled{0};  // key of the last launch in this slot already settled
     std::atomic<uint64_t> launchNs{0};
     std::atomic<uint64_t> threadId{0};

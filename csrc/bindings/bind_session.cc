@@ -69,8 +69,9 @@ void bindSession(nb::module_ &m) {
   m.def("set_command_line", [&manager](std::string s) { manager.setCommandLine(std::move(s)); });
   m.def("set_library_search_dirs", &setLibrarySearchDirs, nb::arg("dirs"),
         "Extra directories searched for vendor libraries (e.g. libcupti).");
-  m.def("stats", [] { return Stats::global().snapshot(); },
-        "The stats table: (name, value) for every loss counter.");
+  m.def(
+      "stats", [] { return Stats::global().snapshot(); },
+      "The stats table: (name, value) for every loss counter.");
   m.def("probe_gpu", [] {
     const RuntimeProbe &p = probeCudaRuntime();
     return std::make_tuple(p.available, p.deviceCount, p.reason);

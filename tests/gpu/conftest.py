@@ -19,3 +19,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.gpu)
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+import contextlib
+import sys
+from pathlib import Path
+
+# The hatchet helpers of the CPU tests.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+
+
+@pytest.fixture(autouse=True)
+def isolated_gpu_proton(tmp_path, monkeypatch):
+    """Runs each GPU test in tmp_path and finalizes whatever it left open."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROTON_DISABLE", raising=False)
+    yield tmp_path
+    import proton
+
+    for _ in range(100):
+        with contextlib.suppress(proton.ProfilerError):
+            proton.exit_scope()
+    proton.exit_state()
+    with contextlib.suppress(proton.ProfilerError):
+        proton.finalize()

@@ -69,9 +69,8 @@ class CuptiBackend final : public GpuBackend {
 
  private:
   CuptiBackend() : attributor_(launches_, captures_) {
-    for (const char *name :
-         {"activity_buffers_unavailable", "activity_records_dropped", "cupti_callback_errors",
-          "nvtx_ranges_unmatched", "flush_timeouts"})
+    for (const char *name : {"activity_buffers_unavailable", "activity_records_dropped",
+                             "cupti_callback_errors", "nvtx_ranges_unmatched", "flush_timeouts"})
       statCounter(name);
   }
 
@@ -82,8 +81,7 @@ class CuptiBackend final : public GpuBackend {
   void flushLocked();
   void syncContexts();
 
-  void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                const CUpti_CallbackData *cb);
+  void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
   void noteContext(CUcontext context);
@@ -190,18 +188,17 @@ Status CuptiBackend::start() {
 Status CuptiBackend::enableCallbacks() {
   auto check = [&](CUptiResult rc, const char *what) -> Status {
     if (rc == CUPTI_SUCCESS) return {};
-    return {StatusCode::kUnavailable,
-            std::string("[PROTON] Enabling CUPTI callbacks for ") + what +
-                " failed: " + api_->errorString(rc)};
+    return {StatusCode::kUnavailable, std::string("[PROTON] Enabling CUPTI callbacks for ") + what +
+                                          " failed: " + api_->errorString(rc)};
   };
   for (size_t i = 0; i < kNumRuntimeLaunchCallbacks; ++i)
     PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                                                       kRuntimeLaunchCallbacks[i]),
                                  "runtime launches"));
   for (size_t i = 0; i < kNumDriverLaunchCallbacks; ++i)
-    PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                                                      kDriverLaunchCallbacks[i]),
-                                 "driver launches"));
+    PROTON_RETURN_IF_ERROR(check(
+        api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunchCallbacks[i]),
+        "driver launches"));
   for (CUpti_CallbackId cbid :
        {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
         CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING})
@@ -427,8 +424,8 @@ void CUPTIAPI CuptiBackend::onBufferRequested(uint8_t **buffer, size_t *size,
   }
 }
 
-void CUPTIAPI CuptiBackend::onBufferCompleted(CUcontext context, uint32_t streamId,
-                                              uint8_t *buffer, size_t, size_t validSize) noexcept {
+void CUPTIAPI CuptiBackend::onBufferCompleted(CUcontext context, uint32_t streamId, uint8_t *buffer,
+                                              size_t, size_t validSize) noexcept {
   CuptiBackend &self = instance();
   try {
     self.processBuffer(context, streamId, buffer, validSize);

@@ -74,8 +74,10 @@ CuptiApi *tryLoad(const std::string &path, bool viaLoaderPath, std::string &trie
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *err = dlerror();
-    if (!viaLoaderPath) note(err ? err : "dlopen failed");
-    else note("not on the loader path");
+    if (!viaLoaderPath)
+      note(err ? err : "dlopen failed");
+    else
+      note("not on the loader path");
     return nullptr;
   }
   auto api = std::make_unique<CuptiApi>();
@@ -104,8 +106,7 @@ CuptiApi *tryLoad(const std::string &path, bool viaLoaderPath, std::string &trie
   resolve(handle, api->activityRegisterCallbacks, "cuptiActivityRegisterCallbacks", &missing);
   resolve(handle, api->activityFlushAll, "cuptiActivityFlushAll", &missing);
   resolve(handle, api->activityGetNextRecord, "cuptiActivityGetNextRecord", &missing);
-  resolve(handle, api->activityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords",
-          &missing);
+  resolve(handle, api->activityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords", &missing);
   resolve(handle, api->getGraphNodeId, "cuptiGetGraphNodeId", &missing);
   resolve(handle, api->subscribeV2, "cuptiSubscribe_v2", nullptr);
   resolve(handle, api->activityFlushPeriod, "cuptiActivityFlushPeriod", nullptr);

@@ -1,0 +1,246 @@
+"""Profiling overhead on a GPU, side by side with Triton's profiler and torch.profiler.
+
+Protocol (../shared/BENCHMARKS.md): each configuration runs in its own process; inside it,
+each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then
+unprofiled again; ratio = profiled / min(unprofiled before, after). Rounds interleave the
+configurations (A B C A B C ...); the table reports the median ratio and the spread.
+
+    python3 bench/overhead.py --rounds 3 --json overhead.json
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+WORKLOADS = ["tiny", "mlp", "matmul", "scoped", "hooked"]
+CONFIGS = ["proton_shadow", "proton_python", "triton_profiler", "torch_profiler"]
+ITERS = {"tiny": 2000, "mlp": 100, "matmul": 10, "scoped": 2000, "hooked": 2000}
+
+
+# ---- worker: one configuration, every workload ------------------------------------------
+
+
+def build_workloads():
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def vadd_kernel(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+    def metadata(grid, kernel, args):
+        n = args["n"]
+        return {"name": f"vadd_{n}", "flops32": n, "bytes": 12 * n}
+
+    vadd_meta_kernel = triton.jit(launch_metadata=metadata)(vadd_kernel.fn)
+
+    a, b, c = (torch.randn(4096, device="cuda") for _ in range(3))
+
+    def tiny():
+        vadd_kernel[(4,)](a, b, c, 4096, BLOCK=1024)
+        torch.add(a, b, out=c)
+
+    def hooked():
+        vadd_meta_kernel[(4,)](a, b, c, 4096, BLOCK=1024)
+        torch.add(a, b, out=c)
+
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(1024, 1024), torch.nn.GELU()]
+    model = torch.nn.Sequential(*layers).cuda()
+    inp = torch.randn(64, 1024, device="cuda")
+
+    def mlp():
+        model(inp).sum().backward()
+
+    m = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+
+    def matmul():
+        m @ m
+
+    return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked}
+
+
+def timed(fn, iters, scope=None):
+    import torch
+
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    if scope is None:
+        for _ in range(iters):
+            fn()
+    else:
+        for _ in range(iters):
+            with scope("outer"), scope("middle"), scope("inner"):
+                fn()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def make_profiler(config, workload, path):
+    """(start, stop) callables for the configuration, or None when it cannot run."""
+    hook = "triton" if workload == "hooked" else None
+    if config in ("proton_shadow", "proton_python"):
+        import proton
+
+        context = "python" if config == "proton_python" else "shadow"
+
+        def start():
+            proton.start(path, context=context, hook=hook, backend="cupti")
+
+        return start, proton.finalize, proton.scope
+    if config == "triton_profiler":
+        import triton.profiler as tp
+
+        def start():
+            tp.start(path, hook=hook, backend="cupti")
+
+        return start, tp.finalize, tp.scope
+    if config == "torch_profiler":
+        import torch
+
+        holder = {}
+
+        def start():
+            holder["p"] = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            holder["p"].__enter__()
+
+        def stop():
+            holder["p"].__exit__(None, None, None)
+            holder["p"].export_chrome_trace(path + ".json")
+
+        return start, stop, torch.profiler.record_function
+    raise ValueError(config)
+
+
+def worker(config):
+    workloads = build_workloads()
+    results = {}
+    tmp = tempfile.mkdtemp(prefix="proton_bench_")
+    for name in WORKLOADS:
+        fn = workloads["tiny" if name == "scoped" else name]
+        iters = ITERS[name]
+        path = os.path.join(tmp, f"{config}_{name}")
+        try:
+            start, stop, scope = make_profiler(config, name, path)
+        except Exception as e:  # noqa: BLE001 - the tool is not installed
+            results[name] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        use_scope = scope if name == "scoped" else None
+        timed(fn, iters // 4 + 1, use_scope and _null_scope)
+        before = timed(fn, iters, use_scope and _null_scope)
+        try:
+            start()
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            results[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+            continue
+        timed(fn, iters // 4 + 1, use_scope)
+        profiled = timed(fn, iters, use_scope)
+        t0 = time.perf_counter()
+        stop()
+        finalize_s = time.perf_counter() - t0
+        after = timed(fn, iters, use_scope and _null_scope)
+        size = sum(
+            os.path.getsize(os.path.join(tmp, f))
+            for f in os.listdir(tmp)
+            if f.startswith(f"{config}_{name}")
+        )
+        results[name] = {
+            "ratio": profiled / min(before, after),
+            "unprofiled_s": min(before, after),
+            "profiled_s": profiled,
+            "finalize_s": finalize_s,
+            "profile_bytes": size,
+        }
+    print("RESULT " + json.dumps(results))
+
+
+class _NullScope:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _null_scope(name):
+    return _NullScope()
+
+
+# ---- driver --------------------------------------------------------------------------------
+
+
+def run_config(config):
+    r = subprocess.run(
+        [sys.executable, __file__, "--worker", config],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    for line in r.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT ") :])
+    tail = (r.stderr or r.stdout)[-400:]
+    return {w: {"error": f"worker failed (exit {r.returncode}): {tail}"} for w in WORKLOADS}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--json", default="overhead.json")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker)
+        return
+    configs = args.configs.split(",")
+    rounds = []
+    for r in range(args.rounds):
+        for config in configs:
+            print(f"round {r + 1}/{args.rounds}: {config}", file=sys.stderr, flush=True)
+            rounds.append({"round": r, "config": config, "results": run_config(config)})
+    table = {}
+    for config in configs:
+        for w in WORKLOADS:
+            runs = [x["results"].get(w, {}) for x in rounds if x["config"] == config]
+            ratios = [x["ratio"] for x in runs if "ratio" in x]
+            errors = [x["error"] for x in runs if "error" in x]
+            table[f"{config}/{w}"] = {
+                "median": statistics.median(ratios) if ratios else None,
+                "min": min(ratios) if ratios else None,
+                "max": max(ratios) if ratios else None,
+                "finalize_s": statistics.median([x["finalize_s"] for x in runs if "ratio" in x])
+                if ratios
+                else None,
+                "profile_bytes": max([x["profile_bytes"] for x in runs if "ratio" in x])
+                if ratios
+                else None,
+                "error": errors[0] if errors and not ratios else None,
+            }
+    print(
+        f"{'config/workload':32} {'median':>7} {'min':>7} {'max':>7} {'finalize':>9} {'bytes':>9}"
+    )
+    for key, v in table.items():
+        if v["median"] is None:
+            print(f"{key:32} n/a: {v['error'][:150]}")
+        else:
+            print(
+                f"{key:32} {v['median']:7.3f} {v['min']:7.3f} {v['max']:7.3f} "
+                f"{v['finalize_s']:8.3f}s {v['profile_bytes']:9d}"
+            )
+    with open(args.json, "w") as f:
+        json.dump({"rounds": rounds, "table": table}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
