@@ -17,10 +17,13 @@ the module to run otherwise; `--mode` is always the mode, and after `--` a `-m` 
 the module.
 """
 
+import builtins
+import io
 import os
 import runpy
 import shlex
 import sys
+import types
 import warnings
 
 from . import _C
@@ -124,8 +127,20 @@ def _run_program(kind: str, target: str, args: list) -> int:
         print(f"proton: can't open file {target!r}: no such file", file=sys.stderr)
         return 2
     sys.argv = [target, *args]
-    sys.path[0] = os.path.dirname(os.path.abspath(target))
-    runpy.run_path(os.path.abspath(target), run_name="__main__")  # __file__ is absolute
+    path = os.path.abspath(target)
+    sys.path[0] = os.path.dirname(path)
+    if os.path.isdir(target) or not target.endswith(".py"):
+        runpy.run_path(target, run_name="__main__")  # a directory or zip with __main__.py
+        return 0
+    # As `python script.py`: argv[0] as given, __file__ absolute, a fresh __main__ module
+    # in sys.modules (so pickle and multiprocessing find the program's classes).
+    with io.open_code(path) as f:
+        code = compile(f.read(), path, "exec")
+    main_module = types.ModuleType("__main__")
+    main_module.__file__ = path
+    main_module.__builtins__ = builtins
+    sys.modules["__main__"] = main_module
+    exec(code, main_module.__dict__)  # noqa: S102 (running the user's program is the point)
     return 0
 
 

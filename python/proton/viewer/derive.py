@@ -147,8 +147,11 @@ def derive(profile: Profile, spec: str) -> Column:
     if "/" in key:
         raise ViewerError(f"unknown derived metric {spec!r}.\n{DERIVED_HELP.rstrip()}")
     raw = _require(profile, key, spec)
-    additive = raw if raw not in profile.exclusive_metrics else None
-    return Column(raw, list(profile.inclusive(raw)), additive_source=additive)
+    if raw in profile.exclusive_metrics:  # shown where present, never summed
+        return Column(
+            raw, [v if v.__class__ in (int, float) else None for v in profile.column(raw)]
+        )
+    return Column(raw, list(profile.inclusive(raw)), additive_source=raw)
 
 
 # ---------------------------------------------------------------------- util

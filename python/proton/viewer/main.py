@@ -94,12 +94,15 @@ def _combine(values, how):
     if how == "sum":
         return sum(present)
     if how == "mean":
-        return sum(present) / len(values)
+        return sum(present) / len(present)
     return min(present) if how == "min" else max(present)
 
 
-def _spread(values, mapping, size):
-    out = [None] * size
+def _spread(column, mapping, size):
+    """The column on the union tree; a node a file does not have counts as 0 there when
+    the metric is a sum (time, count, ...), and as no value otherwise (rates)."""
+    values = column.values
+    out = [0 if column.additive_source else None] * size
     for i, u in enumerate(mapping):
         out[u] = values[i]
     return out
@@ -120,8 +123,9 @@ def build_view(profiles, specs, merge="sum", base=None):
     group = profiles + ([base] if base is not None else [])
     union, maps = align(group)
     n = len(union)
-    per_file = [[_spread(derive(p, s).values, m, n) for s in specs] for p, m in zip(group, maps)]
-    titles = [derive(profiles[0], s).title for s in specs] if specs else []
+    derived = [[derive(p, s) for s in specs] for p in group]
+    per_file = [[_spread(c, m, n) for c in cols] for cols, m in zip(derived, maps)]
+    titles = [c.title for c in derived[0]]
     columns = []
     count = len(profiles)
     for k, title in enumerate(titles):
@@ -246,6 +250,9 @@ def main(argv=None) -> None:
         code = run(argv)
     except ViewerError as e:
         print(str(e), file=sys.stderr)
+        code = 1
+    except MemoryError:
+        print("[PROTON] out of memory while showing the profile", file=sys.stderr)
         code = 1
     except BrokenPipeError:  # `proton-viewer ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)

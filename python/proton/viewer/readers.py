@@ -45,9 +45,9 @@ def read_tree(path):
         raise ViewerError(f"{path} is empty")
     with _decoding():
         try:
-            if stripped[:1] in (b"[", b"{"):
-                return _read_json(path, data)
-            return _from_document(path, _decode_msgpack(path, data))
+            if _looks_like_msgpack(path, stripped):
+                return _from_document(path, _decode_msgpack(path, data))
+            return _read_json(path, data)
         except RecursionError:
             raise ViewerError(f"{path} nests deeper than Proton can read") from None
         except MemoryError:
@@ -86,6 +86,16 @@ def _decoding():
             gc.enable()
 
 
+def _looks_like_msgpack(path, stripped) -> bool:
+    """By name (`.hatchet_msgpack`, also `.part_<N>.hatchet_msgpack`) unless the content is
+    plainly JSON; files named otherwise by their first byte (a MessagePack array)."""
+    if stripped[:1] in (b"[", b"{"):
+        return False
+    if os.fspath(path).endswith(".hatchet_msgpack"):
+        return True
+    return 0x90 <= stripped[0] <= 0x9F or stripped[0] in (0xDC, 0xDD)
+
+
 def _decode_msgpack(path, data):
     try:
         return decode(data)
@@ -97,8 +107,9 @@ def _decode_msgpack(path, data):
 
 
 def _json_error(path, data, e):
-    if e.pos >= len(data.rstrip()) - 1:
-        return ViewerError(f"{path} is truncated (JSON ends early at byte {e.pos})")
+    end = data.rstrip()
+    if end.lstrip()[:1] in (b"[", b"{") and (e.pos >= len(end) - 1 or end[-1:] not in b"]}"):
+        return ViewerError(f"{path} is truncated (JSON ends early, after {len(end)} bytes)")
     return ViewerError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
 
 
@@ -175,11 +186,11 @@ def _from_document(path, document):
     if not isinstance(document, list) or not document:
         raise _shape_error(path, f"the top level is {_describe(document)}")
     root = document[0]
+    names, parents, rows = _walk_nodes(path, root)
     devices = document[1] if len(document) > 1 else {}
     if not isinstance(devices, dict):
         raise _shape_error(path, f"the device table is {_describe(devices)}")
-    metadata = root.get("proton_metadata") if isinstance(root, dict) else None
-    names, parents, rows = _walk_nodes(path, root)
+    metadata = root.get("proton_metadata")
     return names, parents, rows, devices, metadata if isinstance(metadata, dict) else {}
 
 
@@ -219,8 +230,3 @@ def _describe(value):
     if isinstance(value, list):
         return f"a list of {len(value)}"
     return f"a {type(value).__name__}"
-
-
-def file_kind(path):
-    """'hatchet_msgpack' or 'hatchet' from the file name (a `.part_<N>` infix is allowed)."""
-    return "hatchet_msgpack" if os.fspath(path).endswith(".hatchet_msgpack") else "hatchet"
