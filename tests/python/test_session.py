@@ -481,7 +481,7 @@ def test_start_without_backend_warns_once_per_process(tmp_path):
         "    proton.start('c'); proton.start('d'); proton.finalize()\n"
         "print(json.dumps([[w.category.__name__, str(w.message), w.filename] for w in caught]))\n"
     )
-    result = run_python(code, tmp_path)
+    result = run_python(code, tmp_path, env={"PROTON_FORCE_NO_GPU": "1"})
     assert result.returncode == 0, result.stderr
     caught = json.loads(result.stdout)
     assert len(caught) == 1

@@ -191,11 +191,15 @@ Status CuptiBackend::enableCallbacks() {
     return {StatusCode::kUnavailable, std::string("[PROTON] Enabling CUPTI callbacks for ") + what +
                                           " failed: " + api_->errorString(rc)};
   };
-  for (size_t i = 0; i < kNumRuntimeLaunchCallbacks; ++i)
+  // Benchmarks only: kernel tracing without launch callbacks measures CUPTI's own floor
+  // (every record is then unmatched and counted as such).
+  const char *floor = std::getenv("PROTON_CUPTI_NO_LAUNCH_CALLBACKS");
+  bool launches = !floor || std::strcmp(floor, "1") != 0;
+  for (size_t i = 0; launches && i < kNumRuntimeLaunchCallbacks; ++i)
     PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                                                       kRuntimeLaunchCallbacks[i]),
                                  "runtime launches"));
-  for (size_t i = 0; i < kNumDriverLaunchCallbacks; ++i)
+  for (size_t i = 0; launches && i < kNumDriverLaunchCallbacks; ++i)
     PROTON_RETURN_IF_ERROR(check(
         api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunchCallbacks[i]),
         "driver launches"));
