@@ -19,7 +19,7 @@ import time
 
 WORKLOADS = ["tiny", "mlp", "matmul", "scoped", "hooked"]
 CONFIGS = ["cupti_floor", "proton_shadow", "proton_python", "triton_profiler", "torch_profiler"]
-ITERS = {"tiny": 1000, "mlp": 50, "matmul": 5, "scoped": 1000, "hooked": 1000}
+ITERS = {"tiny": 1000, "mlp": 50, "matmul": 20, "scoped": 1000, "hooked": 1000}
 
 
 # ---- worker: one configuration, every workload ------------------------------------------
