@@ -95,9 +95,16 @@ def _require(profile: Profile, wanted: str, spec: str) -> str:
     return raw
 
 
-def _scale(value, from_exponent: int, to_exponent: int):
+def _scaled(values, from_exponent: int, to_exponent: int) -> list:
+    """Values converted between decimal units; exact for integers where possible."""
     d = from_exponent - to_exponent
-    return value * 10**d if d >= 0 else value / 10**-d
+    if d == 0:
+        return list(values)
+    if d > 0:
+        factor = 10**d
+        return [v * factor for v in values]
+    divisor = 10**-d
+    return [v / divisor for v in values]
 
 
 def _time_metric(profile: Profile, kind: str, spec: str):
@@ -111,7 +118,7 @@ def _time_metric(profile: Profile, kind: str, spec: str):
 
 def _seconds(profile: Profile, spec: str, kind: str = "time") -> list:
     raw, exponent = _time_metric(profile, kind, spec)
-    return [_scale(v, exponent, 0) for v in profile.inclusive(raw)]
+    return _scaled(profile.inclusive(raw), exponent, 0)
 
 
 def _ratio(numerators, denominators, divisor=1):
@@ -127,7 +134,7 @@ def derive(profile: Profile, spec: str) -> Column:
     if m:
         avg, cpu, unit = m.groups()
         raw, exponent = _time_metric(profile, "cpu_time" if cpu else "time", spec)
-        values = [_scale(v, exponent, TIME_EXPONENT[unit]) for v in profile.inclusive(raw)]
+        values = _scaled(profile.inclusive(raw), exponent, TIME_EXPONENT[unit])
         if avg:
             counts = profile.inclusive(_require(profile, "count", spec))
             return Column(spec, _ratio(values, counts))

@@ -72,6 +72,7 @@ class Profile:
         self._columns = {}
         self._inclusive = {}
         self._ends = None
+        self._depths = None
         self._kinds = None
 
     @classmethod
@@ -114,11 +115,14 @@ class Profile:
         return chain[::-1]
 
     def depths(self) -> list:
-        depth = [0] * len(self.parents)
-        parents = self.parents
-        for i in range(1, len(parents)):
-            depth[i] = depth[parents[i]] + 1
-        return depth
+        """depths()[i]: levels below ROOT (cached; do not modify)."""
+        if self._depths is None:
+            depth = [0] * len(self.parents)
+            parents = self.parents
+            for i in range(1, len(parents)):
+                depth[i] = depth[parents[i]] + 1
+            self._depths = depth
+        return self._depths
 
     def find(self, *path) -> Node:
         """The node reached from ROOT by following child names."""

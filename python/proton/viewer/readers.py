@@ -47,12 +47,16 @@ def read_tree(path):
         try:
             if _looks_like_msgpack(path, stripped):
                 return _from_document(path, _decode_msgpack(path, data))
-            return _read_json(path, data)
+            del stripped
+            holder = [data]
+            del data  # _read_json drops the file's bytes as soon as it has its rewrite
+            return _read_json(path, holder)
         except RecursionError:
             raise ViewerError(f"{path} nests deeper than Proton can read") from None
         except MemoryError:
+            size = os.path.getsize(path)
             raise ViewerError(
-                f"{path} ({len(data):,} bytes) is too large to load in the memory available"
+                f"{path} ({size:,} bytes) is too large to load in the memory available"
             ) from None
 
 
@@ -113,12 +117,15 @@ def _json_error(path, data, e):
     return ViewerError(f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}")
 
 
-def _read_json(path, data):
+def _read_json(path, holder):
+    """holder: [the file's bytes], emptied once they are no longer needed."""
+    data = holder.pop()
     if b'\\"' not in data:
         expected = data.count(COMPACT_OPEN)
         if expected and data.count(_COMPACT_REWRITES[1][0]) == expected:
-            compact = data
-            for old, new in _COMPACT_REWRITES:
+            compact = data.replace(*_COMPACT_REWRITES[0])
+            del data  # read again below in the rare case the rewrite does not fit
+            for old, new in _COMPACT_REWRITES[1:]:
                 compact = compact.replace(old, new)
             try:
                 document = json.loads(compact)
@@ -129,6 +136,8 @@ def _read_json(path, data):
                 result = _from_compact(document)
                 if result is not None and len(result[0]) == expected:
                     return result
+            del document
+            data = _read_bytes(path)
     try:
         document = json.loads(data)
     except UnicodeDecodeError as e:
@@ -152,19 +161,22 @@ def _from_compact(document):
     devices = document[1] if len(document) > 1 and isinstance(document[1], dict) else {}
     names, parents, rows = [], [], []
     add_name, add_parent, add_row = names.append, parents.append, rows.append
-    stack = [(*next(iter(root.items())), -1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        name, body, parent = pop()
+    # Two parallel stacks, extended a node's children at a time (C loops, no tuples).
+    nodes, owners = [root], [-1]
+    pop_node, pop_owner = nodes.pop, owners.pop
+    push_nodes, push_owners = nodes.extend, owners.extend
+    while nodes:
+        node = pop_node()
+        add_parent(pop_owner())
+        if len(node) != 1:
+            return None
+        ((name, body),) = node.items()
         index = len(names)
         add_name(name)
-        add_parent(parent)
         add_row(body[0])
-        for k in range(len(body) - 1, 0, -1):
-            child = body[k]
-            if len(child) != 1:
-                return None
-            push((*next(iter(child.items())), index))
+        if len(body) > 1:
+            push_nodes(body[:0:-1])
+            push_owners([index] * (len(body) - 1))
     return names, parents, rows, devices, metadata if isinstance(metadata, dict) else {}
 
 

@@ -35,6 +35,20 @@ def format_value(value) -> str:
     return f"{value:.3e}"
 
 
+def format_values(values) -> list:
+    """format_value over a column, inlined (this is the renderer's hottest loop)."""
+    return [
+        "-"
+        if v is None
+        else str(v)
+        if v.__class__ is int
+        else f"{v:.3f}"
+        if v == 0 or 1e-3 <= abs(v) < 1e9
+        else ("-" if v != v else f"{v:.3e}")  # noqa: PLR0124 (NaN)
+        for v in values
+    ]
+
+
 def format_name(name: str, name_format: str) -> str:
     """Triton's -f formats for `file:line@function` frames (other names stay as they are)."""
     if name_format == "file_function_line":
@@ -62,10 +76,11 @@ def visible_nodes(profile: Profile, first: list, threshold=None, depth=None) -> 
         shown[0] = 1
     if depth is not None:
         level = profile.depths()
-        for i in range(n):
-            if level[i] >= depth:
-                shown[i] = 0
-        shown[0] = 1
+        if max(level) >= depth:
+            for i in range(n):
+                if level[i] >= depth:
+                    shown[i] = 0
+            shown[0] = 1
     return shown
 
 
@@ -96,7 +111,7 @@ def render(
     first = columns[0].values
     shown = visible_nodes(profile, first, threshold, depth)
     order = [i for i in range(len(profile)) if shown[i]]
-    cells = [[format_value(col.values[i]) for i in order] for col in columns]
+    cells = [format_values([col.values[i] for i in order]) for col in columns]
     widths = [max(len(col.title), max(map(len, texts))) for col, texts in zip(columns, cells)]
     lines = ["  ".join(c.title.rjust(w) for c, w in zip(columns, widths)) + "  name"]
     first_texts = [t.rjust(widths[0]) for t in cells[0]]
@@ -108,21 +123,8 @@ def render(
             if band >= 0:
                 first_texts[k] = BAND_COLORS[band] + first_texts[k] + RESET
     rest = [[t.rjust(w) for t in texts] for texts, w in zip(cells[1:], widths[1:])]
-    names, parents, level = profile.names, profile.parents, profile.depths()
-    is_last = _last_children(parents, order, len(profile))
-    stems = [""]  # stems[d]: what a node at depth d+1 writes before its glyph
-    for k, i in enumerate(order):
-        row = [first_texts[k]]
-        row.extend(col[k] for col in rest)
-        d = level[i]
-        if d == 0:
-            row.append(format_name(names[i], name_format))
-        else:
-            stem = stems[d - 1]
-            del stems[d:]
-            stems.append(stem + (BLANK if is_last[i] else PIPE))
-            row.append(stem + (ELBOW if is_last[i] else TEE) + format_name(names[i], name_format))
-        lines.append("  ".join(row))
+    tree_names = _tree_names(profile, order, name_format)
+    lines.extend(map("  ".join, zip(first_texts, *rest, tree_names)))
     if color:
         lines.extend(_legend(columns[0].title, low, high))
     if print_sorted:
@@ -135,6 +137,31 @@ def render(
         width = max(map(len, stats))
         lines.extend(f"  {k.ljust(width)}  {v}" for k, v in stats.items())
     return "\n".join(lines) + "\n"
+
+
+def _tree_names(profile: Profile, order, name_format) -> list:
+    """Each shown node's name behind its box-drawing prefix."""
+    names, parents, level = profile.names, profile.parents, profile.depths()
+    is_last = _last_children(parents, order, len(profile))
+    out = []
+    add = out.append
+    stems = [""]  # stems[d]: what a node at depth d+1 writes before its glyph
+    plain = name_format == "full"
+    for i in order:
+        name = names[i] if plain else format_name(names[i], name_format)
+        d = level[i]
+        if d == 0:
+            add(name)
+            continue
+        stem = stems[d - 1]
+        del stems[d:]
+        if is_last[i]:
+            stems.append(stem + BLANK)
+            add(stem + ELBOW + name)
+        else:
+            stems.append(stem + PIPE)
+            add(stem + TEE + name)
+    return out
 
 
 def _last_children(parents, order, n) -> bytearray:

@@ -1,0 +1,229 @@
+"""Viewer and writer benchmark (BENCHMARKS.md, "Viewer and writer"); runs anywhere.
+
+    python bench/viewer.py [--sizes 10000,100000,1000000] [--json out.json] [--keep DIR]
+
+Builds synthetic tree profiles of about 10k, 100k and 1M nodes with Proton itself (nested
+scopes 12-20 levels deep, kernel leaves carrying `time (ns)`, `count`, `flops16`, `bytes`,
+`device_id`), and reports:
+- finalize(): seconds to write each format (hatchet, hatchet_msgpack) and the file size;
+- `proton-viewer -m time/s,tflop16/s FILE`, each in a fresh process: wall seconds of the
+  whole command, seconds inside it for load (read + parse + columns) and derive + render,
+  and the process's peak resident memory;
+- the same with Triton's `proton-viewer` when `triton` and `llnl-hatchet` import.
+Timings are reported, never asserted.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import proton
+
+METRICS = "time/s,tflop16/s"
+KERNELS = [f"kernel_{k}" for k in range(64)]
+
+# Nested `with` blocks below build the tree the benchmark measures.
+# ruff: noqa: SIM117
+
+# Runs in a fresh interpreter: times load and render separately, reports peak RSS.
+_VIEWER_PROBE = r"""
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+from proton.viewer import main as viewer_main
+from proton.viewer.render import render
+t1 = time.perf_counter()
+path, specs = sys.argv[1], sys.argv[2].split(",")
+profile = viewer_main.prepare(path)
+t2 = time.perf_counter()
+tree, columns = viewer_main.build_view([profile], specs)
+text = render(tree, columns, depth=100, stats=tree.stats)
+with open(os.devnull, "w") as out:
+    out.write(text)
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "render_s": t3 - t2,
+                  "lines": text.count("\n"),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def fanout_for(target: int, branch_levels: int, chain: int) -> int:
+    """The smallest fanout whose tree has at least `target` nodes."""
+    f = 2
+    while count_nodes(f, branch_levels, chain) < target:
+        f += 1
+    return f
+
+
+def count_nodes(f: int, branch_levels: int, chain: int) -> int:
+    total, width = 1, 1
+    for level in range(branch_levels):
+        width *= f
+        total += width * (1 if level == branch_levels - 1 else 1 + chain)
+    return total
+
+
+def build_profile(target: int):
+    """Scopes nested branch_levels * (chain + 1) deep; leaves are kernels with metrics."""
+    branch_levels, chain = 5, 3  # depth 16 (+ ROOT)
+    f = fanout_for(target, branch_levels, chain)
+    scope = proton.scope
+    counter = [0]
+
+    def grow(level):
+        for i in range(f):
+            if level == branch_levels - 1:
+                counter[0] += 1
+                n = counter[0]
+                t = 1000 + (n * 7919) % 1_000_000
+                metrics = {
+                    "time (ns)": t,
+                    "count": 1 + n % 16,
+                    "flops16": t * 400_000,
+                    "bytes": t * 2_000,
+                    "device_id": "0",
+                    "device_type": "CUDA",
+                }
+                with scope(KERNELS[(n + i) % len(KERNELS)] + f"_{i}", metrics):
+                    pass
+                continue
+            with scope(f"layer{level}_{i}"):
+                with scope("forward"):
+                    with scope("module_call"):
+                        with scope("op"):
+                            grow(level + 1)
+
+    grow(0)
+    return count_nodes(f, branch_levels, chain)
+
+
+def write_files(directory: str, target: int) -> dict:
+    out = {}
+    for fmt in ("hatchet", "hatchet_msgpack"):
+        name = os.path.join(directory, f"bench_{target}")
+        session = proton.start(name)
+        t0 = time.perf_counter()
+        nodes = build_profile(target)
+        build_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        proton.finalize(session, fmt)
+        path = f"{name}.{fmt}"
+        out[fmt] = {
+            "path": path,
+            "nodes": nodes,
+            "build_s": build_s,
+            "finalize_s": time.perf_counter() - t0,
+            "bytes": os.path.getsize(path),
+        }
+    return out
+
+
+def python_path_env() -> dict:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(proton.__file__)))
+    return dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def time_proton_viewer(path: str) -> dict:
+    env = python_path_env()
+    t0 = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "proton.viewer.main", "-m", METRICS, path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        check=False,
+    )
+    wall = time.perf_counter() - t0
+    if result.returncode != 0:
+        return {"error": result.stderr.strip()}
+    probe = subprocess.run(
+        [sys.executable, "-c", _VIEWER_PROBE, path, METRICS],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return {"wall_s": wall, **json.loads(probe.stdout)}
+
+
+def time_triton_viewer(path: str) -> dict:
+    probe = "import triton.profiler.viewer, hatchet"
+    if subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False).returncode:
+        return {"skipped": "triton and llnl-hatchet are not both importable"}
+    probe = (
+        "import resource, runpy, sys; sys.argv = ['proton-viewer', '-m', sys.argv[1], sys.argv[2]]\n"
+        "try:\n    runpy.run_module('triton.profiler.viewer', run_name='__main__')\n"
+        "finally:\n    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "
+        "file=sys.stderr)"
+    )
+    t0 = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", probe, METRICS, path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - t0
+    lines = result.stderr.strip().splitlines()
+    if result.returncode != 0:
+        return {"error": lines[-2] if len(lines) > 1 else result.stderr.strip()}
+    return {"wall_s": wall, "peak_rss_mb": float(lines[-1])}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--json", help="write the results here as JSON")
+    parser.add_argument("--keep", help="write the profiles here and keep them")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", RuntimeWarning)  # no GPU here is expected
+    directory = args.keep or tempfile.mkdtemp(prefix="proton_viewer_bench_")
+    os.makedirs(directory, exist_ok=True)
+    results = []
+    try:
+        for target in (int(s) for s in args.sizes.split(",")):
+            files = write_files(directory, target)
+            for fmt, info in files.items():
+                row = {"target": target, "format": fmt, **info}
+                row["proton_viewer"] = time_proton_viewer(info["path"])
+                row["triton_viewer"] = time_triton_viewer(info["path"])
+                results.append(row)
+                print_row(row)
+    finally:
+        if not args.keep:
+            shutil.rmtree(directory, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+def print_row(row):
+    pv, tv = row["proton_viewer"], row["triton_viewer"]
+    if "error" in pv:
+        viewer = f"proton-viewer failed: {pv['error']}"
+    else:
+        viewer = (
+            f"proton-viewer {pv['wall_s']:.2f} s wall (load {pv['load_s']:.2f} s, "
+            f"derive+render {pv['render_s']:.2f} s, {pv['lines']} lines), "
+            f"peak {pv['peak_rss_mb']:.0f} MB"
+        )
+    triton = (
+        tv.get("skipped")
+        or tv.get("error")
+        or (f"{tv['wall_s']:.2f} s wall, peak {tv['peak_rss_mb']:.0f} MB")
+    )
+    print(
+        f"{row['nodes']:>9,} nodes {row['format']:<16} finalize {row['finalize_s']:.2f} s "
+        f"({row['bytes'] / 1e6:.1f} MB) | {viewer} | Triton viewer: {triton}",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
