@@ -85,7 +85,10 @@ void KernelAttributor::add(const KernelRecord &r) {
       for (StringId frame : *captured)
         if (parent != kNoNode) parent = s.child(e.phase, parent, frame);
     }
-    NodeId node = parent == kNoNode ? kNoNode : s.child(e.phase, parent, name);
+    // A launch renamed by its launch metadata was filed at the kernel's own node already.
+    NodeId node = e.named && !captured ? e.node
+                  : parent == kNoNode  ? kNoNode
+                                       : s.child(e.phase, parent, name);
     if (s.options().data == DataKind::kTrace) {
       TraceEvent event;
       event.name = name;

@@ -43,6 +43,7 @@ bool LaunchTable::read(const Slot &slot, uint64_t key, LaunchInfo &out) const {
     uint64_t w = slot.words[2 * i + 1].load(std::memory_order_relaxed);
     out.entries[i].node = NodeId{static_cast<uint32_t>(w)};
     out.entries[i].phase = PhaseId{w >> 32};
+    out.entries[i].named = (meta >> (16 + i)) & 1;
   }
   std::atomic_thread_fence(std::memory_order_acquire);
   return slot.key.load(std::memory_order_relaxed) == key;
@@ -76,7 +77,9 @@ void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint3
   }
   slot.key.store(kBusy, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  slot.meta.store(count | (uint64_t(multi) << 8), std::memory_order_relaxed);
+  uint64_t meta = count | (uint64_t(multi) << 8);
+  for (uint32_t i = 0; i < count; ++i) meta |= uint64_t(entries[i].named) << (16 + i);
+  slot.meta.store(meta, std::memory_order_relaxed);
   slot.launchNs.store(launchNs, std::memory_order_relaxed);
   slot.threadId.store(threadId, std::memory_order_relaxed);
   for (uint32_t i = 0; i < count; ++i) {

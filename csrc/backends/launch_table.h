@@ -7,7 +7,7 @@
 //   if (table.resolve(corr, info)) file(info);                           // record thread
 //
 // Layout: a fixed ring of slots, slot = correlation id mod size (ids grow monotonically).
-//   [ key | meta (count, multi) | settled | launchNs | threadId | entries x kMaxEntries ]
+//   [ key | meta (count, multi, named) | settled | launchNs | threadId | entries x kMaxEntries ]
 // Each slot is a seqlock: the writer sets key to kBusy, writes, then publishes key = corr+1;
 // a reader copies the slot and accepts the copy only if key did not change meanwhile. A launch
 // whose slot is reused before its record arrives is counted (launch_correlations_overwritten)
@@ -32,6 +32,7 @@ struct LaunchEntry {
   Session *session = nullptr;
   NodeId node;
   PhaseId phase;
+  bool named = false;  // node already is the kernel's own node (renamed by launch metadata)
 };
 
 struct LaunchInfo {

@@ -36,6 +36,8 @@ struct PyStrCache {
   Entry entries[kSize];
 };
 
+}  // namespace
+
 StringId internName(nb::handle name) {
   thread_local PyStrCache cache;
   PyObject *str = name.ptr();
@@ -51,6 +53,8 @@ StringId internName(nb::handle name) {
   e.id = id;
   return id;
 }
+
+namespace {
 
 void requireStr(nb::handle name, const char *what) {
   if (!PyUnicode_Check(name.ptr())) {

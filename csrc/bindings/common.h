@@ -28,9 +28,12 @@ T valueOrThrow(Result<T> result) {
 
 // None or a dict of str -> int | float | str | list of numbers.
 MetricList toMetricList(nb::handle metrics);
+// The interned id of a str, cached per str object on this thread (raises if not a str).
+StringId internName(nb::handle name);
 
 void bindSession(nb::module_ &m);
 void bindScope(nb::module_ &m);
 void bindData(nb::module_ &m);
+void bindContext(nb::module_ &m);
 
 }  // namespace proton::bindings

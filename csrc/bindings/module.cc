@@ -7,5 +7,6 @@ NB_MODULE(_C, m) {
   proton::bindings::bindSession(m);
   proton::bindings::bindScope(m);
   proton::bindings::bindData(m);
+  proton::bindings::bindContext(m);
   m.attr("__version__") = PROTON_VERSION;
 }

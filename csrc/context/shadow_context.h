@@ -13,12 +13,17 @@
 // Mirror layout, one per session, indexed by session id:
 //   frames:  [ f0 "model" ][ f1 "layer" ][ f2 "attn" ]      shadow depth 0..2
 //   mirror:  [ {0, model, n3} ][ {2, attn, n9} ]            f1 entered while inactive
+// In a context="python" session a scope's node is ROOT/<Python frames at its entry>/<open
+// scopes>, so each entry also keeps the (interned) stack it was entered under, and the mirror
+// caches where launches from recent (stack, scopes, state) combinations were filed.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <vector>
 
+#include "context/python_context.h"
 #include "core/check.h"
 #include "core/ids.h"
 #include "core/metric.h"
@@ -50,12 +55,29 @@ struct MirrorEntry {
   uint32_t depth;  // index of the shadow frame
   StringId name;
   NodeId node;
+  uint64_t pathHash = 0;               // of the names of this entry and those before it
+  const PythonStack *stack = nullptr;  // context="python": the frames it was entered under
+};
+
+// Where launches were filed in a context="python" session, by (stack, open scopes, state):
+// direct-mapped, checked against the mirror's epoch.
+struct PythonNodeCache {
+  struct Entry {
+    const PythonStack *stack = nullptr;
+    uint64_t scopes = 0;  // pathHash of the innermost mirror entry, 0 for none
+    StringId state;
+    uint64_t epoch = 0;
+    NodeId node;
+  };
+  static constexpr size_t kSize = 16;
+  std::array<Entry, kSize> entries{};
 };
 
 struct SessionMirror {
   uint64_t epoch = 0;  // Session::epoch() when the nodes were resolved
   PhaseId phase;       // the phase they were resolved in
   std::vector<MirrorEntry> entries;
+  PythonNodeCache launches;  // context="python" sessions only
 };
 
 // What a thread hands to the threads it starts: its open scopes and their resolved nodes.
@@ -86,6 +108,7 @@ class ThreadContext {
     frames.clear();
     mirrors.clear();
     state = StringId{};
+    launchPending = false;
     generation = currentGeneration;
   }
 
@@ -98,6 +121,11 @@ class ThreadContext {
   std::vector<ScopeFrame> frames;
   StringId state;  // 0 = none
   std::vector<SessionMirror> mirrors;
+  // Launch metadata (hook="triton") for the next kernel this thread launches: its frame is
+  // renamed to launchName and launchMetrics are added to it. Consumed by that launch.
+  bool launchPending = false;
+  StringId launchName;
+  MetricList launchMetrics;  // reused: no allocation per launch once it has grown
   const uint64_t threadId;
   uint64_t scopeCounter = 0;
   uint64_t generation = 0;  // SessionManager::generation() the stack belongs to

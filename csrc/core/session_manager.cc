@@ -27,6 +27,27 @@ Counter &typeConflicts() {
   return counter;
 }
 
+// Chains scope names into MirrorEntry::pathHash (never 0 for a non-empty path).
+uint64_t chainHash(uint64_t parent, StringId name) {
+  uint64_t h = (parent ^ (uint64_t(name.value) + 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h | 1;
+}
+
+// ROOT/<frames of stack>/<names of entries[0..n)>/[extra]: the node of a Python-context path.
+NodeId resolvePythonPath(Session &s, PhaseId phase, const PythonStack *stack,
+                         const MirrorEntry *entries, size_t n, StringId extra) {
+  NodeId node = kRootNode;
+  if (stack)
+    for (StringId f : stack->frames)
+      if (node != kNoNode) node = s.child(phase, node, f);
+  for (size_t i = 0; i < n && node != kNoNode; ++i) node = s.child(phase, node, entries[i].name);
+  if (extra != StringId{} && node != kNoNode) node = s.child(phase, node, extra);
+  return node;
+}
+
+bool isPython(const Session &s) { return s.options().context == ContextKind::kPython; }
+
 bool isStdout(const std::string &path) { return path.empty() || path == "-"; }
 
 std::string outputPath(const std::string &base, const std::string &part, OutputFormat format) {
@@ -107,12 +128,7 @@ Status cpuOnly(const std::string &why, std::string &warning) {
   return {};
 }
 
-Status checkContextAndMode(const SessionOptions &options) {
-  if (options.context == ContextKind::kPython) {
-    return {StatusCode::kUnavailable,
-            "[PROTON] context='python' is not available in this build of Proton yet; use "
-            "context='shadow'."};
-  }
+Status checkMode(const SessionOptions &options) {
   if (!options.mode.name.empty()) {
     return {StatusCode::kUnavailable,
             "[PROTON] mode='" + options.mode.toString() + "' is not supported by backend '" +
@@ -168,7 +184,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
     }
   }
   StartResult result;
-  PROTON_RETURN_IF_ERROR(checkContextAndMode(options));
+  PROTON_RETURN_IF_ERROR(checkMode(options));
   size_t slot = 0;
   while (slot < kMaxLiveSessions && live_[slot].load(std::memory_order_relaxed)) ++slot;
   if (slot == kMaxLiveSessions) {
@@ -188,6 +204,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
     generation_.fetch_add(1, std::memory_order_relaxed);
   live_[slot].store(sessions_.back().get(), std::memory_order_release);
   if (options.data == DataKind::kTrace) traceLive_.fetch_add(1, std::memory_order_relaxed);
+  if (options.context == ContextKind::kPython) pythonLive_.fetch_add(1, std::memory_order_relaxed);
   liveCount_.fetch_add(1, std::memory_order_relaxed);
   return result;
 }
@@ -320,6 +337,7 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
       if (slot.load(std::memory_order_relaxed) == s) slot.store(nullptr, std::memory_order_release);
     liveCount_.fetch_sub(1, std::memory_order_relaxed);
     if (s->options().data == DataKind::kTrace) traceLive_.fetch_sub(1, std::memory_order_relaxed);
+    if (isPython(*s)) pythonLive_.fetch_sub(1, std::memory_order_relaxed);
     s->releaseData();
     if (GpuBackend *b = backends_[s->id().value]) {
       backends_[s->id().value] = nullptr;
@@ -335,8 +353,10 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
   if (PROTON_UNLIKELY(m.epoch != epoch)) {
     PhaseId phase = s.currentPhase();
     NodeId parent = kRootNode;
-    for (MirrorEntry &e : m.entries) {
-      e.node = s.child(phase, parent, e.name);
+    for (size_t i = 0; i < m.entries.size(); ++i) {
+      MirrorEntry &e = m.entries[i];
+      e.node = isPython(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {})
+                           : s.child(phase, parent, e.name);
       if (e.node == kNoNode) e.node = kRootNode;  // phase vanished under us; next call fixes
       parent = e.node;
     }
@@ -346,18 +366,43 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
   return m.entries.empty() ? kRootNode : m.entries.back().node;
 }
 
+NodeId SessionManager::pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack) {
+  SessionMirror &m = t.mirror(s.id());
+  if (!stack) stack = emptyPythonStack();
+  uint64_t scopes = m.entries.empty() ? 0 : m.entries.back().pathHash;
+  uint64_t key =
+      reinterpret_cast<uintptr_t>(stack) ^ (scopes * 31) ^ (uint64_t(t.state.value) << 7);
+  key ^= key >> 17;
+  PythonNodeCache::Entry &c = m.launches.entries[key % PythonNodeCache::kSize];
+  if (PROTON_LIKELY(c.stack == stack && c.scopes == scopes && c.state == t.state &&
+                    c.epoch == m.epoch))
+    return c.node;
+  NodeId node = resolvePythonPath(s, m.phase, stack, m.entries.data(), m.entries.size(), t.state);
+  if (node != kNoNode) c = PythonNodeCache::Entry{stack, scopes, t.state, m.epoch, node};
+  return node;
+}
+
+NodeId SessionManager::contextNode(Session &s, ThreadContext &t, const PythonStack *stack) {
+  NodeId node = refreshMirror(s, t);
+  if (isPython(s)) return pythonContextNode(s, t, stack);
+  if (t.state != StringId{}) node = s.child(t.mirror(s.id()).phase, node, t.state);
+  return node;
+}
+
 NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
+  // Captured before taking the thread's lock: the capture may wait for the GIL.
+  const PythonStack *stack = isPython(s) ? capturePythonStack() : nullptr;
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
-  NodeId node = refreshMirror(s, t);
+  NodeId node = contextNode(s, t, stack);
   phase = t.mirror(s.id()).phase;
-  if (t.state != StringId{}) node = s.child(phase, node, t.state);
   return node;
 }
 
 size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *threadId) {
   if (!profilingOn()) return 0;
+  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
@@ -366,28 +411,59 @@ size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *thr
   for (auto &slot : live_) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!s || !s->active()) continue;
-    NodeId node = refreshMirror(*s, t);
+    NodeId node = contextNode(*s, t, stack);
     PhaseId phase = t.mirror(s->id()).phase;
-    if (t.state != StringId{}) node = s->child(phase, node, t.state);
     if (node == kNoNode) continue;  // its phase was cleared under us
-    if (n < max) out[n] = LaunchEntry{s, node, phase};
+    bool named = false;
+    if (t.launchPending) {
+      NodeId kernel = s->child(phase, node, t.launchName);
+      if (kernel != kNoNode) {
+        node = kernel;
+        named = true;
+        if (!t.launchMetrics.empty() && s->options().data == DataKind::kTree &&
+            !s->addMetrics(phase, node, t.launchMetrics).isOk())
+          typeConflicts().add();
+      }
+    }
+    if (n < max) out[n] = LaunchEntry{s, node, phase, named};
     ++n;  // the caller counts entries past max
   }
+  t.launchPending = false;  // the metadata belongs to this launch only
   return n;
 }
 
 void SessionManager::contextNames(std::vector<StringId> &out) {
   out.clear();
+  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
+  if (stack) out.insert(out.end(), stack->frames.begin(), stack->frames.end());
   for (const ScopeFrame &f : t.frames) out.push_back(f.name);
   if (t.state != StringId{}) out.push_back(t.state);
+}
+
+void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics) {
+  if (!profilingOn()) return;
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
+  t.launchName = name;
+  t.launchMetrics.assign(metrics.begin(), metrics.end());
+  t.launchPending = true;
+}
+
+void SessionManager::popLaunchMetadata() {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.launchPending = false;
 }
 
 Status SessionManager::enterScope(StringId name, bool timed,
                                   std::shared_ptr<const MetricList> metrics, uint64_t *scopeId) {
   if (!profilingOn()) return {};
+  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
+  if (!stack) stack = emptyPythonStack();
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
@@ -409,9 +485,18 @@ Status SessionManager::enterScope(StringId name, bool timed,
     if (!s || !s->active()) continue;
     NodeId parent = refreshMirror(*s, t);
     SessionMirror &m = t.mirror(s->id());
-    NodeId node = s->child(m.phase, parent, name);
+    MirrorEntry entry{depth, name, kNoNode};
+    entry.pathHash = chainHash(m.entries.empty() ? 0 : m.entries.back().pathHash, name);
+    if (isPython(*s)) {
+      // ROOT/<frames now>/<open scopes>/<this scope>.
+      entry.stack = stack;
+      entry.node = resolvePythonPath(*s, m.phase, stack, m.entries.data(), m.entries.size(), name);
+    } else {
+      entry.node = s->child(m.phase, parent, name);
+    }
+    NodeId node = entry.node;
     if (node == kNoNode) continue;
-    m.entries.push_back(MirrorEntry{depth, name, node});
+    m.entries.push_back(entry);
     if (hasMetrics && s->options().data == DataKind::kTree) {
       NodeId target = t.state == StringId{} ? node : s->child(m.phase, node, t.state);
       // Types were checked above; another thread may have set a conflicting type since.
@@ -506,6 +591,15 @@ void SessionManager::exitState() {
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
   t.state = StringId{};
+}
+
+StringId SessionManager::exchangeState(StringId name) {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.resetIfStale(generation());
+  StringId previous = t.state;
+  t.state = name;
+  return previous;
 }
 
 Result<size_t> SessionManager::depth(SessionId id) {

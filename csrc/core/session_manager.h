@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/launch_table.h"
+#include "context/python_context.h"
 #include "core/profile_metadata.h"
 #include "core/session.h"
 
@@ -63,6 +64,9 @@ class SessionManager {
                    uint64_t *scopeId = nullptr);
   void enterState(StringId name);
   void exitState();
+  // Sets the state tag (StringId{} clears it) and returns the previous one, so that a caller
+  // can restore it: how launch metadata functions run under __proton_launch_metadata.
+  StringId exchangeState(StringId name);
 
   Result<size_t> depth(SessionId id);
   Result<PhaseId> advancePhase(SessionId id);
@@ -80,9 +84,17 @@ class SessionManager {
   // Launch path (vendor callbacks): where a launch by the calling thread belongs in every
   // active session, at most max entries; threadId receives the OS thread id. No shared lock.
   size_t launchContext(LaunchEntry *out, size_t max, uint64_t *threadId);
-  // The calling thread's context as names, outermost first (scopes, then the state tag).
+  // The calling thread's context as names, outermost first: its Python frames while any
+  // context="python" session is live, then its scopes, then the state tag.
   void contextNames(std::vector<StringId> &out);
   bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
+  bool pythonLive() const { return pythonLive_.load(std::memory_order_relaxed) > 0; }
+
+  // Launch metadata (hook="triton"): the next kernel this thread launches is filed as
+  // <context>/<name> instead of <context>/<kernel name>, and metrics are added to that node
+  // (tree data) once, at launch. pop cancels it if no launch consumed it.
+  void pushLaunchMetadata(StringId name, const MetricList &metrics);
+  void popLaunchMetadata();
 
  private:
   static constexpr size_t kMaxLiveSessions = 32;
@@ -92,6 +104,9 @@ class SessionManager {
   Status writeSession(Session &s, OutputFormat format, std::vector<std::string> *written);
   ProfileMetadata metadataFor(const Session &s, PhaseId phase) const;
   NodeId refreshMirror(Session &s, ThreadContext &t);
+  // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
+  NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
+  NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);
 
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Session>> sessions_;  // index = id; never shrinks
@@ -100,6 +115,7 @@ class SessionManager {
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
   std::atomic<int> liveCount_{0};
   std::atomic<int> traceLive_{0};
+  std::atomic<int> pythonLive_{0};       // live sessions with context="python"
   std::atomic<uint64_t> generation_{1};  // live sessions with trace data: scopes need timestamps
   std::string commandLine_;
   std::string toolVersion_ = "0.0.0";

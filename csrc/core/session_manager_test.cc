@@ -132,9 +132,6 @@ TEST(SessionManagerTest, UnavailableOptionsAreRefused) {
   EXPECT_EQ(mgr().start(o).status().message(),
             "[PROTON] mode='pcsampling' is not supported by backend 'none' in this build of "
             "Proton.");
-  o.mode.name = "";
-  o.context = ContextKind::kPython;
-  EXPECT_EQ(mgr().start(o).status().code(), StatusCode::kUnavailable);
 }
 
 TEST(SessionManagerTest, UnknownOrFinalizedIdIsNotInitialized) {

@@ -1,9 +1,23 @@
 """The calling thread's context."""
 
+import os
 from typing import Optional
 
 from . import _C
 from .flags import flags
+
+
+def _install_python_context() -> None:
+    """Registers the C++ frame walker behind context="python". Frames of files inside this
+    package are never shown. PROTON_PYTHON_CONTEXT_GIL=0 stops a launching thread that
+    released the GIL from taking it back for the walk (its launches then get no frames)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    prefixes = sorted({here + os.sep, os.path.realpath(here) + os.sep})
+    acquire = os.environ.get("PROTON_PYTHON_CONTEXT_GIL", "1") not in ("0", "false", "False")
+    _C.install_python_context(prefixes, acquire)
+
+
+_install_python_context()
 
 
 def depth(session: Optional[int] = 0) -> Optional[int]:

@@ -7,7 +7,7 @@ import sys
 import warnings
 from typing import Optional, Union
 
-from . import _C, _libraries
+from . import _C, _libraries, hooks
 from . import mode as _mode
 from .flags import flags
 
@@ -45,15 +45,15 @@ def start(
     if hook not in _HOOKS:
         raise ValueError(f"Unsupported hook: {hook!r}")
     if hook == "triton":
-        raise _C.BackendUnavailableError(
-            "[PROTON] hook='triton' is not available in this build of Proton yet"
-        )
+        hooks.triton_hook_owner()  # a clear error before any session exists
     if backend in (None, "cupti"):
         _C.set_library_search_dirs(_libraries.cupti_dirs())
     session, _, warning = _C.start(
         os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
     )
     flags.profiling_on = True
+    if hook is not None:
+        hooks.register(session, hook)
     if warning:
         warnings.warn(warning, RuntimeWarning, stacklevel=2)
     return session
@@ -63,12 +63,14 @@ def activate(session: Optional[int] = None) -> None:
     """Resume recording into a session (None: every session)."""
     _guard(session, "be activated")
     _C.activate(session)
+    hooks.registry.activate(session)
 
 
 def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     """Pause recording into a session (None: every session); its data stays in memory."""
     _guard(session, "be deactivated")
     _C.deactivate(session, flushing)
+    hooks.registry.deactivate(session)
 
 
 def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> None:
@@ -83,7 +85,10 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     if flags.command_line:
         return
     _C.finalize(session, output_format or "")
-    if session is None or not _C.live_sessions():
+    live = _C.live_sessions()
+    for finalized in hooks.registry.sessions() - set(live):
+        hooks.registry.unregister(finalized)
+    if session is None or not live:
         flags.profiling_on = False
 
 
@@ -129,6 +134,7 @@ def _finalize_at_exit() -> None:
         print(f"[PROTON] could not write the profile at exit: {e}", file=sys.stderr)
         return
     flags.profiling_on = False
+    hooks.registry.unregister(None)
     if not flags.command_line:
         for path in written:
             if path != "-":

@@ -103,11 +103,6 @@ def test_backend_cupti_without_a_gpu_raises_backend_unavailable_with_the_reason(
     assert _C.live_sessions() == []
 
 
-def test_python_context_is_not_available_yet():
-    with pytest.raises(proton.BackendUnavailableError, match="context='python' is not available"):
-        proton.start("py", context="python")
-
-
 def test_mode_unsupported_by_the_backend_raises_backend_unavailable():
     with pytest.raises(
         proton.BackendUnavailableError,

@@ -1,0 +1,92 @@
+// context="python" and launch metadata (hook="triton"): installs the CPython frame walker,
+// and hands what the Triton launch hook evaluated to the core for the next kernel.
+//
+// The hook's per-launch calls (push/pop_launch_metadata, enter_metadata_state,
+// restore_state) reuse thread-local buffers: no allocation per launch in steady state.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <unordered_map>
+
+#include "bindings/common.h"
+#include "context/cpython_frames.h"
+#include "core/session_manager.h"
+#include "core/string_table.h"
+
+namespace proton::bindings {
+namespace {
+
+constexpr const char *kMetadataStateName = "__proton_launch_metadata";
+
+// Numeric values of a launch-metadata dict as metrics (int stays int, float stays float);
+// anything else was already dropped by the Python layer and is ignored here.
+const MetricList &launchMetrics(nb::handle metrics) {
+  thread_local MetricList list;
+  thread_local std::unordered_map<uint32_t, MetricSpec> specs;  // by interned raw name
+  list.clear();
+  if (metrics.is_none()) return list;
+  if (!PyDict_Check(metrics.ptr()))
+    throwIfError(invalidArgument("[PROTON] launch metadata metrics must be a dict"));
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(metrics.ptr(), &pos, &key, &value)) {
+    if (!PyUnicode_Check(key)) continue;
+    MetricValue v;
+    if (PyLong_Check(value)) {
+      int overflow = 0;
+      long long n = PyLong_AsLongLongAndOverflow(value, &overflow);
+      if (overflow) continue;
+      v = static_cast<int64_t>(n);
+    } else if (PyFloat_Check(value)) {
+      v = PyFloat_AS_DOUBLE(value);
+    } else {
+      continue;
+    }
+    StringId raw = internName(key);
+    auto it = specs.find(raw.value);
+    if (it == specs.end())
+      it = specs.emplace(raw.value, MetricSpec::parse(StringTable::global().view(raw))).first;
+    list.push_back(NamedMetric{it->second, std::move(v)});
+  }
+  return list;
+}
+
+}  // namespace
+
+void bindContext(nb::module_ &m) {
+  auto &manager = SessionManager::global();
+
+  m.def(
+      "install_python_context",
+      [](std::vector<std::string> skipPrefixes, bool acquireGil) {
+        installCPythonFrameWalker(std::move(skipPrefixes), acquireGil);
+      },
+      nb::arg("skip_prefixes"), nb::arg("acquire_gil") = true,
+      "Registers the CPython frame walker; frames in files under skip_prefixes are left out.");
+  m.def("python_stack_names", &cpythonStackNames,
+        "The calling thread's stack as context='python' files it (for tests).");
+  m.def("python_stack_key", &cpythonStackKey,
+        "An id of the calling thread's interned stack: equal stacks, equal ids (for tests).");
+
+  m.def(
+      "push_launch_metadata",
+      [&manager](nb::handle name, nb::handle metrics) {
+        if (!manager.profilingOn()) return;
+        manager.pushLaunchMetadata(internName(name), launchMetrics(metrics));
+      },
+      nb::arg("name"), nb::arg("metrics").none(),
+      "The next kernel this thread launches is named `name` and gets `metrics`.");
+  m.def("pop_launch_metadata", [&manager] { manager.popLaunchMetadata(); });
+  m.def(
+      "enter_metadata_state",
+      [&manager]() -> uint32_t {
+        static const StringId state = StringTable::global().intern(kMetadataStateName);
+        return manager.exchangeState(state).value;
+      },
+      "Sets the state to __proton_launch_metadata; returns the previous state for restore_state.");
+  m.def(
+      "restore_state", [&manager](uint32_t previous) { manager.exchangeState(StringId{previous}); },
+      nb::arg("previous"));
+}
+
+}  // namespace proton::bindings

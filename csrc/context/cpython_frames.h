@@ -1,0 +1,36 @@
+// The CPython frame walker behind context="python": captures the calling thread's Python
+// stack as interned frames "file:line@function", outermost first. Compiled into proton._C
+// only (it includes Python.h); the core sees it through setPythonStackCapture.
+//
+//   installCPythonFrameWalker({"/site-packages/proton/"}, /*acquireGil=*/true);  // at import
+//   const PythonStack *s = capturePythonStack();                                 // any thread
+//
+// Threading: a thread holding the GIL walks at once. A thread that has a Python thread state
+// but released the GIL (torch ops and Triton's launcher release it around the launch) takes
+// it back for the walk when acquireGil is set, as triton.profiler's python context does; a
+// native thread with no thread state never touches the interpreter and gets no frames. All
+// caches are guarded by the GIL; a walk re-entered from inside a walk (a finalizer run by
+// the garbage collector) gets no frames.
+//
+// Caching: a stack is keyed by its (code object, last instruction) sequence; a hit costs one
+// pass over the frames and one table probe, with no string work and no allocation of ours.
+// Code objects met are kept alive (so their addresses cannot be reused) with their file and
+// function names; past kMaxCodes of them every cache is dropped and refilled.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/ids.h"
+
+namespace proton {
+
+// Frames whose file starts with one of skipPrefixes are left out (the profiler's own).
+void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acquireGil);
+// The names of the calling thread's stack as the walker files them (GIL held); for tests.
+std::vector<std::string> cpythonStackNames();
+// The interned stack's address, identifying it (0: none); for tests of the cache.
+uintptr_t cpythonStackKey();
+
+}  // namespace proton
