@@ -41,6 +41,7 @@ if action == "interrupt":
 def proton_cli(*argv, cwd):
     env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("PROTON_DISABLE", None)
+    env["PROTON_FORCE_NO_GPU"] = "1"  # the same CPU-only behaviour on a GPU machine
     return subprocess.run(
         [sys.executable, "-m", "proton", *argv],
         cwd=str(cwd),
