@@ -1,6 +1,8 @@
 """Profiling overhead on a GPU, side by side with Triton's profiler and torch.profiler.
 
 Protocol (../shared/BENCHMARKS.md): each configuration runs in its own process; inside it,
+each timing is the fastest of 5 repetitions; `scoped` runs the tool's own scopes in both
+the unprofiled (profiler not started) and the profiled run;
 each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then
 unprofiled again; ratio = profiled / min(unprofiled before, after). Rounds interleave the
 configurations (A B C A B C ...); the table reports the median ratio and the spread.
@@ -144,8 +146,8 @@ def worker(config):
             results[name] = {"error": f"{type(e).__name__}: {e}"}
             continue
         use_scope = scope if name == "scoped" else None
-        timed(fn, iters // 4 + 1, use_scope and _null_scope, reps=1)
-        before = timed(fn, iters, use_scope and _null_scope)
+        timed(fn, iters // 4 + 1, use_scope, reps=1)
+        before = timed(fn, iters, use_scope)
         try:
             start()
         except Exception as e:  # noqa: BLE001 - reported in the table
@@ -156,7 +158,7 @@ def worker(config):
         t0 = time.perf_counter()
         stop()
         finalize_s = time.perf_counter() - t0
-        after = timed(fn, iters, use_scope and _null_scope)
+        after = timed(fn, iters, use_scope)
         size = sum(
             os.path.getsize(os.path.join(tmp, f))
             for f in os.listdir(tmp)
@@ -170,18 +172,6 @@ def worker(config):
             "profile_bytes": size,
         }
     print("RESULT " + json.dumps(results))
-
-
-class _NullScope:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def _null_scope(name):
-    return _NullScope()
 
 
 # ---- driver --------------------------------------------------------------------------------
