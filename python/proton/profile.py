@@ -36,6 +36,10 @@ def start(
     A name already used by a live session re-activates that session and returns its id.
     Returns None when the `proton` command line owns the profile or PROTON_DISABLE=1.
     """
+    if flags.command_line and hook == "triton" and 0 in _C.live_sessions():
+        # The program asks for Triton's launch metadata: the command line's session gets it.
+        hooks.triton_hook_owner()
+        hooks.register(0, hook)
     if flags.command_line or os.environ.get("PROTON_DISABLE", "") in ("1", "true", "True"):
         return None
     if name is None:

@@ -10,7 +10,7 @@ import pytest
 from proton import _C, hooks
 from proton.hooks import Hook, HookRegistry, LaunchHook, LaunchHookInstaller, metrics_of
 from proton.hooks import launch as launch_module
-from proton_test_utils import find, tree
+from proton_test_utils import find, run_python, tree
 
 
 class FakeLazyDict:
@@ -363,3 +363,29 @@ def test_renamed_kernel_that_no_longer_matches_is_not_pushed(pushed):
     LaunchHook().exit(launch)
     assert launch.calls == 1
     assert pushed == []
+
+
+CLI_PROGRAM = """
+import sys, types
+class RuntimeKnobs:
+    launch_enter_hook = None
+    launch_exit_hook = None
+triton = types.ModuleType("triton"); knobs = types.ModuleType("triton.knobs")
+knobs.runtime = RuntimeKnobs(); triton.knobs = knobs
+sys.modules["triton"] = triton; sys.modules["triton.knobs"] = knobs
+import proton
+from proton.flags import flags
+assert proton.start("cli_session") == 0   # what the command line does first
+flags.command_line = True
+assert proton.start("ignored", hook="triton") is None   # the program's own start()
+print("HOOKED", knobs.runtime.launch_enter_hook is not None)
+flags.command_line = False
+proton.finalize()
+print("UNHOOKED", knobs.runtime.launch_enter_hook is None)
+"""
+
+
+def test_programs_hook_request_applies_to_the_command_line_session(tmp_path):
+    r = run_python(CLI_PROGRAM, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "HOOKED True" in r.stdout and "UNHOOKED True" in r.stdout
