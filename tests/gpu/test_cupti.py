@@ -345,3 +345,22 @@ def test_another_cupti_client_is_a_clear_error(tmp_path):
     assert "ERROR [PROTON]" in r.stdout, r.stdout + r.stderr
     assert "another CUPTI client" in r.stdout
     assert "STILL RUNNING 2" in r.stdout
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_kernels_on_two_gpus_keep_their_device():
+    xs = [torch.zeros(1024, device=f"cuda:{d}") for d in range(2)]
+    for d in range(2):
+        torch.cuda.synchronize(d)
+    proton.start("two", backend="cupti")
+    for d in range(2):
+        with proton.scope(f"gpu{d}"):
+            for _ in range(10 + d):
+                xs[d].add_(1)
+    proton.finalize()
+    root, devices = load_hatchet("two.hatchet")
+    for d in range(2):
+        name, metrics = only_kernel(find(root, f"gpu{d}"))
+        assert metrics["count"] == 10 + d
+        assert metrics["device_id"] == str(d)
+    assert sorted(devices["CUDA"]) == ["0", "1"]
