@@ -35,5 +35,6 @@ void bindSession(nb::module_ &m);
 void bindScope(nb::module_ &m);
 void bindData(nb::module_ &m);
 void bindContext(nb::module_ &m);
+void bindViewer(nb::module_ &m);
 
 }  // namespace proton::bindings

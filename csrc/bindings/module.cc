@@ -8,5 +8,6 @@ NB_MODULE(_C, m) {
   proton::bindings::bindScope(m);
   proton::bindings::bindData(m);
   proton::bindings::bindContext(m);
+  proton::bindings::bindViewer(m);
   m.attr("__version__") = PROTON_VERSION;
 }

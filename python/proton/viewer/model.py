@@ -15,8 +15,9 @@ import re
 from math import isnan
 
 from ..state import COMPUTE_METADATA_SCOPE_NAME
+from . import fast
 from .errors import ViewerError
-from .readers import read_tree
+from .readers import read_columns, read_tree
 
 _NUMBER = (int, float)
 
@@ -62,10 +63,14 @@ class Node:
 class Profile:
     """One tree profile (or several aligned into one) in flat pre-order columns."""
 
-    def __init__(self, names, parents, rows, devices=None, metadata=None, source="") -> None:
+    def __init__(
+        self, names, parents, rows, devices=None, metadata=None, source="", tree=None
+    ) -> None:
+        """rows may be None when tree (a proton._C.ViewerTree) holds the metrics."""
         self.names = names
         self.parents = parents
-        self.rows = rows
+        self._rows = rows
+        self._tree = tree
         self.devices = devices or {}
         self.metadata = metadata or {}
         self.source = source
@@ -77,8 +82,20 @@ class Profile:
 
     @classmethod
     def load(cls, path) -> "Profile":
+        columns = read_columns(path)
+        if columns is not None:
+            names, parents, tree, devices, metadata = columns
+            return cls(names, parents, None, devices, metadata, source=str(path), tree=tree)
         names, parents, rows, devices, metadata = read_tree(path)
         return cls(names, parents, rows, devices, metadata, source=str(path))
+
+    @property
+    def rows(self) -> list:
+        """rows[i]: node i's metrics as written (a dict; built on first use when the
+        metrics were read into columns)."""
+        if self._rows is None:
+            self._rows = self._tree.rows()
+        return self._rows
 
     def __len__(self) -> int:
         return len(self.names)
@@ -117,6 +134,8 @@ class Profile:
     def depths(self) -> list:
         """depths()[i]: levels below ROOT (cached; do not modify)."""
         if self._depths is None:
+            self._depths = fast.depths(self.parents)
+        if self._depths is None:
             depth = [0] * len(self.parents)
             parents = self.parents
             for i in range(1, len(parents)):
@@ -137,6 +156,9 @@ class Profile:
     # ------------------------------------------------------------------ metrics
     def _metric_kinds(self) -> dict:
         """metric name -> 'number' or 'other', in first-seen order (ROOT's keys first)."""
+        if self._kinds is None and self._rows is None:
+            kinds = self._tree.metric_kinds()
+            self._kinds = {name: "number" if number else "other" for name, number in kinds}
         if self._kinds is None:
             last = {}
             for row in self.rows:
@@ -170,6 +192,8 @@ class Profile:
     def column(self, metric: str) -> list:
         """The metric's value on each node as written, None where absent."""
         col = self._columns.get(metric)
+        if col is None and self._rows is None:
+            col = self._columns[metric] = self._tree.column(metric)
         if col is None:
             col = self._columns[metric] = [row.get(metric) for row in self.rows]
         return col
@@ -181,6 +205,8 @@ class Profile:
     def inclusive(self, metric: str) -> list:
         """Each node's value plus its descendants' (exclusive metrics are not summed)."""
         out = self._inclusive.get(metric)
+        if out is None and metric not in self.exclusive_metrics:
+            out = self._inclusive[metric] = fast.inclusive(self.column(metric), self.parents)
         if out is None:
             out = self.exclusive(metric)
             if metric not in self.exclusive_metrics:

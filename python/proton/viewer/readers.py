@@ -3,6 +3,10 @@ MessagePack, and `.part_<N>` phase files of either.
 
     names, parents, rows, devices, metadata = read_tree(path)
 
+`read_columns` is the fast path: Proton's own layout read by the C++ reader (proton._C)
+into columns, the metrics left in C++ until asked for; it returns None for anything else,
+and read_tree's Python code then reads the file or explains what is wrong with it.
+
 Nodes come out in pre-order (node 0 is the root): `names[i]`, `parents[i]` (-1 for the root)
 and `rows[i]`, the node's metrics as written (exclusive values). Every problem with the
 file becomes a ViewerError naming the file and what is wrong with it.
@@ -23,6 +27,7 @@ import os
 import sys
 from contextlib import contextmanager
 
+from . import fast
 from .errors import ViewerError
 from .msgpack import MessagePackError, decode
 
@@ -58,6 +63,37 @@ def read_tree(path):
             raise ViewerError(
                 f"{path} ({size:,} bytes) is too large to load in the memory available"
             ) from None
+
+
+def read_columns(path):
+    """(names, parents, tree, devices, metadata) from the C++ reader, tree a
+    proton._C.ViewerTree holding the metrics; None when the Python reader must read it."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).lstrip()
+    except (OSError, ValueError):
+        return None
+    if not head:
+        return None
+    msgpack = _looks_like_msgpack(path, head)
+    tree = fast.read(path, msgpack)
+    if tree is None:
+        return None
+    try:
+        with _decoding():
+            devices = _decode_value(tree.devices, msgpack) if tree.devices else {}
+            metadata = _decode_value(tree.metadata, msgpack) if tree.metadata else {}
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    if not isinstance(devices, dict):
+        return None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    return tree.names(), tree.parents(), tree, devices, metadata
+
+
+def _decode_value(data, msgpack):
+    return decode(data) if msgpack else json.loads(data)
 
 
 def _read_bytes(path):

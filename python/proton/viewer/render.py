@@ -13,6 +13,7 @@ Values are printed with three decimals, or in scientific notation when that woul
 them (|v| < 0.001 or >= 1e9); integers as they are; "-" where a node has no value.
 """
 
+from . import fast
 from .derive import Column
 from .model import Profile, is_missing
 
@@ -110,6 +111,33 @@ def render(
         columns, threshold, color = [Column("", [None] * len(profile))], None, False
     first = columns[0].values
     shown = visible_nodes(profile, first, threshold, depth)
+    body = None if color else _fast_rows(profile, columns, shown, name_format)
+    lines = [body] if body is not None else _rows(profile, columns, shown, name_format, color)
+    if print_sorted:
+        if depth is not None:  # the sorted list is not cut by depth
+            shown = visible_nodes(profile, first, threshold)
+        lines.extend(_sorted_lines(profile, columns[0], shown, name_format))
+    if stats and any(v for v in stats.values() if isinstance(v, (int, float))):
+        lines.append("")
+        lines.append("Profile stats (nonzero: something was dropped or unmatched):")
+        width = max(map(len, stats))
+        lines.extend(f"  {k.ljust(width)}  {v}" for k, v in stats.items())
+    return "\n".join(lines) + "\n"
+
+
+def _fast_rows(profile: Profile, columns: list, shown, name_format):
+    """The header and tree lines from the C++ renderer as one string; None if it cannot."""
+    names = profile.names
+    if name_format != "full":
+        names = [format_name(name, name_format) for name in names]
+    values = [col.values for col in columns]
+    titles = [col.title for col in columns]
+    return fast.render_rows(shown, names, profile.parents, profile.depths(), values, titles)
+
+
+def _rows(profile: Profile, columns: list, shown, name_format, color) -> list:
+    """The header and tree lines (and the legend when coloured), in Python."""
+    first = columns[0].values
     order = [i for i in range(len(profile)) if shown[i]]
     cells = [format_values([col.values[i] for i in order]) for col in columns]
     widths = [max(len(col.title), max(map(len, texts))) for col, texts in zip(columns, cells)]
@@ -127,16 +155,7 @@ def render(
     lines.extend(map("  ".join, zip(first_texts, *rest, tree_names)))
     if color:
         lines.extend(_legend(columns[0].title, low, high))
-    if print_sorted:
-        if depth is not None:  # the sorted list is not cut by depth
-            shown = visible_nodes(profile, first, threshold)
-        lines.extend(_sorted_lines(profile, columns[0], shown, name_format))
-    if stats and any(v for v in stats.values() if isinstance(v, (int, float))):
-        lines.append("")
-        lines.append("Profile stats (nonzero: something was dropped or unmatched):")
-        width = max(map(len, stats))
-        lines.extend(f"  {k.ljust(width)}  {v}" for k, v in stats.items())
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _tree_names(profile: Profile, order, name_format) -> list:
