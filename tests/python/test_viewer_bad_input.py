@@ -128,7 +128,7 @@ def test_file_too_large_for_memory_is_reported_not_a_traceback(tmp_path):
     )
 
     def limit_memory():
-        resource.setrlimit(resource.RLIMIT_AS, (250 * 2**20, 250 * 2**20))
+        resource.setrlimit(resource.RLIMIT_AS, (150 * 2**20, 150 * 2**20))
 
     result = run_viewer(str(path), preexec_fn=limit_memory)
     assert result.returncode == 1
