@@ -6,6 +6,7 @@ import threading
 
 import proton
 import pytest
+from gpu_tree import dump, kernels_under
 from proton_test_utils import find, load_hatchet
 
 torch = pytest.importorskip("torch")
@@ -37,20 +38,6 @@ def probed_vadd_kernel(x, y, out, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
-
-
-def kernels_under(node):
-    out = []
-    for child in node["children"]:
-        if child["metrics"].get("count") and not child["children"]:
-            out.append((child["frame"]["name"], child["metrics"]["count"]))
-        out.extend(kernels_under(child))
-    return out
-
-
-def dump(node, depth=0):
-    line = "  " * depth + f"{node['frame']['name']} {node['metrics']}\n"
-    return line + "".join(dump(c, depth + 1) for c in node["children"])
 
 
 @pytest.fixture
