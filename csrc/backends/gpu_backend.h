@@ -2,9 +2,9 @@
 // without seeing any vendor header.
 //
 //   GpuBackend *b = cuptiBackend();             // nullptr: built without CUPTI headers
-//   PROTON_RETURN_IF_ERROR(b->acquire());       // the first acquire starts tracing
+//   PROTON_RETURN_IF_ERROR(b->acquire(session)); // the first acquire starts tracing
 //   b->flush();                                 // every launched kernel delivered
-//   b->release();                               // the last release stops tracing
+//   b->release(session);                        // the last release stops tracing
 //
 // Thread-safe. Launch attribution goes the other way: the backend's launch callback asks
 // SessionManager::launchContext() where the calling thread's launch belongs.
@@ -17,14 +17,19 @@
 
 namespace proton {
 
+class Session;
+
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
   virtual const char *name() const = 0;
-  // kUnavailable: the vendor library is missing or unusable; kBusy: another tool holds the
-  // vendor tracing layer. Either way nothing is left half started.
-  virtual Status acquire() = 0;
-  virtual void release() = 0;
+  // Starts serving one session. The backend checks the session's mode
+  // (session.options().mode) and rejects one it does not support (kInvalidArgument for a bad
+  // option value, kUnavailable otherwise). kUnavailable: the vendor library is missing or
+  // unusable; kBusy: another tool holds the vendor tracing layer. Either way nothing is left
+  // half started. The session outlives the matching release().
+  virtual Status acquire(Session &session) = 0;
+  virtual void release(Session &session) = 0;
   // Waits until every kernel launched so far has been delivered and filed (bounded wait).
   virtual void flush() = 0;
 };

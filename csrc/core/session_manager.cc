@@ -128,32 +128,41 @@ Status cpuOnly(const std::string &why, std::string &warning) {
   return {};
 }
 
+// Modes the core implements itself; "pcsampling" is the GPU backend's to accept or refuse.
 Status checkMode(const SessionOptions &options) {
-  if (!options.mode.name.empty()) {
-    return {StatusCode::kUnavailable,
-            "[PROTON] mode='" + options.mode.toString() + "' is not supported by backend '" +
-                backendKindName(options.backend) + "' in this build of Proton."};
-  }
-  return {};
+  const ModeSpec &mode = options.mode;
+  if (mode.name.empty() || mode.name == "pcsampling") return {};
+  if (mode.name == "periodic_flushing") return {};
+  return {StatusCode::kUnavailable, "[PROTON] mode='" + mode.toString() +
+                                        "' is not supported by backend '" +
+                                        backendKindName(options.backend) +
+                                        "' in this build of Proton."};
+}
+
+bool needsGpuBackend(const SessionOptions &options) {
+  return options.backend == BackendKind::kCupti || options.mode.name == "pcsampling";
 }
 
 }  // namespace
 
-Status SessionManager::selectBackend(const SessionOptions &options, std::string &warning,
-                                     GpuBackend **out) {
+Status SessionManager::selectBackend(Session &session, std::string &warning, GpuBackend **out) {
   *out = nullptr;
+  const SessionOptions &options = session.options();
   if (options.backend != BackendKind::kAuto && options.backend != BackendKind::kCupti) {
     return {StatusCode::kUnavailable, std::string("[PROTON] backend='") +
                                           backendKindName(options.backend) +
                                           "' is not available in this build of Proton."};
   }
-  bool explicitCupti = options.backend == BackendKind::kCupti;
+  bool explicitCupti = needsGpuBackend(options);
   const RuntimeProbe &probe = probeCudaRuntime();
   if (!probe.available) {
     if (!explicitCupti) return cpuOnly("no GPU runtime was found: " + probe.reason, warning);
+    std::string what = options.backend == BackendKind::kCupti
+                           ? "backend='cupti'"
+                           : "mode='" + options.mode.toString() + "'";
     return {StatusCode::kUnavailable,
-            "[PROTON] backend='cupti' needs an NVIDIA GPU, but " + probe.reason +
-                ". Leave backend unset to record CPU scopes and metrics only."};
+            "[PROTON] " + what + " needs an NVIDIA GPU, but " + probe.reason +
+                ". Leave backend and mode unset to record CPU scopes and metrics only."};
   }
   GpuBackend *backend = cuptiBackend();
   if (!backend) {
@@ -163,7 +172,7 @@ Status SessionManager::selectBackend(const SessionOptions &options, std::string 
     if (!explicitCupti) return cpuOnly("a GPU was found, but " + why, warning);
     return {StatusCode::kUnavailable, "[PROTON] backend='cupti': " + why};
   }
-  Status status = backend->acquire();
+  Status status = backend->acquire(session);
   if (status.isOk()) {
     *out = backend;
     return {};
@@ -192,11 +201,12 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
                                                 std::to_string(kMaxLiveSessions) +
                                                 "); finalize one before starting another."};
   }
-  GpuBackend *backend = nullptr;
-  PROTON_RETURN_IF_ERROR(selectBackend(options, result.warning, &backend));
-  if (sessions_.empty()) ThreadContext::registerMainThread();
   result.id = SessionId{static_cast<int32_t>(sessions_.size())};
-  sessions_.push_back(std::make_unique<Session>(result.id, options));
+  auto session = std::make_unique<Session>(result.id, options);
+  GpuBackend *backend = nullptr;
+  PROTON_RETURN_IF_ERROR(selectBackend(*session, result.warning, &backend));
+  if (sessions_.empty()) ThreadContext::registerMainThread();
+  sessions_.push_back(std::move(session));
   finalized_.push_back(false);
   backends_.push_back(backend);
   sessions_.back()->setActive(true);
@@ -341,7 +351,7 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
     s->releaseData();
     if (GpuBackend *b = backends_[s->id().value]) {
       backends_[s->id().value] = nullptr;
-      b->release();
+      b->release(*s);
     }
   }
   return firstError;

@@ -100,7 +100,7 @@ class SessionManager {
   static constexpr size_t kMaxLiveSessions = 32;
 
   Result<Session *> find(SessionId id) const;  // mu_ held
-  Status selectBackend(const SessionOptions &options, std::string &warning, GpuBackend **out);
+  Status selectBackend(Session &session, std::string &warning, GpuBackend **out);
   Status writeSession(Session &s, OutputFormat format, std::vector<std::string> *written);
   ProfileMetadata metadataFor(const Session &s, PhaseId phase) const;
   NodeId refreshMirror(Session &s, ThreadContext &t);

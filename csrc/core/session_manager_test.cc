@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/runtime_probe.h"
 #include "core/string_table.h"
 
 namespace proton {
@@ -128,10 +129,20 @@ TEST(SessionManagerTest, UnavailableOptionsAreRefused) {
   EXPECT_EQ(r.status().message(),
             "[PROTON] backend='roctracer' is not available in this build of Proton.");
   o.backend = BackendKind::kAuto;
-  o.mode.name = "pcsampling";
+  o.mode.name = "mma";
   EXPECT_EQ(mgr().start(o).status().message(),
-            "[PROTON] mode='pcsampling' is not supported by backend 'none' in this build of "
-            "Proton.");
+            "[PROTON] mode='mma' is not supported by backend 'none' in this build of Proton.");
+  if (!probeCudaRuntime().available) {
+    // Sampling needs a GPU: an error, never a silent CPU-only profile.
+    o.mode.name = "pcsampling";
+    Result<StartResult> sampling = mgr().start(o);
+    ASSERT_FALSE(sampling.isOk());
+    EXPECT_EQ(sampling.status().message().rfind("[PROTON] mode='pcsampling' needs an NVIDIA GPU, "
+                                                "but ",
+                                                0),
+              0u)
+        << sampling.status().message();
+  }
 }
 
 TEST(SessionManagerTest, UnknownOrFinalizedIdIsNotInitialized) {

@@ -145,7 +145,7 @@ def test_module_form_runs_the_module_as_main(program):
 def test_dash_m_with_a_mode_value_is_the_mode_and_after_double_dash_a_module(program):
     result = proton_cli("-m", "pcsampling", "prog.py", cwd=program)
     assert result.returncode == 2
-    assert "[PROTON] mode='pcsampling' is not supported" in result.stderr
+    assert "[PROTON] mode='pcsampling' needs an NVIDIA GPU" in result.stderr
     (program / "pcsampling.py").write_text(PROGRAM)
     result = proton_cli("--", "-m", "pcsampling", cwd=program)
     assert result.returncode == 0, result.stderr

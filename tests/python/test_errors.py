@@ -98,7 +98,7 @@ def test_backend_cupti_without_a_gpu_raises_backend_unavailable_with_the_reason(
     assert message.startswith("[PROTON] backend='cupti' needs an NVIDIA GPU, but ")
     assert reason and reason in message
     assert "libcuda" in message
-    assert "Leave backend unset to record CPU scopes and metrics only." in message
+    assert "Leave backend and mode unset to record CPU scopes and metrics only." in message
     assert isinstance(info.value, RuntimeError)
     assert _C.live_sessions() == []
 
@@ -106,9 +106,21 @@ def test_backend_cupti_without_a_gpu_raises_backend_unavailable_with_the_reason(
 def test_mode_unsupported_by_the_backend_raises_backend_unavailable():
     with pytest.raises(
         proton.BackendUnavailableError,
-        match=r"mode='pcsampling:interval=5' is not supported by backend 'none'",
+        match=r"mode='mma' is not supported by backend 'none'",
+    ):
+        proton.start("mma", mode=proton.mode.MMA())
+    assert _C.live_sessions() == []
+
+
+def test_pcsampling_without_a_gpu_raises_backend_unavailable_not_a_cpu_profile():
+    if _C.probe_gpu()[0]:
+        pytest.skip("this test needs a machine without an NVIDIA driver")
+    with pytest.raises(
+        proton.BackendUnavailableError,
+        match=r"^\[PROTON\] mode='pcsampling:interval=5' needs an NVIDIA GPU, but ",
     ):
         proton.start("pc", mode=proton.mode.PCSampling(interval=5))
+    assert _C.live_sessions() == []
 
 
 def test_unsupported_hook_raises_value_error():

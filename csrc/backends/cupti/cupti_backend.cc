@@ -56,8 +56,8 @@ class CuptiBackend final : public GpuBackend {
   }
 
   const char *name() const override { return "cupti"; }
-  Status acquire() override;
-  void release() override;
+  Status acquire(Session &session) override;
+  void release(Session &session) override;
   void flush() override;
 
   static void CUPTIAPI onCallback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -110,14 +110,18 @@ class CuptiBackend final : public GpuBackend {
 
 // ---- lifecycle -------------------------------------------------------------------------
 
-Status CuptiBackend::acquire() {
+Status CuptiBackend::acquire(Session &session) {
+  if (session.options().mode.name == "pcsampling")
+    return {StatusCode::kUnavailable, "[PROTON] mode='" + session.options().mode.toString() +
+                                          "' is not supported by backend 'cupti' in this "
+                                          "build of Proton."};
   std::lock_guard lock(mu_);
   if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
   ++users_;
   return {};
 }
 
-void CuptiBackend::release() {
+void CuptiBackend::release(Session &) {
   std::lock_guard lock(mu_);
   if (users_ > 0 && --users_ == 0) stop();
 }

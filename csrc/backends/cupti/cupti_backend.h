@@ -1,7 +1,7 @@
 // CuptiBackend: NVIDIA kernel tracing through CUPTI.
 //
 //   GpuBackend *b = cuptiBackend();     // the process-wide instance
-//   b->acquire();  ...  b->flush();  b->release();
+//   b->acquire(session);  ...  b->flush();  b->release(session);
 //
 // How a kernel is attributed (see DESIGN.md §2):
 //   launching thread, CUPTI API_ENTER callback of cuLaunchKernel/cudaLaunchKernel/...:
