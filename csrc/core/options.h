@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/rank.h"
 #include "core/status.h"
 
 namespace proton {
@@ -37,6 +38,7 @@ struct SessionOptions {
   DataKind data = DataKind::kTree;
   BackendKind backend = BackendKind::kAuto;
   ModeSpec mode;
+  RankInfo rank;  // filled by the session manager from the environment; names the files
 };
 
 Result<ContextKind> parseContextKind(std::string_view s);

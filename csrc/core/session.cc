@@ -152,6 +152,44 @@ std::vector<PhaseId> Session::phaseIds() const {
   return ids;
 }
 
+std::vector<std::unique_ptr<PhaseData>> Session::takeCompletePhases() {
+  std::lock_guard lock(mu_);
+  uint64_t current = currentPhase_.load(std::memory_order_relaxed);
+  std::vector<std::unique_ptr<PhaseData>> done;
+  for (auto it = phases_.begin(); it != phases_.end();) {
+    PhaseId id = (*it)->id();
+    if (id.value < current && pendingIn(id) == 0) {
+      done.push_back(std::move(*it));
+      it = phases_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return done;
+}
+
+void Session::restorePhase(std::unique_ptr<PhaseData> phase) {
+  std::lock_guard lock(mu_);
+  auto it = phases_.begin();
+  while (it != phases_.end() && (*it)->id().value < phase->id().value) ++it;
+  phases_.insert(it, std::move(phase));
+}
+
+int64_t Session::abandonPending() {
+  std::lock_guard lock(mu_);
+  int64_t total = 0;
+  // Ring slots are shared by phases kPendingRing apart: count each slot once.
+  std::array<bool, kPendingRing> seen{};
+  for (const auto &p : phases_) {
+    size_t slot = p->id().value % kPendingRing;
+    if (seen[slot]) continue;
+    seen[slot] = true;
+    int64_t n = pending_[slot].exchange(0, std::memory_order_acq_rel);
+    if (n > 0) total += n;
+  }
+  return total;
+}
+
 void Session::releaseData() {
   std::lock_guard lock(mu_);
   phases_.clear();

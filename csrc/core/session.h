@@ -67,6 +67,14 @@ class Session {
   // replaces it with an empty one.
   void clear(PhaseId phase, bool upTo);
   std::vector<PhaseId> phaseIds() const;
+  // Periodic flushing: removes and returns every complete phase (oldest first); records that
+  // arrive for one later are counted as kernel_records_for_cleared_phase. restorePhase puts
+  // one back (its file could not be written), keeping phases in order.
+  std::vector<std::unique_ptr<PhaseData>> takeCompletePhases();
+  void restorePhase(std::unique_ptr<PhaseData> phase);
+  // After the final flush: device work launched and never delivered, summed over the phases
+  // still held, and forgotten (so a second finalize does not count it again).
+  int64_t abandonPending();
   // Frees all recorded data (after finalize); the object stays as a tombstone.
   void releaseData();
 

@@ -3,14 +3,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "backends/gpu_backend.h"
 #include "backends/runtime_probe.h"
 #include "context/shadow_context.h"
 #include "core/clock.h"
+#include "core/profile_output.h"
+#include "core/rank.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 #include "writers/writer.h"
@@ -20,6 +25,12 @@ namespace {
 
 Status sessionNotInitialized(SessionId id) {
   return notFound("Session has not been initialized: " + std::to_string(id.value));
+}
+
+// Launches whose kernel record never arrived, even after the final flush.
+Counter &neverCompleted() {
+  static Counter &counter = Stats::global().counter("kernels_never_completed");
+  return counter;
 }
 
 Counter &typeConflicts() {
@@ -48,47 +59,13 @@ NodeId resolvePythonPath(Session &s, PhaseId phase, const PythonStack *stack,
 
 bool isPython(const Session &s) { return s.options().context == ContextKind::kPython; }
 
-bool isStdout(const std::string &path) { return path.empty() || path == "-"; }
-
-std::string outputPath(const std::string &base, const std::string &part, OutputFormat format) {
-  std::string ext = std::string(".") + outputFormatName(format);
-  if (part.empty() && base.size() > ext.size() &&
-      base.compare(base.size() - ext.size(), ext.size(), ext) == 0)
-    return base;  // the user already named the extension
-  return base + part + ext;
-}
-
-Status writeFileAtomically(const std::string &path, const ProfileView &view, OutputFormat format) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  std::FILE *file = std::fopen(tmp.c_str(), "wb");
-  if (!file) {
-    return {StatusCode::kIo,
-            "[PROTON] Cannot write profile to '" + path + "': " + std::strerror(errno)};
-  }
-  Status status;
-  bool ok;
-  {
-    FileSink sink(file);
-    status = writeProfile(format, view, sink);
-    ok = sink.flush();
-  }
-  ok = (std::fclose(file) == 0) && ok;
-  if (status.isOk() && !ok)
-    status = {StatusCode::kIo,
-              "[PROTON] Writing profile '" + path + "' failed: " + std::strerror(errno)};
-  if (status.isOk() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    status = {StatusCode::kIo,
-              "[PROTON] Cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno)};
-  if (!status.isOk()) std::remove(tmp.c_str());
-  return status;
-}
-
 }  // namespace
 
 SessionManager &SessionManager::global() {
   static SessionManager *manager = [] {
     // Register the core's loss counters up front, so every profile lists them, zeros included.
     typeConflicts();
+    neverCompleted();
     Stats::global().counter("kernel_records_for_cleared_phase");
     return new SessionManager();  // never destroyed: used by exit handlers
   }();
@@ -128,11 +105,32 @@ Status cpuOnly(const std::string &why, std::string &warning) {
   return {};
 }
 
+bool isPeriodic(const SessionOptions &options) {
+  return options.mode.name == "periodic_flushing";
+}
+bool isPeriodic(const Session &s) { return isPeriodic(s.options()); }
+
+// periodic_flushing[:format=F]: the format of the part files (default: the data kind's).
+Result<OutputFormat> periodicFormat(const SessionOptions &options) {
+  for (const auto &[key, value] : options.mode.options)
+    if (key != "format")
+      return Status{StatusCode::kInvalidArgument,
+                    "[PROTON] Unknown option '" + key + "' for mode 'periodic_flushing'. " +
+                        "Allowed options: format"};
+  auto it = options.mode.options.find("format");
+  Result<OutputFormat> format = parseOutputFormat(it == options.mode.options.end() ? "" : it->second);
+  if (!format.isOk()) return format.status();
+  OutputFormat f =
+      format.value() == OutputFormat::kDefault ? defaultFormat(options.data) : format.value();
+  PROTON_RETURN_IF_ERROR(checkFormatSupported(options.data, f));
+  return f;
+}
+
 // Modes the core implements itself; "pcsampling" is the GPU backend's to accept or refuse.
 Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
   if (mode.name.empty() || mode.name == "pcsampling") return {};
-  if (mode.name == "periodic_flushing") return {};
+  if (mode.name == "periodic_flushing") return periodicFormat(options).status();
   return {StatusCode::kUnavailable, "[PROTON] mode='" + mode.toString() +
                                         "' is not supported by backend '" +
                                         backendKindName(options.backend) +
@@ -184,7 +182,9 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
                  warning);
 }
 
-Result<StartResult> SessionManager::start(const SessionOptions &options) {
+Result<StartResult> SessionManager::start(const SessionOptions &requested) {
+  SessionOptions options = requested;
+  options.rank = detectRank([](const char *name) -> const char * { return std::getenv(name); });
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < sessions_.size(); ++i) {
     if (!finalized_[i] && sessions_[i]->options().path == options.path) {
@@ -208,7 +208,9 @@ Result<StartResult> SessionManager::start(const SessionOptions &options) {
   if (sessions_.empty()) ThreadContext::registerMainThread();
   sessions_.push_back(std::move(session));
   finalized_.push_back(false);
+  partsWritten_.emplace_back();
   backends_.push_back(backend);
+  if (isPeriodic(options)) startFlusherLocked();
   sessions_.back()->setActive(true);
   if (liveCount_.load(std::memory_order_relaxed) == 0)
     generation_.fetch_add(1, std::memory_order_relaxed);
@@ -265,6 +267,8 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
   m.backend = backendKindName(s.options().backend);
   m.mode = s.options().mode.toString();
   m.phase = phase.value;
+  m.rank = s.options().rank.rank;
+  m.worldSize = s.options().rank.worldSize;
   m.stats = Stats::global().snapshot();
   s.metricAggregations(m.exclusiveMetrics, m.propertyMetrics);
   return m;
@@ -272,26 +276,15 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
 
 Status SessionManager::writeSession(Session &s, OutputFormat format,
                                     std::vector<std::string> *written) {
-  bool parts = s.currentPhase().value > 0;
+  bool parts = isPeriodic(s) || s.currentPhase().value > 0;
   for (PhaseId phase : s.phaseIds()) {
     ProfileMetadata metadata = metadataFor(s, phase);
-    const std::string &base = s.options().path;
     std::string path =
-        isStdout(base)
-            ? "-"
-            : outputPath(base, parts ? ".part_" + std::to_string(phase.value) : "", format);
+        profilePath(s.options(), parts ? std::optional<PhaseId>(phase) : std::nullopt, format);
     Status status;
     s.readPhase(phase, [&](const PhaseData &data) {
-      ProfileView view{data, metadata, DeviceTable::global(), StringTable::global()};
-      if (path == "-") {
-        FileSink sink(stdout);
-        status = writeProfile(format, view, sink);
-        if (status.isOk() && !sink.flush())
-          status = {StatusCode::kIo, "[PROTON] Writing the profile to stdout failed"};
-        std::fflush(stdout);
-      } else {
-        status = writeFileAtomically(path, view, format);
-      }
+      status = writeProfileFile(
+          path, ProfileView{data, metadata, DeviceTable::global(), StringTable::global()}, format);
     });
     PROTON_RETURN_IF_ERROR(status);
     if (written) written->push_back(path);
@@ -303,6 +296,7 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
                                 std::vector<std::string> *written) {
   Result<OutputFormat> format = parseOutputFormat(formatName);
   if (!format.isOk()) return format.status();
+  std::lock_guard writing(writeMu_);  // no part file is being written meanwhile
   std::lock_guard lock(mu_);
   std::vector<Session *> targets;
   if (id) {
@@ -333,8 +327,15 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
   Status firstError;
   for (size_t t = 0; t < targets.size(); ++t) {
     Session *s = targets[t];
-    OutputFormat f = format.value() == OutputFormat::kDefault ? defaultFormat(s->options().data)
-                                                              : format.value();
+    if (int64_t lost = s->abandonPending(); lost > 0) neverCompleted().add(lost);
+    // Part files keep one format: the mode's.
+    OutputFormat f = isPeriodic(*s) ? periodicFormat(s->options()).value()
+                     : format.value() == OutputFormat::kDefault ? defaultFormat(s->options().data)
+                                                                : format.value();
+    if (written) {
+      const std::vector<std::string> &earlier = partsWritten_[s->id().value];
+      written->insert(written->end(), earlier.begin(), earlier.end());
+    }
     Status status = writeSession(*s, f, written);
     if (!status.isOk()) {
       // Keep the session and its data, so the user can fix the problem and finalize again.
@@ -628,10 +629,85 @@ Result<size_t> SessionManager::depth(SessionId id) {
 }
 
 Result<PhaseId> SessionManager::advancePhase(SessionId id) {
-  std::lock_guard lock(mu_);
-  Result<Session *> s = find(id);
-  if (!s.isOk()) return s.status();
-  return s.value()->advancePhase();
+  PhaseId next;
+  bool periodic;
+  {
+    std::lock_guard lock(mu_);
+    Result<Session *> s = find(id);
+    if (!s.isOk()) return s.status();
+    next = s.value()->advancePhase();
+    periodic = isPeriodic(*s.value());
+  }
+  if (periodic) PROTON_RETURN_IF_ERROR(writeCompletedPhases());
+  return next;
+}
+
+Status SessionManager::writeCompletedPhases(std::vector<std::string> *written) {
+  struct Pending {
+    SessionId session;
+    std::unique_ptr<PhaseData> phase;
+    ProfileMetadata metadata;
+    std::string path;
+    OutputFormat format;
+  };
+  std::lock_guard writing(writeMu_);
+  std::vector<Pending> work;
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < sessions_.size(); ++i) {
+      Session &s = *sessions_[i];
+      if (finalized_[i] || !isPeriodic(s)) continue;
+      OutputFormat format = periodicFormat(s.options()).value();
+      for (auto &phase : s.takeCompletePhases()) {
+        PhaseId id = phase->id();
+        work.push_back({s.id(), std::move(phase), metadataFor(s, id),
+                        profilePath(s.options(), id, format), format});
+      }
+    }
+  }
+  // Written outside mu_: scopes, launches and other sessions go on meanwhile.
+  Status firstError;
+  for (Pending &p : work) {
+    Status status = writeProfileFile(
+        p.path, ProfileView{*p.phase, p.metadata, DeviceTable::global(), StringTable::global()},
+        p.format);
+    std::lock_guard lock(mu_);
+    if (status.isOk()) {
+      partsWritten_[p.session.value].push_back(p.path);
+      if (written) written->push_back(p.path);
+    } else {
+      // Keep the data: finalize tries again and reports the error if it persists.
+      sessions_[p.session.value]->restorePhase(std::move(p.phase));
+      if (firstError.isOk()) firstError = status;
+    }
+  }
+  return firstError;
+}
+
+void SessionManager::startFlusherLocked() {
+  if (flusherStarted_) return;
+  flusherStarted_ = true;
+  // Detached and never stopped: the manager is never destroyed, and the thread only waits
+  // on its condition variable between polls.
+  std::thread([this] { flusherLoop(); }).detach();
+}
+
+void SessionManager::flusherLoop() {
+  std::unique_lock wake(flusherMu_);
+  for (;;) {
+    flusherWake_.wait_for(wake, std::chrono::milliseconds(kFlushPollMs));
+    wake.unlock();
+    Status status = writeCompletedPhases();
+    if (!status.isOk()) {
+      std::lock_guard writing(writeMu_);
+      if (!flushWarned_) {
+        flushWarned_ = true;  // one line, not one per poll; finalize reports it again
+        std::fprintf(stderr, "%s (periodic flushing keeps the phase in memory)\n",
+                     status.message().c_str());
+      }
+    }
+    wake.lock();
+  }
 }
 
 Result<bool> SessionManager::isPhaseComplete(SessionId id, PhaseId phase) {

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,7 +70,13 @@ class SessionManager {
   StringId exchangeState(StringId name);
 
   Result<size_t> depth(SessionId id);
+  // With mode="periodic_flushing", also writes every phase already complete (a CPU-only
+  // phase is complete at once); phases still waiting for device records are written by a
+  // background thread as soon as their last record is filed.
   Result<PhaseId> advancePhase(SessionId id);
+  // Writes and frees every complete phase of every periodic_flushing session (what the
+  // background thread does every kFlushPollMs). Paths written are appended.
+  Status writeCompletedPhases(std::vector<std::string> *written = nullptr);
   Result<bool> isPhaseComplete(SessionId id, PhaseId phase);
   Status clear(SessionId id, PhaseId phase, bool upTo);
   Result<std::string> serialize(SessionId id, PhaseId phase, std::string_view format);
@@ -98,18 +105,28 @@ class SessionManager {
 
  private:
   static constexpr size_t kMaxLiveSessions = 32;
+  static constexpr int kFlushPollMs = 100;
 
   Result<Session *> find(SessionId id) const;  // mu_ held
   Status selectBackend(Session &session, std::string &warning, GpuBackend **out);
   Status writeSession(Session &s, OutputFormat format, std::vector<std::string> *written);
+  void startFlusherLocked();  // mu_ held
+  void flusherLoop();
   ProfileMetadata metadataFor(const Session &s, PhaseId phase) const;
   NodeId refreshMirror(Session &s, ThreadContext &t);
   // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
   NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
   NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);
 
+  // Lock order: writeMu_, then mu_, then a session's own lock.
+  std::mutex writeMu_;  // serialises writing part files (flusher, advancePhase) with finalize
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Session>> sessions_;  // index = id; never shrinks
+  std::vector<std::vector<std::string>> partsWritten_;  // per session, by periodic flushing
+  std::mutex flusherMu_;  // the background writer's wake-up
+  std::condition_variable flusherWake_;
+  bool flusherStarted_ = false;  // mu_ held
+  bool flushWarned_ = false;     // writeMu_ held
   std::vector<bool> finalized_;
   std::vector<GpuBackend *> backends_;  // per session: the GPU backend it holds, or nullptr
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};

@@ -326,6 +326,84 @@ TEST(SessionManagerTest, FinalizeWritesOnePartPerPhase) {
   EXPECT_NE(bytes.find("\xa1x"), std::string::npos);
 }
 
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool fileExists(const std::string &path) { return std::ifstream(path).good(); }
+
+TEST(SessionManagerTest, PeriodicFlushingWritesEachCompletePhaseAtAdvanceAndFreesIt) {
+  SessionOptions o;
+  o.path = tempPath("periodic");
+  o.mode = parseModeSpec("periodic_flushing:format=hatchet").value();
+  SessionId id = mgr().start(o).value().id;
+  enter("step0");
+  exit("step0");
+  ASSERT_EQ(mgr().advancePhase(id).value(), PhaseId{1});
+  // Phase 0 had no device work: complete, so written by advancePhase itself and freed.
+  std::string part0 = readFile(o.path + ".part_0.hatchet");
+  EXPECT_NE(part0.find("\"name\":\"step0\""), std::string::npos);
+  EXPECT_NE(part0.find("\"mode\":\"periodic_flushing:format=hatchet\""), std::string::npos);
+  EXPECT_EQ(mgr().serialize(id, PhaseId{0}, "hatchet").status().code(), StatusCode::kNotFound);
+  enter("step1");
+  exit("step1");
+  std::vector<std::string> written;
+  // finalize's format does not change the parts' format: one run, one format.
+  ASSERT_TRUE(mgr().finalize(id, "hatchet_msgpack", &written).isOk());
+  EXPECT_EQ(written, (std::vector<std::string>{o.path + ".part_0.hatchet",
+                                               o.path + ".part_1.hatchet"}));
+  std::string part1 = readFile(o.path + ".part_1.hatchet");
+  EXPECT_NE(part1.find("\"name\":\"step1\""), std::string::npos);
+  EXPECT_EQ(part1.find("step0"), std::string::npos);
+}
+
+TEST(SessionManagerTest, PeriodicFlushingWithOnePhaseStillWritesAPartFile) {
+  SessionOptions o;
+  o.path = tempPath("periodic_one");
+  o.mode = parseModeSpec("periodic_flushing").value();
+  SessionId id = mgr().start(o).value().id;
+  std::vector<std::string> written;
+  ASSERT_TRUE(mgr().finalize(id, "", &written).isOk());
+  EXPECT_EQ(written, (std::vector<std::string>{o.path + ".part_0.hatchet"}));
+}
+
+TEST(SessionManagerTest, PeriodicFlushingOptionsAreChecked) {
+  SessionOptions o;
+  o.path = tempPath("periodic_bad");
+  o.mode = parseModeSpec("periodic_flushing:format=chrome_trace").value();
+  Result<StartResult> r = mgr().start(o);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  o.mode = parseModeSpec("periodic_flushing:every=10").value();
+  EXPECT_EQ(mgr().start(o).status().message(),
+            "[PROTON] Unknown option 'every' for mode 'periodic_flushing'. Allowed options: "
+            "format");
+  o.mode = parseModeSpec("periodic_flushing:format=chrome_trace").value();
+  o.data = DataKind::kTrace;  // trace data writes trace parts
+  SessionId id = mgr().start(o).value().id;
+  std::vector<std::string> written;
+  ASSERT_TRUE(mgr().finalize(id, "", &written).isOk());
+  EXPECT_EQ(written, (std::vector<std::string>{o.path + ".part_0.chrome_trace"}));
+}
+
+TEST(SessionManagerTest, RankFromTheEnvironmentNamesTheFileAndTheMetadata) {
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  SessionOptions o;
+  o.path = tempPath("ranked");
+  Result<StartResult> r = mgr().start(o);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  ASSERT_TRUE(r.isOk());
+  std::vector<std::string> written;
+  ASSERT_TRUE(mgr().finalize(r.value().id, "", &written).isOk());
+  EXPECT_EQ(written, (std::vector<std::string>{o.path + ".rank1.hatchet"}));
+  EXPECT_NE(readFile(written[0]).find("\"phase\":0,\"rank\":1,\"world_size\":2,"),
+            std::string::npos);
+  EXPECT_FALSE(fileExists(o.path + ".hatchet"));
+}
+
 TEST(SessionManagerTest, FormatErrors) {
   ScopedSession s("formats");
   EXPECT_EQ(mgr().serialize(s.id, PhaseId{0}, "chrome_trace").status().code(),

@@ -211,5 +211,39 @@ TEST_F(SessionTest, ReleaseDataLeavesATombstone) {
   EXPECT_TRUE(s.addMetrics(PhaseId{0}, kRootNode, {M("late", int64_t{1})}).isOk());
 }
 
+TEST_F(SessionTest, TakeCompletePhasesLeavesTheCurrentAndPendingPhases) {
+  s.advancePhase();  // 1
+  s.advancePhase();  // 2 (current)
+  s.notePending(PhaseId{1}, 3);  // three kernels of phase 1 still on the device
+  NodeId n = s.child(PhaseId{2}, kRootNode, S("kept"));
+  std::vector<std::unique_ptr<PhaseData>> done = s.takeCompletePhases();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0]->id(), PhaseId{0});
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{1}, PhaseId{2}}));
+  s.notePending(PhaseId{1}, -3);
+  done = s.takeCompletePhases();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0]->id(), PhaseId{1});
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{2}}));
+  EXPECT_EQ(s.child(PhaseId{2}, kRootNode, S("kept")), n);  // the current phase is untouched
+  // A kernel of a taken phase arriving late is dropped and counted.
+  Counter &late = Stats::global().counter("kernel_records_for_cleared_phase");
+  uint64_t before = late.value();
+  s.addKernel(PhaseId{1}, kRootNode, 100, 0, DeviceType::kCuda);
+  EXPECT_EQ(late.value(), before + 1);
+  // Put back (its file could not be written): in order again.
+  s.restorePhase(std::move(done[0]));
+  EXPECT_EQ(s.phaseIds(), (std::vector<PhaseId>{PhaseId{1}, PhaseId{2}}));
+}
+
+TEST_F(SessionTest, AbandonPendingCountsUndeliveredWorkOnce) {
+  s.advancePhase();
+  s.notePending(PhaseId{0}, 2);
+  s.notePending(PhaseId{1}, 5);
+  EXPECT_EQ(s.abandonPending(), 7);
+  EXPECT_EQ(s.abandonPending(), 0);
+  EXPECT_TRUE(s.isPhaseComplete(PhaseId{0}));
+}
+
 }  // namespace
 }  // namespace proton

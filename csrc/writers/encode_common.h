@@ -39,7 +39,8 @@ void encodeStringList(Encoder &e, const std::vector<std::string> &list) {
 
 template <typename Encoder>
 void encodeMetadata(Encoder &e, const ProfileMetadata &m) {
-  e.beginMap(12);
+  bool ranked = m.rank >= 0;
+  e.beginMap(ranked ? 14 : 12);
   e.key("tool");
   e.string("proton");
   e.key("version");
@@ -60,6 +61,12 @@ void encodeMetadata(Encoder &e, const ProfileMetadata &m) {
   e.string(m.mode);
   e.key("phase");
   e.unsignedInteger(m.phase);
+  if (ranked) {
+    e.key("rank");
+    e.unsignedInteger(static_cast<uint64_t>(m.rank));
+    e.key("world_size");
+    e.unsignedInteger(static_cast<uint64_t>(m.worldSize));
+  }
   e.key("stats");
   e.beginMap(m.stats.size());
   for (const auto &[name, value] : m.stats) {
