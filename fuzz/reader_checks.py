@@ -1,0 +1,147 @@
+"""The properties the Python fuzz targets check, importable without atheris so that
+tests/python/test_fuzz_regressions.py checks the saved inputs the same way.
+
+    check_profile_bytes(data, directory)   # viewer_load_fuzzer.py
+    check_msgpack_bytes(data)              # msgpack_fuzzer.py
+
+Each returns normally or raises AssertionError (or whatever exception escaped a reader,
+which is itself the failure). For any bytes:
+- `proton.viewer.load` returns a Profile or raises ViewerError, the viewer's one documented
+  error; nothing else escapes.
+- It agrees with the plainest reading of the file (one json.loads or MessagePack decode,
+  then the node walk): the same nodes, metrics, device table and metadata, or an error in
+  both. This holds the C++ reader (readers.read_columns) and the JSON rewrite in
+  readers._read_json to the plain reading.
+- A loaded profile renders as `proton-viewer FILE` and `proton-viewer -l FILE` would,
+  raising nothing but ViewerError, and the C++ tree renderer gives render.py's text.
+- The pure-Python MessagePack decoder returns a value or raises MessagePackError, and
+  gives the `msgpack` package's value wherever both accept the bytes.
+"""
+
+import json
+import math
+import os
+
+from proton.viewer import ViewerError, load, readers
+from proton.viewer import msgpack as viewer_msgpack
+from proton.viewer.main import build_view, default_metrics, list_metrics
+from proton.viewer.model import hide_launch_metadata
+from proton.viewer.render import _fast_rows, _rows, render, visible_nodes
+
+try:
+    import msgpack as msgpack_package
+except ImportError:
+    msgpack_package = None
+
+# The same bytes under both names: by name, a .hatchet_msgpack file is MessagePack unless it
+# starts like JSON, and a .hatchet file is JSON unless it starts like a MessagePack array.
+SUFFIXES = (".hatchet", ".part_1.hatchet_msgpack")
+
+
+def same(a, b) -> bool:
+    """Stricter than ==: types must match (1, 1.0 and True differ), NaN equals NaN and
+    dict key order counts (the viewer lists metrics in the file's order)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if type(a) in (list, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def describe(a, b) -> str:
+    """The first place where a and b differ, for the failure message."""
+    if type(a) in (list, tuple) and type(b) is type(a):
+        for k, (x, y) in enumerate(zip(a, b)):
+            if not same(x, y):
+                return f"[{k}]: {describe(x, y)}"
+        return f"lengths {len(a)} != {len(b)}"
+    if type(a) is dict and type(b) is dict and list(a) == list(b):
+        for k in a:
+            if not same(a[k], b[k]):
+                return f"[{k!r}]: {describe(a[k], b[k])}"
+    return f"{a!r} != {b!r}"
+
+
+def plain_reading(path, data):
+    """(names, parents, rows, devices, metadata) by one decode and the node walk; None
+    where the file is not a readable profile."""
+    stripped = data.lstrip()
+    if not stripped:
+        return None
+    with readers._decoding():
+        try:
+            if readers._looks_like_msgpack(path, stripped):
+                document = viewer_msgpack.decode(data)
+            else:
+                document = json.loads(data)
+            return readers._from_document(path, document)
+        except (ValueError, TypeError, RecursionError):  # ViewerError is a ValueError
+            return None
+
+
+def _check_same(what, got, expected):
+    for k, field in enumerate(("names", "parents", "rows", "devices", "metadata")):
+        if not same(got[k], expected[k]):
+            raise AssertionError(f"{what}: {field} differ: {describe(got[k], expected[k])}")
+
+
+def _check_render(profile):
+    profile = hide_launch_metadata(profile)
+    list_metrics(profile)
+    tree, columns = build_view([profile], default_metrics(profile))
+    render(tree, columns, stats=tree.stats)
+    if columns:
+        shown = visible_nodes(tree, columns[0].values)
+        fast = _fast_rows(tree, columns, shown, "full")
+        if fast is not None:
+            slow = "\n".join(_rows(tree, columns, shown, "full", False))
+            if fast != slow:
+                raise AssertionError(f"C++ and Python renderings differ:\n{fast!r}\n{slow!r}")
+
+
+def check_profile_file(path, data):
+    """The properties above for the file at path, which holds data."""
+    expected = plain_reading(path, data)
+    try:
+        profile = load(path)
+    except ViewerError:
+        if expected is not None:
+            raise AssertionError("load() rejects a file that json/MessagePack reads") from None
+        return
+    if expected is None:
+        raise AssertionError("load() reads a file that the plain reading rejects")
+    got = (profile.names, profile.parents, profile.rows, profile.devices, profile.metadata)
+    _check_same("load()", got, expected)
+    _check_same("read_tree()", readers.read_tree(path), expected)
+    try:
+        _check_render(profile)
+    except ViewerError:
+        pass
+
+
+def check_profile_bytes(data: bytes, directory) -> None:
+    """check_profile_file on data saved under each of SUFFIXES in directory."""
+    for suffix in SUFFIXES:
+        path = os.path.join(directory, "input" + suffix)
+        with open(path, "wb") as f:
+            f.write(data)
+        check_profile_file(path, data)
+
+
+def check_msgpack_bytes(data: bytes) -> None:
+    try:
+        value = viewer_msgpack.unpackb(data)
+    except viewer_msgpack.MessagePackError:
+        value = viewer_msgpack.MessagePackError
+    try:
+        decoded = viewer_msgpack.decode(data)
+    except viewer_msgpack.MessagePackError:
+        decoded = viewer_msgpack.MessagePackError
+    if msgpack_package is None or viewer_msgpack.MessagePackError in (value, decoded):
+        return
+    if not same(value, decoded):
+        raise AssertionError(f"unpackb and the msgpack package differ: {describe(value, decoded)}")
