@@ -131,3 +131,5 @@ def decode(data: bytes):
         raise MessagePackError("unexpected bytes after the value") from e
     except (ValueError, msgpack.UnpackException) as e:
         raise MessagePackError(str(e) or "truncated") from e
+    except TypeError as e:  # a map key that is a map or an array, as unpackb reports it
+        raise MessagePackError(f"unhashable map key ({e})") from e

@@ -1,0 +1,46 @@
+"""Inputs the fuzz targets (fuzz/) found or start from, checked on every test run with the
+fuzz targets' own properties (fuzz/reader_checks.py): loading any of them gives a Profile
+or a ViewerError, the same as a plain json/MessagePack reading, and renders.
+
+Each bug a fuzz target found also has a test of its own here.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+from proton.viewer import ViewerError, load
+from proton.viewer.msgpack import MessagePackError, decode, unpackb
+
+FUZZ_DIR = Path(__file__).resolve().parents[2] / "fuzz"
+INPUTS = sorted(
+    p for d in ("regressions", "corpus") for p in (FUZZ_DIR / d).glob("*/*") if p.is_file()
+)
+
+if str(FUZZ_DIR) not in sys.path:
+    sys.path.insert(0, str(FUZZ_DIR))
+reader_checks = pytest.importorskip("reader_checks")
+
+
+def test_the_fuzz_inputs_are_found():
+    assert any(p.parent.parent.name == "regressions" for p in INPUTS), FUZZ_DIR
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fuzz_input_loads_or_raises_viewer_error(path, tmp_path):
+    data = path.read_bytes()
+    reader_checks.check_profile_bytes(data, tmp_path)
+    reader_checks.check_msgpack_bytes(data)
+
+
+def test_msgpack_map_with_unhashable_key_is_a_viewer_error(tmp_path):
+    # [{{}: nil}]: the msgpack package raised TypeError, which escaped load().
+    data = (FUZZ_DIR / "regressions/viewer_load/msgpack_unhashable_map_key").read_bytes()
+    with pytest.raises(MessagePackError, match="unhashable"):
+        decode(data)
+    with pytest.raises(MessagePackError, match="unhashable"):
+        unpackb(data)
+    path = tmp_path / "run.hatchet_msgpack"
+    path.write_bytes(data)
+    with pytest.raises(ViewerError, match="is not a Hatchet profile"):
+        load(path)
