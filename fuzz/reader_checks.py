@@ -77,10 +77,21 @@ def plain_reading(path, data):
             if readers._looks_like_msgpack(path, stripped):
                 document = viewer_msgpack.decode(data)
             else:
-                document = json.loads(data)
+                document = _without_lone_surrogates(json.loads(data))
             return readers._from_document(path, document)
         except (ValueError, TypeError, RecursionError):  # ViewerError is a ValueError
             return None
+
+
+def _without_lone_surrogates(value):
+    """The readers read a JSON string's unpaired \\ud800-\\udfff escape as U+FFFD."""
+    if type(value) is str:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if type(value) is list:
+        return [_without_lone_surrogates(v) for v in value]
+    if type(value) is dict:
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _check_same(what, got, expected):

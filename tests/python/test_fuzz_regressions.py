@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from proton.viewer import ViewerError, load
+from proton.viewer import ViewerError, derive, load, render
 from proton.viewer.msgpack import MessagePackError, decode, unpackb
 
 FUZZ_DIR = Path(__file__).resolve().parents[2] / "fuzz"
@@ -44,3 +44,18 @@ def test_msgpack_map_with_unhashable_key_is_a_viewer_error(tmp_path):
     path.write_bytes(data)
     with pytest.raises(ViewerError, match="is not a Hatchet profile"):
         load(path)
+
+
+def test_json_lone_surrogate_escapes_read_as_replacement_characters(tmp_path):
+    # "\udc00" in a name made a string no encoder accepts: rendering raised
+    # UnicodeEncodeError. Pairs and an escaped backslash before "ud800" stay as written.
+    data = (FUZZ_DIR / "regressions/viewer_load/json_lone_surrogate").read_bytes()
+    path = tmp_path / "run.hatchet"
+    path.write_bytes(data)
+    profile = load(path)
+    assert profile.names == ["a\ufffd"]
+    assert profile.metric_names == ["\ufffd"]
+    text = render(profile, [derive(profile, "\ufffd")])
+    assert text.encode() == "\ufffd  name\n1  a\ufffd\n".encode()  # stdout can take it
+    path.write_text(r'[{"frame":{"name":"\ud83d\ude00 \\ud800 \\\udfff"}}]')
+    assert load(path).names == ["\U0001f600 \\ud800 \\\ufffd"]

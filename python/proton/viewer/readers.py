@@ -24,6 +24,7 @@ general path.
 import gc
 import json
 import os
+import re
 import sys
 from contextlib import contextmanager
 
@@ -40,6 +41,13 @@ _COMPACT_REWRITES = (
 )
 # Nesting the decoders may need: two JSON levels per tree level.
 _MAX_NESTING = 20_000
+# A \ud800-\udfff escape outside a pair decodes to a str no encoder accepts (rendering and
+# exports would fail): it reads as U+FFFD. Escaped backslashes are matched first, so that
+# `\\ud800` (the text "\ud800") stays; pairs are matched whole and stay.
+_SURROGATE_ESCAPES = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+    rb"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
+)
 
 
 def read_tree(path):
@@ -155,7 +163,7 @@ def _json_error(path, data, e):
 
 def _read_json(path, holder):
     """holder: [the file's bytes], emptied once they are no longer needed."""
-    data = holder.pop()
+    data = _without_lone_surrogates(holder.pop())
     if b'\\"' not in data:
         expected = data.count(COMPACT_OPEN)
         if expected and data.count(_COMPACT_REWRITES[1][0]) == expected:
@@ -173,7 +181,7 @@ def _read_json(path, holder):
                 if result is not None and len(result[0]) == expected:
                     return result
             del document
-            data = _read_bytes(path)
+            data = _without_lone_surrogates(_read_bytes(path))
     try:
         document = json.loads(data)
     except UnicodeDecodeError as e:
@@ -183,6 +191,12 @@ def _read_json(path, holder):
     except json.JSONDecodeError as e:
         raise _json_error(path, data, e) from None
     return _from_document(path, document)
+
+
+def _without_lone_surrogates(data):
+    if b"\\ud" not in data and b"\\uD" not in data:
+        return data
+    return _SURROGATE_ESCAPES.sub(lambda m: b"\\ufffd" if m[1] else m[0], data)
 
 
 def _from_compact(document):
