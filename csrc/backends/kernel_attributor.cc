@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/pc_sample_attributor.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
@@ -101,8 +102,10 @@ void KernelAttributor::add(const KernelRecord &r) {
       event.correlation = r.correlation;
       s.addDeviceEvent(e.phase, event, r.deviceType, r.device);
     } else {
-      s.addKernel(e.phase, node, r.endNs > r.startNs ? r.endNs - r.startNs : 0, r.device,
-                  r.deviceType);
+      uint64_t durationNs = r.endNs > r.startNs ? r.endNs - r.startNs : 0;
+      s.addKernel(e.phase, node, durationNs, r.device, r.deviceType);
+      if (samples_ && PcSampleAttributor::samples(s))
+        samples_->noteKernel(name, s, e.phase, node, durationNs);
     }
   }
 }

@@ -8,6 +8,8 @@
 // time (ns) and count. Trace data: one slice on the device's stream lane, pointing at that
 // node for its call stack, with the launch time and thread for the launch->kernel arrow.
 // Records whose launch is unknown are counted (kernel_records_unmatched), never guessed.
+// While instruction sampling runs, each kernel filed in a sampling session is also noted in
+// the PcSampleAttributor, which files that kernel's samples under the same node.
 //
 // Not thread-safe: the backend processes one activity buffer at a time.
 #pragma once
@@ -33,11 +35,15 @@ struct KernelRecord {
   DeviceType deviceType = DeviceType::kCuda;
 };
 
+class PcSampleAttributor;
+
 class KernelAttributor {
  public:
   KernelAttributor(LaunchTable &launches, CaptureRegistry &captures);
 
   void add(const KernelRecord &record);
+  // Kernels of sampling sessions are noted in `samples` from now on (nullptr: no longer).
+  void sampleKernelsInto(PcSampleAttributor *samples) { samples_ = samples; }
   // The readable (demangled) name of a kernel, interned; cached by the vendor's pointer.
   StringId kernelName(const char *name);
 
@@ -49,6 +55,7 @@ class KernelAttributor {
 
   LaunchTable &launches_;
   CaptureRegistry &captures_;
+  PcSampleAttributor *samples_ = nullptr;
   std::unordered_map<const char *, CachedName> names_;
   StringId capturedAt_;
   bool warnedUncaptured_ = false;

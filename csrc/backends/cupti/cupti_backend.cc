@@ -3,7 +3,9 @@
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -12,9 +14,12 @@
 
 #include "backends/capture_registry.h"
 #include "backends/cupti/cupti_loader.h"
+#include "backends/cupti/cupti_pc_sampler.h"
+#include "backends/cupti/cupti_pc_translate.h"
 #include "backends/cupti/cupti_translate.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
+#include "backends/pc_sample_attributor.h"
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/device_info.h"
@@ -76,6 +81,8 @@ class CuptiBackend final : public GpuBackend {
 
   Status start();  // mu_ held
   void stop();     // mu_ held
+  Status startSampling(Session &session, uint32_t periodLog2);  // mu_ held
+  void stopSampling(Session &session);                          // mu_ held
   Status enableCallbacks();
   void noteDevices();
   void flushLocked();
@@ -99,6 +106,10 @@ class CuptiBackend final : public GpuBackend {
   CaptureRegistry captures_;
   std::mutex processMu_;  // one activity buffer at a time
   KernelAttributor attributor_;
+  // Instruction sampling (mode="pcsampling"), shared by every sampling session.
+  PcSampleAttributor samples_{attributor_};
+  PcSampler sampler_{samples_, processMu_};
+  int samplingUsers_ = 0;  // mu_
 
   std::mutex poolMu_;  // taken once per activity buffer, never per launch
   std::vector<uint8_t *> freeBuffers_;
@@ -111,24 +122,82 @@ class CuptiBackend final : public GpuBackend {
 // ---- lifecycle -------------------------------------------------------------------------
 
 Status CuptiBackend::acquire(Session &session) {
-  if (session.options().mode.name == "pcsampling")
-    return {StatusCode::kUnavailable, "[PROTON] mode='" + session.options().mode.toString() +
-                                          "' is not supported by backend 'cupti' in this "
-                                          "build of Proton."};
+  bool sampling = PcSampleAttributor::samples(session);
+  uint32_t periodLog2 = 0;
+  if (sampling) {
+    if (session.options().data != DataKind::kTree)
+      return {StatusCode::kInvalidArgument,
+              "[PROTON] mode='pcsampling' files samples under the kernels of a calling-context "
+              "tree: use data='tree' (the default), not data='" +
+                  std::string(dataKindName(session.options().data)) + "'."};
+    Result<uint32_t> period = samplingPeriodLog2(session.options().mode);
+    if (!period.isOk()) return period.status();
+    periodLog2 = period.value();
+  }
   std::lock_guard lock(mu_);
   if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
   ++users_;
+  if (!sampling) return {};
+  Status status = startSampling(session, periodLog2);
+  if (!status.isOk()) {
+    if (--users_ == 0) stop();
+    return status;
+  }
+  ++samplingUsers_;
   return {};
 }
 
-void CuptiBackend::release(Session &) {
+Status CuptiBackend::startSampling(Session &session, uint32_t periodLog2) {
+  if (sampler_.running()) {
+    if (sampler_.periodLog2() != periodLog2)
+      std::fprintf(stderr,
+                   "[PROTON] mode='%s': another session already samples every 2^%u cycles; "
+                   "the GPU takes one sampling period per process, so this session shares it.\n",
+                   session.options().mode.toString().c_str(), sampler_.periodLog2());
+    return {};
+  }
+  std::vector<CUcontext> contexts;
+  {
+    std::lock_guard lock(contextMu_);
+    contexts = contexts_;
+  }
+  CUcontext current = nullptr;
+  if (driver_->ctxGetCurrent(&current) == CUDA_SUCCESS && current &&
+      std::find(contexts.begin(), contexts.end(), current) == contexts.end())
+    contexts.push_back(current);
+  {
+    std::lock_guard lock(processMu_);
+    attributor_.sampleKernelsInto(&samples_);
+  }
+  Status status = sampler_.start(*api_, periodLog2, contexts);
+  if (!status.isOk()) {
+    std::lock_guard lock(processMu_);
+    attributor_.sampleKernelsInto(nullptr);
+  }
+  return status;
+}
+
+void CuptiBackend::stopSampling(Session &session) {
+  if (samplingUsers_ > 0 && --samplingUsers_ == 0) {
+    sampler_.stop();
+    std::lock_guard lock(processMu_);
+    attributor_.sampleKernelsInto(nullptr);
+  }
+  std::lock_guard lock(processMu_);
+  samples_.forgetSession(session);
+}
+
+void CuptiBackend::release(Session &session) {
   std::lock_guard lock(mu_);
+  if (PcSampleAttributor::samples(session)) stopSampling(session);
   if (users_ > 0 && --users_ == 0) stop();
 }
 
 void CuptiBackend::flush() {
   std::lock_guard lock(mu_);
-  if (users_ > 0) flushLocked();
+  if (users_ == 0) return;
+  flushLocked();
+  sampler_.collect();  // after the kernels: their samples need their frames
 }
 
 Status CuptiBackend::start() {
@@ -208,7 +277,8 @@ Status CuptiBackend::enableCallbacks() {
         api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunchCallbacks[i]),
         "driver launches"));
   for (CUpti_CallbackId cbid :
-       {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+       {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_MODULE_LOADED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
         CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
@@ -249,6 +319,7 @@ void CuptiBackend::noteDevices() {
 
 void CuptiBackend::stop() {
   flushLocked();
+  sampler_.stop();
   api_->activityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
@@ -313,10 +384,13 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
 
 void CuptiBackend::noteContext(CUcontext context) {
   tlsLaunch.lastContext = context;
-  std::lock_guard lock(contextMu_);
-  for (CUcontext c : contexts_)
-    if (c == context) return;
-  contexts_.push_back(context);
+  {
+    std::lock_guard lock(contextMu_);
+    for (CUcontext c : contexts_)
+      if (c == context) return;
+    contexts_.push_back(context);
+  }
+  sampler_.addContext(context);  // nothing unless sampling; once per context
 }
 
 void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -341,7 +415,13 @@ void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 }
 
 void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
+  if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+    const auto *module = static_cast<const CUpti_ModuleResourceData *>(data->resourceDescriptor);
+    if (module) sampler_.onModuleLoaded(data->context, module->pCubin, module->cubinSize);
+    return;
+  }
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    sampler_.removeContext(data->context);
     std::lock_guard lock(contextMu_);
     for (size_t i = 0; i < contexts_.size(); ++i) {
       if (contexts_[i] == data->context) {

@@ -10,6 +10,13 @@
 //   CUPTI worker thread (or a flush): activity buffer -> translateKernel -> KernelAttributor
 // Graph nodes made during stream capture remember the capturing thread's context
 // (CaptureRegistry). NVTX push/pop become scopes of the calling thread.
+// mode="pcsampling" (tree data only) adds instruction sampling: one PcSampler for all
+// sampling sessions, enabled on every context known at the first such session and on each
+// context first seen at a launch later; kernel records tell PcSampleAttributor which kernel
+// frames a function's samples belong to. A GPU that refuses to sample (no permission to read
+// performance counters, unsupported) is reported on stderr and counted; the session starts
+// anyway and records kernel times. An interval that is not a power of two is rounded to the
+// nearest 2^k cycles, k in [5, 31].
 //
 // Threading: callbacks may run on any thread and are noexcept; the launch path takes no
 // shared lock and allocates nothing. acquire/release/flush are serialised by mu_. Activity

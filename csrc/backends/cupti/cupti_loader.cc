@@ -112,6 +112,18 @@ CuptiApi *tryLoad(const std::string &path, bool viaLoaderPath, std::string &trie
   resolve(handle, api->activityFlushPeriod, "cuptiActivityFlushPeriod", nullptr);
   resolve(handle, api->registerTimestampCallback, "cuptiActivityRegisterTimestampCallback",
           nullptr);
+  resolve(handle, api->pcSamplingEnable, "cuptiPCSamplingEnable", &api->pcSamplingMissing);
+  resolve(handle, api->pcSamplingDisable, "cuptiPCSamplingDisable", &api->pcSamplingMissing);
+  resolve(handle, api->pcSamplingGetData, "cuptiPCSamplingGetData", &api->pcSamplingMissing);
+  resolve(handle, api->pcSamplingSetConfiguration, "cuptiPCSamplingSetConfigurationAttribute",
+          &api->pcSamplingMissing);
+  resolve(handle, api->pcSamplingGetNumStallReasons, "cuptiPCSamplingGetNumStallReasons",
+          &api->pcSamplingMissing);
+  resolve(handle, api->pcSamplingGetStallReasons, "cuptiPCSamplingGetStallReasons",
+          &api->pcSamplingMissing);
+  resolve(handle, api->getSassToSourceCorrelation, "cuptiGetSassToSourceCorrelation",
+          &api->pcSamplingMissing);
+  resolve(handle, api->getCubinCrc, "cuptiGetCubinCrc", &api->pcSamplingMissing);
   if (!missing.empty()) {
     note("missing symbols: " + missing);
     dlclose(handle);
@@ -206,6 +218,7 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->ctxPushCurrent, "cuCtxPushCurrent_v2", &missing);
   resolve(handle, api->ctxPopCurrent, "cuCtxPopCurrent_v2", &missing);
   resolve(handle, api->ctxSynchronize, "cuCtxSynchronize", &missing);
+  resolve(handle, api->ctxGetCurrent, "cuCtxGetCurrent", &missing);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

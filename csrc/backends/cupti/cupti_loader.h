@@ -16,6 +16,7 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <string>
 
@@ -44,6 +45,18 @@ struct CuptiApi {
   decltype(&::cuptiActivityRegisterTimestampCallback) registerTimestampCallback =
       nullptr;  // optional
 
+  // PC sampling (cupti_pcsampling.h): optional for tracing, all required by
+  // mode="pcsampling"; pcSamplingMissing names those this library lacks.
+  decltype(&::cuptiPCSamplingEnable) pcSamplingEnable = nullptr;
+  decltype(&::cuptiPCSamplingDisable) pcSamplingDisable = nullptr;
+  decltype(&::cuptiPCSamplingGetData) pcSamplingGetData = nullptr;
+  decltype(&::cuptiPCSamplingSetConfigurationAttribute) pcSamplingSetConfiguration = nullptr;
+  decltype(&::cuptiPCSamplingGetNumStallReasons) pcSamplingGetNumStallReasons = nullptr;
+  decltype(&::cuptiPCSamplingGetStallReasons) pcSamplingGetStallReasons = nullptr;
+  decltype(&::cuptiGetSassToSourceCorrelation) getSassToSourceCorrelation = nullptr;
+  decltype(&::cuptiGetCubinCrc) getCubinCrc = nullptr;
+  std::string pcSamplingMissing;
+
   std::string errorString(CUptiResult result) const;
 };
 
@@ -54,6 +67,7 @@ struct CudaDriverApi {
   decltype(&::cuCtxPushCurrent_v2) ctxPushCurrent = nullptr;
   decltype(&::cuCtxPopCurrent_v2) ctxPopCurrent = nullptr;
   decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
+  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
 };
 
 // The CUPTI major version a library must have to be used by this build.
