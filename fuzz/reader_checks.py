@@ -47,23 +47,26 @@ def same(a, b) -> bool:
         return a == b or (math.isnan(a) and math.isnan(b))
     if type(a) in (list, tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if type(a) is dict:
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if type(a) is dict:  # items pairwise: a NaN key is found in neither dict by lookup
+        return len(a) == len(b) and all(map(same, a.items(), b.items()))
     return a == b
 
 
 def describe(a, b) -> str:
     """The first place where a and b differ, for the failure message."""
-    if type(a) in (list, tuple) and type(b) is type(a):
+    if type(a) is dict and type(b) is dict:
+        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+            if not same(ka, kb):
+                return f"key {ka!r} != {kb!r}"
+            if not same(va, vb):
+                return f"[{ka!r}]: {describe(va, vb)}"
+    elif type(a) in (list, tuple) and type(b) is type(a):
         for k, (x, y) in enumerate(zip(a, b)):
             if not same(x, y):
                 return f"[{k}]: {describe(x, y)}"
-        return f"lengths {len(a)} != {len(b)}"
-    if type(a) is dict and type(b) is dict and list(a) == list(b):
-        for k in a:
-            if not same(a[k], b[k]):
-                return f"[{k!r}]: {describe(a[k], b[k])}"
-    return f"{a!r} != {b!r}"
+    else:
+        return f"{a!r} != {b!r}"
+    return f"lengths {len(a)} != {len(b)}"
 
 
 def plain_reading(path, data):

@@ -177,7 +177,10 @@ def _read_json(path, holder):
                 document = None  # the general path below reports the error
             del compact
             if document is not None:
-                result = _from_compact(document)
+                try:
+                    result = _from_compact(document)
+                except (AttributeError, TypeError, IndexError):  # a child that is no node
+                    result = None
                 if result is not None and len(result[0]) == expected:
                     return result
             del document
