@@ -332,8 +332,13 @@ void PcSampleAttributor::writeGathered() {
   for (const Gathered &g : gathered_) {
     Session &s = *g.session;
     PhaseId phase = g.key.phase;
-    NodeId node = g.key.frame == kNoFrame ? g.key.node : s.child(phase, g.key.node, g.key.frame);
-    if (node == kNoNode || !s.readPhase(phase, [](const auto &) {})) {
+    // A cleared phase keeps its id but starts over with an empty tree.
+    bool alive = false;
+    s.readPhase(phase, [&](const PhaseData &p) { alive = g.key.node.value < p.tree.size(); });
+    NodeId node = !alive                   ? kNoNode
+                  : g.key.frame == kNoFrame ? g.key.node
+                                            : s.child(phase, g.key.node, g.key.frame);
+    if (node == kNoNode) {
       clearedPhase().add(g.samples);
       continue;
     }
