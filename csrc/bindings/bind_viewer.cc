@@ -1,15 +1,25 @@
 // proton-viewer's fast path: the Hatchet readers of csrc/viewer and the column kernels the
 // Python model and renderer call on whole columns (lists) at once. Each function returns
 // None where it cannot give exactly the answer of the Python code, which then runs instead.
-// Called with the GIL held; file reading and parsing release it.
+// Called with the GIL held; file reading, parsing and the whole report release it.
+//
+//   tree = _C.viewer_read("run.hatchet", False)            # a ViewerTree, or None
+//   view = tree.select("__proton_launch_metadata", include_mask, None)
+//   view.report([("scaled", "time (ns)", None, -9, 1)], ["time/s"], [], None, 100, None,
+//               False, False, 1)                            # True: written to fd 1
 #include <Python.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 
 #include <cstring>
+#include <optional>
 
 #include "bindings/common.h"
 #include "viewer/hatchet_reader.h"
+#include "viewer/text_sink.h"
 #include "viewer/tree_render.h"
+#include "viewer/tree_view.h"
 
 namespace proton::bindings {
 namespace {
@@ -54,17 +64,32 @@ bool toInt32s(nb::handle list, std::vector<int32_t> *out) {
 // A None, exact int (fitting int64) or exact float, else false.
 bool toCell(PyObject *item, CellValue *cell) {
   if (item == Py_None) {
-    cell->kind = CellValue::kNone;
+    *cell = CellValue::none();
   } else if (PyFloat_CheckExact(item)) {
-    cell->kind = CellValue::kDouble;
-    cell->d = PyFloat_AS_DOUBLE(item);
+    *cell = CellValue::ofDouble(PyFloat_AS_DOUBLE(item));
   } else if (PyLong_CheckExact(item)) {
     int overflow = 0;
-    cell->i = PyLong_AsLongLongAndOverflow(item, &overflow);
+    long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
     if (overflow) return false;
-    cell->kind = CellValue::kInt;
+    *cell = CellValue::ofInt(v);
   } else {
     return false;
+  }
+  return true;
+}
+
+// UTF-8 views of a list of str (valid while the list lives), or false.
+bool toViews(nb::handle list, std::vector<std::string_view> *out) {
+  if (!PyList_Check(list.ptr())) return false;
+  Py_ssize_t n = PyList_GET_SIZE(list.ptr());
+  out->resize(n);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *item = PyList_GET_ITEM(list.ptr(), i);
+    if (!PyUnicode_Check(item)) return false;
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(item, &size);
+    if (utf8 == nullptr) throw nb::python_error();
+    (*out)[i] = std::string_view(utf8, size);
   }
   return true;
 }
@@ -137,6 +162,14 @@ class ViewerTree {
     });
   }
 
+  // Every interned string (frame names and string metric values), by id.
+  nb::object stringList() {
+    strings();
+    return makeList(strings_.size(), [&](size_t i) { return Py_NewRef(strings_[i].ptr()); });
+  }
+
+  const TreeColumns &columns() const { return tree_; }
+
   nb::bytes metadata() const { return nb::bytes(tree_.metadata.data(), tree_.metadata.size()); }
   nb::bytes devices() const { return nb::bytes(tree_.devices.data(), tree_.devices.size()); }
 
@@ -208,7 +241,7 @@ nb::object inclusive(nb::handle values, nb::handle parentList) {
   for (size_t i = 0; i < n; ++i) {
     PyObject *item = PyList_GET_ITEM(values.ptr(), i);
     if (!PyLong_CheckExact(item) && !PyFloat_CheckExact(item)) {
-      out[i].kind = CellValue::kInt;
+      out[i] = CellValue::ofInt(0);
     } else if (!toCell(item, &out[i])) {
       return nb::none();
     }
@@ -216,16 +249,7 @@ nb::object inclusive(nb::handle values, nb::handle parentList) {
   for (size_t i = n; i-- > 1;) {
     int32_t p = parents[i];
     if (p < 0 || static_cast<size_t>(p) >= i) return nb::none();
-    CellValue &a = out[p];
-    const CellValue &b = out[i];
-    if (a.kind == CellValue::kInt && b.kind == CellValue::kInt) {
-      if (__builtin_add_overflow(a.i, b.i, &a.i)) return nb::none();
-    } else {
-      double x = a.kind == CellValue::kInt ? static_cast<double>(a.i) : a.d;
-      double y = b.kind == CellValue::kInt ? static_cast<double>(b.i) : b.d;
-      a.kind = CellValue::kDouble;
-      a.d = x + y;
-    }
+    if (!viewer::add(out[p], out[i], &out[p])) return nb::none();
   }
   return makeList(n, [&](size_t i) { return cellObject(out[i]); });
 }
@@ -242,32 +266,33 @@ nb::object depths(nb::handle parentList) {
   return makeList(depth.size(), [&](size_t i) { return PyLong_FromLong(depth[i]); });
 }
 
-// render.py's header and tree lines for the nodes with shown[i] set; None when a value
-// is not None, an int fitting int64 or a float.
+// Decodes a whole text report for Python.
+nb::object textObject(const std::string &text) {
+  return steal(PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), nullptr));
+}
+
+// render.py's header and tree lines for the nodes with shown[i] set, joined by newlines;
+// None when a value is not None, an int fitting int64 or a float.
 nb::object renderRows(nb::bytes shown, nb::handle names, nb::handle parentList,
                       nb::handle depthList, nb::handle columns, nb::handle titles) {
-  viewer::RenderRows in;
-  if (!toInt32s(parentList, &in.parents) || !toInt32s(depthList, &in.depths)) return nb::none();
-  size_t n = in.parents.size();
-  if (shown.size() != n || in.depths.size() != n || !PyList_Check(names.ptr()) ||
+  std::vector<int32_t> parents, depths;
+  std::vector<std::string_view> nameViews;
+  if (!toInt32s(parentList, &parents) || !toInt32s(depthList, &depths)) return nb::none();
+  size_t n = parents.size();
+  if (shown.size() != n || depths.size() != n || !PyList_Check(names.ptr()) ||
       static_cast<size_t>(PyList_GET_SIZE(names.ptr())) != n || !PyList_Check(columns.ptr()) ||
       !PyList_Check(titles.ptr()) ||
-      PyList_GET_SIZE(titles.ptr()) != PyList_GET_SIZE(columns.ptr())) {
+      PyList_GET_SIZE(titles.ptr()) != PyList_GET_SIZE(columns.ptr()) ||
+      !toViews(names, &nameViews)) {
     return nb::none();
   }
+  std::vector<int32_t> order;
   const char *flags = static_cast<const char *>(shown.data());
   for (size_t i = 0; i < n; ++i) {
-    if (flags[i]) in.order.push_back(static_cast<int32_t>(i));
+    if (flags[i]) order.push_back(static_cast<int32_t>(i));
   }
-  in.names.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    Py_ssize_t size;
-    PyObject *name = PyList_GET_ITEM(names.ptr(), i);
-    if (!PyUnicode_Check(name)) return nb::none();
-    const char *utf8 = flags[i] ? PyUnicode_AsUTF8AndSize(name, &size) : "";
-    if (utf8 == nullptr) throw nb::python_error();
-    in.names[i] = std::string_view(utf8, flags[i] ? size : 0);
-  }
+  viewer::TreeTable table{&parents, &depths, nullptr, &nameViews, {}, {}, {}};
+  std::vector<std::vector<CellValue>> cells;
   for (Py_ssize_t c = 0; c < PyList_GET_SIZE(columns.ptr()); ++c) {
     PyObject *values = PyList_GET_ITEM(columns.ptr(), c);
     PyObject *title = PyList_GET_ITEM(titles.ptr(), c);
@@ -275,22 +300,192 @@ nb::object renderRows(nb::bytes shown, nb::handle names, nb::handle parentList,
         !PyUnicode_Check(title)) {
       return nb::none();
     }
-    auto &cells = in.columns.emplace_back(in.order.size());
-    for (size_t r = 0; r < in.order.size(); ++r) {
-      if (!toCell(PyList_GET_ITEM(values, in.order[r]), &cells[r])) return nb::none();
+    auto &column = cells.emplace_back(n);
+    for (int32_t i : order) {
+      if (!toCell(PyList_GET_ITEM(values, i), &column[i])) return nb::none();
     }
     Py_ssize_t size;
     const char *utf8 = PyUnicode_AsUTF8AndSize(title, &size);
     if (utf8 == nullptr) throw nb::python_error();
-    in.titles.emplace_back(utf8, size);
-    in.titleLengths.push_back(static_cast<size_t>(PyUnicode_GET_LENGTH(title)));
+    table.titles.emplace_back(utf8, size);
+    table.titleLengths.push_back(static_cast<size_t>(PyUnicode_GET_LENGTH(title)));
   }
+  for (const auto &column : cells) table.columns.push_back(&column);
   std::string text;
   {
     nb::gil_scoped_release release;
-    text = viewer::renderTreeRows(in);
+    viewer::TextSink sink(&text);
+    viewer::writeTreeLines(table, order, /*color=*/false, &sink);
   }
-  return steal(PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), nullptr));
+  if (!text.empty()) text.pop_back();  // the last '\n': render.py joins the lines
+  return textObject(text);
+}
+
+// A profile's kept frames (launch metadata hidden, -i/-e applied) and the whole report on
+// them; holds its ViewerTree alive.
+class ViewerSelection {
+ public:
+  ViewerSelection(nb::object owner, const TreeColumns *tree, std::vector<uint8_t> keep)
+      : owner_(std::move(owner)), tree_(tree), keep_(std::move(keep)) {}
+
+  // [(metric, is_number)] of the kept frames, as Profile._metric_kinds orders them.
+  nb::list metricKinds() const {
+    nb::list out;
+    for (const viewer::MetricKind &k : viewer::keptMetricKinds(*tree_, keep_)) {
+      const std::string &name = tree_->metrics[k.column].name;
+      out.append(nb::make_tuple(nb::str(name.data(), name.size()), k.number));
+    }
+    return out;
+  }
+
+  // The report of render.render() but the stats table, written to fd (True) or returned
+  // (fd < 0); None, with nothing written, where only Python can give the same answer.
+  nb::object report(nb::handle recipes, nb::handle titles, nb::handle exclusive,
+                    std::optional<double> threshold, std::optional<int64_t> depth,
+                    nb::handle displayNames, bool color, bool printSorted, int fd) {
+    viewer::TreeTable table;
+    std::vector<std::string_view> names;
+    std::vector<viewer::ColumnRecipe> columns;
+    std::vector<uint8_t> noneColumns;
+    std::vector<uint8_t> exclusiveColumns(tree_->metrics.size());
+    if (!PyList_Check(recipes.ptr()) || !PyList_Check(titles.ptr()) ||
+        PyList_GET_SIZE(recipes.ptr()) != PyList_GET_SIZE(titles.ptr()) ||
+        PyList_GET_SIZE(recipes.ptr()) == 0) {
+      return nb::none();
+    }
+    for (nb::handle name : exclusive) {
+      int column = find(nb::cast<std::string>(name));
+      if (column >= 0) exclusiveColumns[column] = 1;
+    }
+    for (Py_ssize_t c = 0; c < PyList_GET_SIZE(recipes.ptr()); ++c) {
+      viewer::ColumnRecipe recipe;
+      bool none = false;
+      if (!toRecipe(PyList_GET_ITEM(recipes.ptr(), c), &recipe, &none)) return nb::none();
+      columns.push_back(recipe);
+      noneColumns.push_back(none);
+      std::string title = nb::cast<std::string>(nb::handle(PyList_GET_ITEM(titles.ptr(), c)));
+      table.titleLengths.push_back(viewer::countCharacters(title));
+      table.titles.push_back(std::move(title));
+    }
+    if (displayNames.is_none()) {
+      names.assign(tree_->strings.begin(), tree_->strings.end());
+    } else if (!toViews(displayNames, &names) || names.size() != tree_->strings.size()) {
+      return nb::none();
+    }
+    std::string text;
+    Status status;
+    bool done;
+    {
+      nb::gil_scoped_release release;
+      viewer::ColumnEvaluator evaluator(*tree_, keep_, std::move(exclusiveColumns));
+      std::vector<std::vector<CellValue>> values(columns.size());
+      done = true;
+      for (size_t c = 0; c < columns.size() && done; ++c) {
+        if (noneColumns[c]) {
+          values[c].assign(tree_->size(), CellValue::none());
+        } else {
+          done = evaluator.evaluate(columns[c], &values[c]);
+        }
+      }
+      std::vector<int32_t> depths = viewer::nodeDepths(tree_->parents);
+      table.parents = &tree_->parents;
+      table.depths = &depths;
+      table.nameIds = &tree_->nameIds;
+      table.names = &names;
+      for (const auto &column : values) table.columns.push_back(&column);
+      std::optional<viewer::TextSink> sink;
+      if (fd >= 0) {
+        sink.emplace(fd);
+      } else {
+        sink.emplace(&text);
+      }
+      if (done) {
+        std::vector<int32_t> order = viewer::visibleNodes(tree_->parents, depths, keep_,
+                                                          values[0], threshold, depth);
+        done = viewer::writeTreeLines(table, order, color, &*sink);
+        if (done && printSorted) {
+          if (depth) {  // the sorted list is not cut by depth
+            order = viewer::visibleNodes(tree_->parents, depths, keep_, values[0], threshold,
+                                         std::nullopt);
+          }
+          viewer::writeSortedLines(table, order, &*sink);
+        }
+      }
+      status = sink->flush();
+      if (!status.isOk()) errno = sink->error();
+    }
+    if (!status.isOk()) {
+      PyErr_SetFromErrno(PyExc_OSError);
+      throw nb::python_error();
+    }
+    if (!done) return nb::none();
+    if (fd >= 0) return nb::bool_(true);
+    return textObject(text);
+  }
+
+ private:
+  int find(const std::string &name) const {
+    for (size_t k = 0; k < tree_->metrics.size(); ++k) {
+      if (tree_->metrics[k].name == name) return static_cast<int>(k);
+    }
+    return -1;
+  }
+
+  // (op, source, other, exponent, divisor), as fast_report.py encodes derive.py's recipes.
+  bool toRecipe(PyObject *item, viewer::ColumnRecipe *recipe, bool *none) const {
+    static const std::pair<const char *, viewer::ColumnOp> kOps[] = {
+        {"inclusive", viewer::ColumnOp::kInclusive}, {"own", viewer::ColumnOp::kOwn},
+        {"scaled", viewer::ColumnOp::kScaled},       {"average", viewer::ColumnOp::kAverage},
+        {"rate", viewer::ColumnOp::kRate},           {"percent", viewer::ColumnOp::kPercent}};
+    auto t = nb::cast<std::tuple<std::string, std::optional<std::string>,
+                                 std::optional<std::string>, int, int64_t>>(nb::handle(item));
+    const auto &[op, source, other, exponent, divisor] = t;
+    if (op == "none") return *none = true, true;
+    bool known = false;
+    for (const auto &[text, value] : kOps) {
+      if (op == text) recipe->op = value, known = true;
+    }
+    recipe->source = source ? find(*source) : -1;
+    recipe->other = other ? find(*other) : -1;
+    recipe->exponent = exponent;
+    recipe->divisor = divisor;
+    return known && recipe->source >= 0 && (!other || recipe->other >= 0) && exponent >= -18 &&
+           exponent <= 18 && divisor > 0;
+  }
+
+  nb::object owner_;
+  const TreeColumns *tree_;
+  std::vector<uint8_t> keep_;
+};
+
+// A per-string-id mask from Python (bytes), or false when its size is wrong.
+bool toMask(nb::handle mask, size_t size, std::optional<std::vector<uint8_t>> *out) {
+  if (mask.is_none()) return true;
+  if (!PyBytes_Check(mask.ptr()) || static_cast<size_t>(PyBytes_GET_SIZE(mask.ptr())) != size) {
+    return false;
+  }
+  const char *data = PyBytes_AS_STRING(mask.ptr());
+  out->emplace(data, data + size);
+  return true;
+}
+
+nb::object selectFrames(ViewerTree &self, const std::string &hiddenName, nb::handle include,
+                        nb::handle exclude) {
+  const TreeColumns &tree = self.columns();
+  std::optional<std::vector<uint8_t>> includeMask, excludeMask;
+  if (!toMask(include, tree.strings.size(), &includeMask) ||
+      !toMask(exclude, tree.strings.size(), &excludeMask)) {
+    return nb::none();
+  }
+  std::vector<uint8_t> keep;
+  {
+    nb::gil_scoped_release release;
+    viewer::NodeSelection selection{hiddenName, includeMask ? &*includeMask : nullptr,
+                                    excludeMask ? &*excludeMask : nullptr};
+    keep = viewer::selectNodes(tree, selection);
+  }
+  if (keep.empty()) return nb::none();
+  return nb::cast(ViewerSelection(nb::find(&self), &tree, std::move(keep)));
 }
 
 }  // namespace
@@ -300,11 +495,21 @@ void bindViewer(nb::module_ &m) {
       .def("__len__", &ViewerTree::size)
       .def("names", &ViewerTree::names)
       .def("parents", &ViewerTree::parents)
+      .def("strings", &ViewerTree::stringList)
       .def("metric_kinds", &ViewerTree::metricKinds)
       .def("column", &ViewerTree::column, nb::arg("metric"))
       .def("rows", &ViewerTree::rows)
+      .def("select", &selectFrames, nb::arg("hidden_name"), nb::arg("include").none(),
+           nb::arg("exclude").none(),
+           "The frames kept after hiding `hidden_name` subtrees and applying per-string "
+           "-i/-e masks (bytes); None when only Python can tell.")
       .def_prop_ro("metadata", &ViewerTree::metadata)
       .def_prop_ro("devices", &ViewerTree::devices);
+  nb::class_<ViewerSelection>(m, "ViewerSelection")
+      .def("metric_kinds", &ViewerSelection::metricKinds)
+      .def("report", &ViewerSelection::report, nb::arg("recipes"), nb::arg("titles"),
+           nb::arg("exclusive"), nb::arg("threshold").none(), nb::arg("depth").none(),
+           nb::arg("names").none(), nb::arg("color"), nb::arg("print_sorted"), nb::arg("fd"));
   m.def("viewer_read", &readTree, nb::arg("path"), nb::arg("msgpack"),
         "A profile file in columns (a ViewerTree), or None when only the Python reader can "
         "read it (or explain why not).");

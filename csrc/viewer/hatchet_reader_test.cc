@@ -95,13 +95,13 @@ TEST(TreeRender, FormatsLikePython) {
     appendValue(v, &s);
     return s;
   };
-  EXPECT_EQ(text({CellValue::kNone}), "-");
-  EXPECT_EQ(text({CellValue::kInt, -42}), "-42");
-  EXPECT_EQ(text({CellValue::kDouble, 0, 1.5}), "1.500");
-  EXPECT_EQ(text({CellValue::kDouble, 0, 0.0625}), "0.062");
-  EXPECT_EQ(text({CellValue::kDouble, 0, 0.0001}), "1.000e-04");
-  EXPECT_EQ(text({CellValue::kDouble, 0, 2e9}), "2.000e+09");
-  EXPECT_EQ(text({CellValue::kDouble, 0, 0.0 / 0.0}), "-");
+  EXPECT_EQ(text(CellValue::none()), "-");
+  EXPECT_EQ(text(CellValue::ofInt(-42)), "-42");
+  EXPECT_EQ(text(CellValue::ofDouble(1.5)), "1.500");
+  EXPECT_EQ(text(CellValue::ofDouble(0.0625)), "0.062");
+  EXPECT_EQ(text(CellValue::ofDouble(0.0001)), "1.000e-04");
+  EXPECT_EQ(text(CellValue::ofDouble(2e9)), "2.000e+09");
+  EXPECT_EQ(text(CellValue::ofDouble(0.0 / 0.0)), "-");
 }
 
 TEST(TreeRender, DrawsTheTree) {
@@ -110,10 +110,8 @@ TEST(TreeRender, DrawsTheTree) {
   in.names = {"ROOT", "a", "b", "c"};
   in.parents = {-1, 0, 1, 0};
   in.depths = {0, 1, 2, 1};
-  in.columns = {{{CellValue::kInt, 10},
-                 {CellValue::kInt, 5},
-                 {CellValue::kNone},
-                 {CellValue::kDouble, 0, 2.0}}};
+  in.columns = {{CellValue::ofInt(10), CellValue::ofInt(5), CellValue::none(),
+                 CellValue::ofDouble(2.0)}};
   in.titles = {"t"};
   in.titleLengths = {1};
   EXPECT_EQ(renderTreeRows(in),

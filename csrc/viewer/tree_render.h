@@ -1,11 +1,13 @@
-// The body of proton-viewer's tree report, built in one pass: a header of metric titles,
-// then one line per shown node with its formatted values and its name behind box-drawing
-// stems. Mirrors python/proton/viewer/render.py (the fallback) byte for byte.
+// proton-viewer's text report, built in C++: a header of metric titles, one line per shown
+// node with its formatted values and its name behind box-drawing stems (coloured by the
+// first metric, with a legend, when asked), and the list of frames sorted by the first
+// metric. Mirrors python/proton/viewer/render.py (the fallback) byte for byte.
 //
-//   RenderRows in{order, names, parents, depths, {{...}}, {"time/s"}, {6}};
-//   std::string text = renderTreeRows(in);   // "  time/s  name\n  2.000  ROOT\n..."
+//   TreeTable t{&parents, &depths, &nameIds, &names, {&timeColumn}, {"time/s"}, {6}};
+//   TextSink out(1);
+//   writeTreeLines(t, order, /*color=*/false, &out);   // "  time/s  name\n  2.000  ROOT\n..."
 //
-// Pure function of its input; thread-safe.
+// Pure functions of their input; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +15,43 @@
 #include <string_view>
 #include <vector>
 
+#include "viewer/py_number.h"
+#include "viewer/text_sink.h"
+
 namespace proton::viewer {
 
-struct CellValue {
-  enum Kind : uint8_t { kNone, kInt, kDouble };
-  Kind kind = kNone;
-  int64_t i = 0;
-  double d = 0;
+struct TreeTable {
+  const std::vector<int32_t> *parents = nullptr;  // per node
+  const std::vector<int32_t> *depths = nullptr;   // per node, ROOT is 0
+  const std::vector<uint32_t> *nameIds = nullptr;  // per node; null: node i is names[i]
+  const std::vector<std::string_view> *names = nullptr;  // UTF-8
+  std::vector<const std::vector<CellValue> *> columns;   // per column, one value per node
+  std::vector<std::string> titles;                       // per column, UTF-8
+  std::vector<size_t> titleLengths;                      // per column, in characters
+
+  std::string_view name(int32_t node) const {
+    return (*names)[nameIds != nullptr ? (*nameIds)[node] : static_cast<uint32_t>(node)];
+  }
 };
 
+// Appends Python's rendering of one value: "-" for none or NaN, integers as they are,
+// "%.3f" when 1e-3 <= |v| < 1e9 or v == 0, else "%.3e".
+void appendValue(const CellValue &v, std::string *out);
+
+// The header and a line per node of `order` (ascending, closed under taking parents),
+// each ending in '\n'; with color, the first column in its legend band's colour and the
+// legend after the tree. False, with nothing written, when the colour bands need
+// arithmetic that could differ from Python's.
+bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, bool color,
+                    TextSink *out);
+
+// render.py's _sorted_lines: an empty line, "Sorted kernels by metric <title>" and the
+// nodes of `order` but ROOT by the first column, largest first; each line ends in '\n'.
+void writeSortedLines(const TreeTable &table, const std::vector<int32_t> &order, TextSink *out);
+
+// The tree lines of writeTreeLines (no colour) with values given per shown node, joined by
+// '\n' without a final newline (the form the Python renderer's fast path and the fuzz
+// targets use).
 struct RenderRows {
   std::vector<int32_t> order;                   // shown nodes, ascending (pre-order)
   std::vector<std::string_view> names;          // per node, UTF-8
@@ -31,12 +61,9 @@ struct RenderRows {
   std::vector<std::string> titles;              // per column, UTF-8
   std::vector<size_t> titleLengths;             // per column, in characters
 };
-
-// Appends Python's rendering of one value: "-" for none or NaN, integers as they are,
-// "%.3f" when 1e-3 <= |v| < 1e9 or v == 0, else "%.3e".
-void appendValue(const CellValue &v, std::string *out);
-
-// Header and rows joined by '\n', without a final newline.
 std::string renderTreeRows(const RenderRows &in);
+
+// The characters (code points) of a UTF-8 string.
+size_t countCharacters(std::string_view utf8);
 
 }  // namespace proton::viewer

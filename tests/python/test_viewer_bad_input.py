@@ -127,8 +127,9 @@ def test_file_too_large_for_memory_is_reported_not_a_traceback(tmp_path):
         f'[{{"frame":{{"name":"ROOT","type":"function"}},"metrics":{{}},"children":[{children}]}},{{}}]'
     )
 
+    # 80 MB of address space: the interpreter fits, the 27 MB file and its columns do not.
     def limit_memory():
-        resource.setrlimit(resource.RLIMIT_AS, (150 * 2**20, 150 * 2**20))
+        resource.setrlimit(resource.RLIMIT_AS, (80 * 2**20, 80 * 2**20))
 
     result = run_viewer(str(path), preexec_fn=limit_memory)
     assert result.returncode == 1

@@ -21,9 +21,12 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import ViewerError
-from .model import Profile
+
+if TYPE_CHECKING:
+    from .model import Profile
 
 TIME_EXPONENT = {"s": 0, "ms": -3, "us": -6, "ns": -9}
 RATE_PREFIX = {"": 1, "g": 10**9, "t": 10**12}
@@ -81,6 +84,14 @@ def match_raw(profile: Profile, wanted: str) -> str | None:
     return None
 
 
+def default_metrics(profile) -> list:
+    """What `-m` means when not given: time/s, else cpu_time/s, else the first metric."""
+    for wanted, shown in (("time", "time/s"), ("cpu_time", "cpu_time/s")):
+        if match_raw(profile, wanted):
+            return [shown]
+    return profile.metric_names[:1]
+
+
 def available(profile: Profile) -> str:
     names = ", ".join(base_name(m).lower() for m in profile.metric_names) or "none"
     return f"available metrics in {profile.source}: {names} (proton-viewer -l lists them)"
@@ -125,40 +136,84 @@ def _ratio(numerators, denominators, divisor=1):
     return [n / d / divisor if d else None for n, d in zip(numerators, denominators)]
 
 
-def derive(profile: Profile, spec: str) -> Column:
-    """The column for one `-m` entry; a ViewerError names what is missing."""
+@dataclass(frozen=True)
+class Recipe:
+    """How one `-m` column is computed from raw metrics, worked out from the metric names
+    alone (no per-node work), so that the C++ fast path can compute it too.
+
+    op: inclusive (source's inclusive sums), own (source's own values: exclusive metrics),
+    scaled (inclusive source x 10^exponent), average (scaled / inclusive other), rate
+    (inclusive source / (inclusive other x 10^exponent) / divisor), percent (inclusive
+    source x 100 / ROOT's, or / the sum for exclusive metrics), util (Python only).
+    """
+
+    title: str
+    op: str
+    source: str | None = None
+    other: str | None = None
+    exponent: int = 0
+    divisor: int = 1
+    additive_source: str | None = None
+
+
+def recipe(profile, spec: str) -> Recipe:
+    """The recipe of one `-m` entry; a ViewerError names what is missing. `profile` needs
+    only metric_names, exclusive_metrics and source."""
     key = spec.strip().lower()
     if key == "util":
-        return Column("util", utilization(profile))
+        return Recipe("util", "util")
     m = _TIME.fullmatch(key)
     if m:
         avg, cpu, unit = m.groups()
         raw, exponent = _time_metric(profile, "cpu_time" if cpu else "time", spec)
-        values = _scaled(profile.inclusive(raw), exponent, TIME_EXPONENT[unit])
+        shift = exponent - TIME_EXPONENT[unit]
         if avg:
-            counts = profile.inclusive(_require(profile, "count", spec))
-            return Column(spec, _ratio(values, counts))
-        return Column(spec, values, additive_source=raw)
+            count = _require(profile, "count", spec)
+            return Recipe(spec, "average", raw, count, shift)
+        return Recipe(spec, "scaled", raw, exponent=shift, additive_source=raw)
     m = _FLOPS.fullmatch(key) or _BYTES.fullmatch(key)
     if m:
-        prefix = m.group(1)
         source = "bytes" if "byte" in key else f"flops{m.group(2) or ''}"
-        amounts = profile.inclusive(_require(profile, source, spec))
-        return Column(spec, _ratio(amounts, _seconds(profile, spec), RATE_PREFIX[prefix]))
+        amount = _require(profile, source, spec)
+        time, exponent = _time_metric(profile, "time", spec)
+        return Recipe(spec, "rate", amount, time, exponent, RATE_PREFIX[m.group(1)])
     m = _PERCENT.fullmatch(key)
     if m:
-        raw = _require(profile, m.group(1), spec)
-        values = profile.inclusive(raw)
-        total = sum(values) if raw in profile.exclusive_metrics else values[0]
-        return Column(spec, [v * 100 / total if total else None for v in values])
+        return Recipe(spec, "percent", _require(profile, m.group(1), spec))
     if "/" in key:
         raise ViewerError(f"unknown derived metric {spec!r}.\n{DERIVED_HELP.rstrip()}")
     raw = _require(profile, key, spec)
     if raw in profile.exclusive_metrics:  # shown where present, never summed
-        return Column(
-            raw, [v if v.__class__ in (int, float) else None for v in profile.column(raw)]
-        )
-    return Column(raw, list(profile.inclusive(raw)), additive_source=raw)
+        return Recipe(raw, "own", raw)
+    return Recipe(raw, "inclusive", raw, additive_source=raw)
+
+
+def evaluate(profile: Profile, r: Recipe) -> Column:
+    """The recipe's column on the profile, one value per node."""
+    if r.op == "util":
+        values = utilization(profile)
+    elif r.op == "inclusive":
+        values = list(profile.inclusive(r.source))
+    elif r.op == "own":
+        values = [v if v.__class__ in (int, float) else None for v in profile.column(r.source)]
+    elif r.op == "scaled":
+        values = _scaled(profile.inclusive(r.source), r.exponent, 0)
+    elif r.op == "average":
+        values = _scaled(profile.inclusive(r.source), r.exponent, 0)
+        values = _ratio(values, profile.inclusive(r.other))
+    elif r.op == "rate":
+        seconds = _scaled(profile.inclusive(r.other), r.exponent, 0)
+        values = _ratio(profile.inclusive(r.source), seconds, r.divisor)
+    else:  # percent
+        values = profile.inclusive(r.source)
+        total = sum(values) if r.source in profile.exclusive_metrics else values[0]
+        values = [v * 100 / total if total else None for v in values]
+    return Column(r.title, values, r.additive_source)
+
+
+def derive(profile: Profile, spec: str) -> Column:
+    """The column for one `-m` entry; a ViewerError names what is missing."""
+    return evaluate(profile, recipe(profile, spec))
 
 
 # ---------------------------------------------------------------------- util

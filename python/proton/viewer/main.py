@@ -14,8 +14,8 @@ import os
 import sys
 
 from .. import __version__
-from . import exports
-from .derive import DERIVED_HELP, FLOP_WIDTHS, Column, base_name, derive, match_raw
+from . import fast_report
+from .derive import DERIVED_HELP, FLOP_WIDTHS, Column, base_name, default_metrics, derive, match_raw
 from .errors import ViewerError
 from .model import Profile, align, hide_launch_metadata, is_missing, load, select
 from .render import render
@@ -78,13 +78,6 @@ def _parser() -> argparse.ArgumentParser:
 def prepare(path, include=None, exclude=None) -> Profile:
     """Loads a profile and applies the frame selections that change what is counted."""
     return select(hide_launch_metadata(load(path)), include, exclude)
-
-
-def default_metrics(profile: Profile) -> list:
-    for wanted, shown in (("time", "time/s"), ("cpu_time", "cpu_time/s")):
-        if match_raw(profile, wanted):
-            return [shown]
-    return profile.metric_names[:1]
 
 
 def _combine(values, how):
@@ -174,6 +167,8 @@ def list_metrics(profile: Profile) -> str:
 
 
 def _export(args, profiles, specs) -> str:
+    from . import exports  # only exports need it
+
     path = args.output or os.path.splitext(args.files[0])[0] + EXPORTS[args.export]
     tree = profiles[0] if len(profiles) == 1 else align(profiles)[0]
     metric = None
@@ -214,6 +209,9 @@ def _use_color(choice: str) -> bool:
 def run(argv=None) -> int:
     args = _parser().parse_args(argv)
     specs = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
+    one_tree = len(args.files) == 1 and not (args.list or args.export or args.diff_profile)
+    if one_tree and fast_report.enabled() and fast_report.show(args, specs, _use_color(args.color)):
+        return 0
     profiles = [prepare(f, args.include, args.exclude) for f in args.files]
     if args.list:
         for p in profiles:

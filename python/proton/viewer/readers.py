@@ -67,10 +67,7 @@ def read_tree(path):
         except RecursionError:
             raise ViewerError(f"{path} nests deeper than Proton can read") from None
         except MemoryError:
-            size = os.path.getsize(path)
-            raise ViewerError(
-                f"{path} ({size:,} bytes) is too large to load in the memory available"
-            ) from None
+            raise too_large(path) from None
 
 
 def read_columns(path):
@@ -98,6 +95,11 @@ def read_columns(path):
         return None
     metadata = metadata if isinstance(metadata, dict) else {}
     return tree.names(), tree.parents(), tree, devices, metadata
+
+
+def too_large(path) -> ViewerError:
+    size = os.path.getsize(path)
+    return ViewerError(f"{path} ({size:,} bytes) is too large to load in the memory available")
 
 
 def _decode_value(data, msgpack):

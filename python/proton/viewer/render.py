@@ -117,12 +117,20 @@ def render(
         if depth is not None:  # the sorted list is not cut by depth
             shown = visible_nodes(profile, first, threshold)
         lines.extend(_sorted_lines(profile, columns[0], shown, name_format))
-    if stats and any(v for v in stats.values() if isinstance(v, (int, float))):
-        lines.append("")
-        lines.append("Profile stats (nonzero: something was dropped or unmatched):")
-        width = max(map(len, stats))
-        lines.extend(f"  {k.ljust(width)}  {v}" for k, v in stats.items())
+    lines.extend(stats_lines(stats))
     return "\n".join(lines) + "\n"
+
+
+def stats_lines(stats) -> list:
+    """The stats table's lines (a blank line first), or none when every counter is 0."""
+    if not stats or not any(v for v in stats.values() if isinstance(v, (int, float))):
+        return []
+    width = max(map(len, stats))
+    return [
+        "",
+        "Profile stats (nonzero: something was dropped or unmatched):",
+        *(f"  {k.ljust(width)}  {v}" for k, v in stats.items()),
+    ]
 
 
 def _fast_rows(profile: Profile, columns: list, shown, name_format):

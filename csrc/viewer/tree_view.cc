@@ -1,0 +1,312 @@
+#include "viewer/tree_view.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace proton::viewer {
+namespace {
+
+CellValue cellAt(const MetricColumn &m, size_t i) {
+  uint64_t bits = m.values[i];
+  if (m.kinds[i] == ValueKind::kInt) {
+    int64_t v;
+    std::memcpy(&v, &bits, 8);
+    return CellValue::ofInt(v);
+  }
+  if (m.kinds[i] == ValueKind::kDouble) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return CellValue::ofDouble(d);
+  }
+  return CellValue::none();
+}
+
+// model._has_number: a nonzero int or float among the node's own metrics.
+bool hasNumber(const TreeColumns &tree, size_t i) {
+  for (const MetricColumn &m : tree.metrics) {
+    if (cellAt(m, i).isTrue()) return true;
+  }
+  return false;
+}
+
+std::vector<int32_t> subtreeEnds(const std::vector<int32_t> &parents) {
+  size_t n = parents.size();
+  std::vector<int32_t> size(n, 1);
+  for (size_t i = n; i-- > 1;) size[parents[i]] += size[i];
+  for (size_t i = 0; i < n; ++i) size[i] += static_cast<int32_t>(i);
+  return size;
+}
+
+// hide_launch_metadata: frames named `hidden` go with their subtrees, and so do nodes left
+// without children that had only such frames and no number of their own.
+bool hideFrames(const TreeColumns &tree, uint32_t hidden, std::vector<uint8_t> *keep) {
+  size_t n = tree.size();
+  if (tree.nameIds[0] == hidden) return false;
+  std::vector<int32_t> ends = subtreeEnds(tree.parents);
+  std::vector<uint8_t> hadRemovedChild(n), keptChild(n);
+  for (size_t i = 0; i < n;) {
+    if (tree.nameIds[i] == hidden) {
+      std::fill(keep->begin() + i, keep->begin() + ends[i], 0);
+      hadRemovedChild[tree.parents[i]] = 1;
+      i = ends[i];
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = n; i-- > 1;) {
+    if (!(*keep)[i]) continue;
+    int32_t p = tree.parents[i];
+    if (hadRemovedChild[i] && !keptChild[i] && !hasNumber(tree, i)) {
+      (*keep)[i] = 0;
+      hadRemovedChild[p] = 1;
+    } else {
+      keptChild[p] = 1;
+    }
+  }
+  return true;
+}
+
+// model.select's include: the kept frames matching, their subtrees and their ancestors.
+void includeFrames(const TreeColumns &tree, const std::vector<uint8_t> &match,
+                   std::vector<uint8_t> *keep) {
+  size_t n = tree.size();
+  std::vector<uint8_t> inMatch(n), below(n);
+  auto matches = [&](size_t i) { return (*keep)[i] && match[tree.nameIds[i]]; };
+  inMatch[0] = matches(0);
+  for (size_t i = 1; i < n; ++i) inMatch[i] = (*keep)[i] && (matches(i) || inMatch[tree.parents[i]]);
+  for (size_t i = n; i-- > 1;) {
+    if ((*keep)[i] && (matches(i) || below[i])) below[tree.parents[i]] = 1;
+  }
+  for (size_t i = 1; i < n; ++i) (*keep)[i] = (*keep)[i] && (inMatch[i] || below[i]);
+}
+
+// model.select's exclude: kept frames (not ROOT) matching go with their subtrees.
+void excludeFrames(const TreeColumns &tree, const std::vector<uint8_t> &match,
+                   std::vector<uint8_t> *keep) {
+  size_t n = tree.size();
+  std::vector<uint8_t> dropped(n);
+  for (size_t i = 1; i < n; ++i) {
+    if (!(*keep)[i]) continue;
+    dropped[i] = match[tree.nameIds[i]] || dropped[tree.parents[i]];
+    if (dropped[i]) (*keep)[i] = 0;
+  }
+}
+
+int64_t powerOfTen(int exponent) {
+  int64_t v = 1;
+  for (int k = 0; k < exponent; ++k) v *= 10;
+  return v;
+}
+
+}  // namespace
+
+std::vector<uint8_t> selectNodes(const TreeColumns &tree, const NodeSelection &selection) {
+  std::vector<uint8_t> keep(tree.size(), 1);
+  if (tree.size() == 0) return {};
+  if (!selection.hiddenName.empty()) {
+    auto it = std::find(tree.strings.begin(), tree.strings.end(), selection.hiddenName);
+    if (it != tree.strings.end() &&
+        !hideFrames(tree, static_cast<uint32_t>(it - tree.strings.begin()), &keep)) {
+      return {};
+    }
+  }
+  if (selection.include != nullptr) includeFrames(tree, *selection.include, &keep);
+  if (selection.exclude != nullptr) excludeFrames(tree, *selection.exclude, &keep);
+  return keep;
+}
+
+std::vector<MetricKind> keptMetricKinds(const TreeColumns &tree,
+                                        const std::vector<uint8_t> &keep) {
+  struct Seen {
+    size_t first;
+    int column;
+    bool number;
+  };
+  std::vector<Seen> seen;
+  for (size_t k = 0; k < tree.metrics.size(); ++k) {
+    const MetricColumn &m = tree.metrics[k];
+    size_t first = tree.size(), last = 0;
+    for (size_t i = 0; i < tree.size(); ++i) {
+      if (!keep[i] || m.kinds[i] == ValueKind::kAbsent) continue;
+      first = std::min(first, i);
+      last = i;
+    }
+    if (first == tree.size()) continue;
+    bool number = m.kinds[last] == ValueKind::kInt || m.kinds[last] == ValueKind::kDouble;
+    seen.push_back({first, static_cast<int>(k), number});
+  }
+  // A node lists its keys in column order, so (first node, column) is Python's dict order.
+  std::sort(seen.begin(), seen.end(), [](const Seen &a, const Seen &b) {
+    return a.first != b.first ? a.first < b.first : a.column < b.column;
+  });
+  std::vector<MetricKind> out;
+  for (const Seen &s : seen) out.push_back({s.column, s.number});
+  return out;
+}
+
+ColumnEvaluator::ColumnEvaluator(const TreeColumns &tree, const std::vector<uint8_t> &keep,
+                                 std::vector<uint8_t> exclusive)
+    : tree_(tree),
+      keep_(keep),
+      exclusive_(std::move(exclusive)),
+      inclusive_(tree.metrics.size()),
+      overflowed_(tree.metrics.size()) {
+  exclusive_.resize(tree.metrics.size());
+}
+
+const std::vector<CellValue> *ColumnEvaluator::inclusive(int column) {
+  if (column < 0 || static_cast<size_t>(column) >= tree_.metrics.size()) return nullptr;
+  if (overflowed_[column]) return nullptr;
+  if (inclusive_[column]) return &*inclusive_[column];
+  const MetricColumn &m = tree_.metrics[column];
+  size_t n = tree_.size();
+  std::vector<CellValue> out(n);
+  for (size_t i = 0; i < n; ++i) {  // Profile.exclusive: what is not a number counts as 0
+    out[i] = cellAt(m, i);
+    if (out[i].isNone()) out[i] = CellValue::ofInt(0);
+  }
+  if (!exclusive_[column]) {
+    for (size_t i = n; i-- > 1;) {
+      if (!keep_[i]) continue;
+      CellValue &parent = out[tree_.parents[i]];
+      if (!add(parent, out[i], &parent)) {
+        overflowed_[column] = 1;
+        return nullptr;
+      }
+    }
+  }
+  inclusive_[column] = std::move(out);
+  return &*inclusive_[column];
+}
+
+bool ColumnEvaluator::scaled(int column, int exponent, std::vector<CellValue> *out) {
+  const std::vector<CellValue> *base = inclusive(column);
+  if (base == nullptr) return false;
+  size_t n = base->size();
+  out->resize(n);
+  CellValue factor = CellValue::ofInt(powerOfTen(exponent < 0 ? -exponent : exponent));
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep_[i]) continue;
+    const CellValue &v = (*base)[i];
+    bool ok = exponent == 0   ? ((*out)[i] = v, true)
+              : exponent > 0 ? multiply(v, factor, &(*out)[i])
+                             : trueDivide(v, factor, &(*out)[i]);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool ColumnEvaluator::evaluate(const ColumnRecipe &recipe, std::vector<CellValue> *out) {
+  size_t n = tree_.size();
+  if (recipe.source < 0 || static_cast<size_t>(recipe.source) >= tree_.metrics.size()) {
+    return false;
+  }
+  switch (recipe.op) {
+    case ColumnOp::kInclusive: {
+      const std::vector<CellValue> *values = inclusive(recipe.source);
+      if (values == nullptr) return false;
+      *out = *values;
+      return true;
+    }
+    case ColumnOp::kOwn: {
+      const MetricColumn &m = tree_.metrics[recipe.source];
+      out->resize(n);
+      for (size_t i = 0; i < n; ++i) (*out)[i] = cellAt(m, i);
+      return true;
+    }
+    case ColumnOp::kScaled:
+      return scaled(recipe.source, recipe.exponent, out);
+    case ColumnOp::kAverage: {
+      const std::vector<CellValue> *counts = inclusive(recipe.other);
+      if (counts == nullptr || !scaled(recipe.source, recipe.exponent, out)) return false;
+      for (size_t i = 0; i < n; ++i) {
+        if (!keep_[i]) continue;
+        CellValue &v = (*out)[i];
+        if (!(*counts)[i].isTrue()) {
+          v = CellValue::none();
+        } else if (!trueDivide(v, (*counts)[i], &v)) {
+          return false;
+        }
+      }
+      return true;
+    }
+    case ColumnOp::kRate: {
+      const std::vector<CellValue> *amounts = inclusive(recipe.source);
+      std::vector<CellValue> seconds;
+      if (amounts == nullptr || !scaled(recipe.other, recipe.exponent, &seconds)) return false;
+      out->assign(n, CellValue::none());
+      CellValue divisor = CellValue::ofInt(recipe.divisor);
+      for (size_t i = 0; i < n; ++i) {
+        if (!keep_[i] || !seconds[i].isTrue()) continue;
+        CellValue &v = (*out)[i];
+        if (!trueDivide((*amounts)[i], seconds[i], &v) || !trueDivide(v, divisor, &v)) {
+          return false;
+        }
+      }
+      return true;
+    }
+    case ColumnOp::kPercent: {
+      const std::vector<CellValue> *values = inclusive(recipe.source);
+      if (values == nullptr) return false;
+      CellValue total = (*values)[0];
+      if (exclusive_[recipe.source]) {  // sum(values): exact for ints only
+        total = CellValue::ofInt(0);
+        for (size_t i = 0; i < n; ++i) {
+          if (!keep_[i]) continue;
+          if ((*values)[i].kind != CellValue::kInt || !add(total, (*values)[i], &total)) {
+            return false;
+          }
+        }
+      }
+      out->assign(n, CellValue::none());
+      if (!total.isTrue()) return true;
+      for (size_t i = 0; i < n; ++i) {
+        if (!keep_[i]) continue;
+        CellValue &v = (*out)[i];
+        if (!multiply((*values)[i], CellValue::ofInt(100), &v) || !trueDivide(v, total, &v)) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int32_t> nodeDepths(const std::vector<int32_t> &parents) {
+  std::vector<int32_t> depth(parents.size());
+  for (size_t i = 1; i < parents.size(); ++i) depth[i] = depth[parents[i]] + 1;
+  return depth;
+}
+
+std::vector<int32_t> visibleNodes(const std::vector<int32_t> &parents,
+                                  const std::vector<int32_t> &depths,
+                                  const std::vector<uint8_t> &keep,
+                                  const std::vector<CellValue> &first,
+                                  std::optional<double> threshold, std::optional<int64_t> depth) {
+  size_t n = parents.size();
+  std::vector<uint8_t> shown;
+  if (threshold) {
+    double t = *threshold;
+    shown.assign(n, 0);
+    for (size_t i = n; i-- > 1;) {
+      if (!keep[i]) continue;
+      const CellValue &v = first[i];
+      bool above = v.kind == CellValue::kDouble ? v.d >= t
+                   : v.kind == CellValue::kInt  ? !std::isnan(t) && compareIntDouble(v.i, t) >= 0
+                                                : false;
+      if (shown[i] || above) shown[i] = shown[parents[i]] = 1;
+    }
+  } else {
+    shown = keep;
+  }
+  std::vector<int32_t> order;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || (shown[i] && !(depth && depths[i] >= *depth))) {
+      order.push_back(static_cast<int32_t>(i));
+    }
+  }
+  return order;
+}
+
+}  // namespace proton::viewer

@@ -1,0 +1,133 @@
+"""proton-viewer's report of one file computed and written by C++ (proton._C), never
+holding the nodes or the text as Python objects: a 1M-node profile renders in well under
+a second.
+
+    if fast_report.show(args, specs, color=False):   # written to stdout
+        return 0                                       # else: the Python path
+
+Python still decides everything that can go wrong with names: metric specs are resolved
+by derive.recipe (same errors), -i/-e regexes and -f formats run on each distinct name
+string. show() returns False, having written nothing, whenever the C++ code cannot give
+exactly the Python renderer's output (another file layout, `util`, integers beyond what
+int64/double arithmetic reproduces); the caller then runs the Python path.
+"""
+
+import os
+import sys
+
+from ..state import COMPUTE_METADATA_SCOPE_NAME
+from . import fast
+from .derive import default_metrics, recipe
+from .model import _compile
+from .readers import _decode_value, _decoding, _looks_like_msgpack, too_large
+from .render import format_name, stats_lines
+
+_INT64_MAX = 2**63 - 1
+
+
+class _Metrics:
+    """What derive.recipe needs to know of a profile: its metric names."""
+
+    def __init__(self, names, exclusive, source):
+        self.metric_names = names
+        self.exclusive_metrics = exclusive
+        self.source = source
+
+
+def _read(path):
+    """(ViewerTree, metadata dict) from the C++ reader, or None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).lstrip()
+    except (OSError, ValueError, TypeError):
+        return None
+    if not head:
+        return None
+    msgpack = _looks_like_msgpack(path, head)
+    try:
+        tree = fast.read(path, msgpack)
+    except MemoryError:
+        raise too_large(path) from None
+    if tree is None:
+        return None
+    try:
+        with _decoding():
+            metadata = _decode_value(tree.metadata, msgpack) if tree.metadata else {}
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return tree, metadata if isinstance(metadata, dict) else {}
+
+
+def _mask(strings, pattern, flag):
+    if not pattern:
+        return None
+    match = _compile(pattern, flag).match
+    return bytes(1 if match(s) else 0 for s in strings)
+
+
+def _stdout_fd() -> int:
+    """stdout's file descriptor when bytes written there read as sys.stdout's text; -1 when
+    sys.stdout is not a UTF-8 file (a test's capture, another encoding)."""
+    out = sys.stdout
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("_", "-")
+    if encoding not in ("utf-8", "utf8"):
+        return -1
+    try:
+        return out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return -1
+
+
+def show(args, specs, color: bool) -> bool:
+    """Writes the report of args.files[0] to stdout; False, having written nothing, when
+    the Python path must do it."""
+    path = args.files[0]
+    loaded = _read(path)
+    if loaded is None:
+        return False
+    tree, metadata = loaded
+    strings = tree.strings() if args.include or args.exclude or args.format != "full" else None
+    include = _mask(strings, args.include, "-i/--include")
+    exclude = _mask(strings, args.exclude, "-e/--exclude")
+    selection = tree.select(COMPUTE_METADATA_SCOPE_NAME, include, exclude)
+    if selection is None:
+        return False
+    names = [name for name, number in selection.metric_kinds() if number]
+    agg = metadata.get("metric_aggregation") or {}
+    exclusive = set(agg.get("exclusive") or ()) | set(agg.get("property") or ())
+    exclusive |= {m for m in names if m.endswith("(exc)")}
+    metrics = _Metrics(names, exclusive, str(path))
+    specs = specs if specs is not None else default_metrics(metrics)
+    recipes = [recipe(metrics, s) for s in specs]
+    if any(r.op == "util" for r in recipes):
+        return False
+    threshold = args.threshold
+    if recipes:
+        encoded = [(r.op, r.source, r.other, r.exponent, r.divisor) for r in recipes]
+        titles = [r.title for r in recipes]
+    else:  # a profile without metrics: names only
+        encoded, titles, threshold, color = [("none", None, None, 0, 1)], [""], None, False
+    display = None
+    if args.format != "full":
+        display = [format_name(s, args.format) for s in strings]
+    depth = None if args.depth is None else max(min(args.depth, _INT64_MAX), -_INT64_MAX)
+    fd = _stdout_fd()
+    if fd >= 0:
+        sys.stdout.flush()
+    text = selection.report(
+        encoded, titles, sorted(exclusive), threshold, depth, display, color, args.print_sorted, fd
+    )
+    if text is None:
+        return False
+    if fd < 0:
+        sys.stdout.write(text)
+    stats = metadata.get("stats")
+    tail = stats_lines(stats if isinstance(stats, dict) else {})
+    if tail:
+        sys.stdout.write("\n".join(tail) + "\n")
+    return True
+
+
+def enabled() -> bool:
+    """False when PROTON_VIEWER_PYTHON=1 asks for the Python path (tests compare both)."""
+    return os.environ.get("PROTON_VIEWER_PYTHON", "") in ("", "0")
