@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 namespace proton {
@@ -59,6 +60,14 @@ const PythonStack *internPythonStack(const std::vector<StringId> &frames) {
 const PythonStack *emptyPythonStack() {
   static const PythonStack *empty = internPythonStack({});
   return empty;
+}
+
+void lockPythonStacksForFork() { table().mu.lock(); }
+void unlockPythonStacksAfterFork(bool inChild) {
+  if (inChild)
+    new (&table().mu) std::mutex();  // the recorded owner is the parent's thread
+  else
+    table().mu.unlock();
 }
 
 size_t internedPythonStacks() {

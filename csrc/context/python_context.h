@@ -32,6 +32,10 @@ void setPythonStackCapture(PythonStackCapture capture);
 // nullptr when no walker is registered or the thread has no Python frames.
 const PythonStack *capturePythonStack() noexcept;
 // The one immutable stack with these frames.
+// Around fork() (core/fork_safety.cc): the stack table's lock, so the child never inherits it
+// held by a thread that does not exist there.
+void lockPythonStacksForFork();
+void unlockPythonStacksAfterFork(bool inChild);
 const PythonStack *internPythonStack(const std::vector<StringId> &frames);
 // The empty stack (no frames), a valid stack pointer.
 const PythonStack *emptyPythonStack();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <new>
 
 namespace proton {
 namespace {
@@ -48,6 +49,22 @@ ThreadContext::~ThreadContext() {
 ThreadContext &ThreadContext::current() {
   thread_local ThreadContext context;
   return context;
+}
+
+void ThreadContext::lockRegistryForFork() { mainMu.lock(); }
+void ThreadContext::unlockRegistryAfterFork(bool inChild) {
+  if (inChild)
+    new (&mainMu) std::mutex();  // the recorded owner is the parent's thread
+  else
+    mainMu.unlock();
+}
+
+void ThreadContext::afterForkInChild() {
+  ThreadContext &self = current();
+  self.mirrors.clear();
+  self.launchPending = false;
+  std::lock_guard guard(mainMu);
+  mainThread = &self;
 }
 
 void ThreadContext::registerMainThread() {

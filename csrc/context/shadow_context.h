@@ -97,6 +97,12 @@ class ThreadContext {
   static ThreadContext &current();
   // Makes the calling thread the one new threads inherit their stack from.
   static void registerMainThread();
+  // Around fork() (core/fork_safety.cc). In the child the forking thread is the only thread:
+  // it becomes the main thread and forgets where its scopes were filed (the parent's
+  // sessions do not exist in the child).
+  static void lockRegistryForFork();
+  static void unlockRegistryAfterFork(bool inChild);
+  static void afterForkInChild();
 
   // Copies this thread's stack, for a thread it is about to start.
   std::shared_ptr<const ContextSnapshot> capture();

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,6 +29,15 @@ struct DeviceInfo {
 class DeviceTable {
  public:
   static DeviceTable &global();
+  // Around fork() (core/fork_safety.cc): the child must not inherit the lock held. The
+  // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
+  void lockForFork() { mu_.lock(); }
+  void unlockAfterFork(bool inChild) {
+    if (inChild)
+      new (&mu_) std::mutex();
+    else
+      mu_.unlock();
+  }
 
   void set(const DeviceInfo &info);
   std::optional<DeviceInfo> get(DeviceType type, int32_t index) const;

@@ -14,6 +14,7 @@
 #include "backends/runtime_probe.h"
 #include "context/shadow_context.h"
 #include "core/clock.h"
+#include "core/fork_safety.h"
 #include "core/profile_output.h"
 #include "core/rank.h"
 #include "core/stats.h"
@@ -61,15 +62,39 @@ bool isPython(const Session &s) { return s.options().context == ContextKind::kPy
 
 }  // namespace
 
+namespace {
+// The process's manager; replaced (never freed) in a child made by fork().
+std::atomic<SessionManager *> gManager{nullptr};
+bool gWarnedCpuOnly = false;  // the "recording CPU scopes only" warning is given once
+}  // namespace
+
 SessionManager &SessionManager::global() {
-  static SessionManager *manager = [] {
+  if (SessionManager *m = gManager.load(std::memory_order_acquire); PROTON_LIKELY(m)) return *m;
+  static bool once = [] {
     // Register the core's loss counters up front, so every profile lists them, zeros included.
     typeConflicts();
     neverCompleted();
     Stats::global().counter("kernel_records_for_cleared_phase");
-    return new SessionManager();  // never destroyed: used by exit handlers
+    gManager.store(new SessionManager(), std::memory_order_release);  // used by exit handlers
+    installForkHandlers();
+    return true;
   }();
-  return *manager;
+  (void)once;
+  return *gManager.load(std::memory_order_acquire);
+}
+
+void SessionManager::afterForkInChild() {
+  // Only the forking thread exists now; the parent's locks and sessions are not touched.
+  SessionManager *old = gManager.load(std::memory_order_relaxed);
+  if (!old) return;
+  auto *fresh = new SessionManager();
+  fresh->generation_.store(old->generation_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  fresh->gpuForbidden_ = old->gpuUsed_ || old->gpuForbidden_;
+  fresh->commandLine_ = old->commandLine_;
+  fresh->toolVersion_ = old->toolVersion_;
+  gWarnedCpuOnly = false;
+  gManager.store(fresh, std::memory_order_release);
 }
 
 void SessionManager::setCommandLine(std::string commandLine) {
@@ -99,9 +124,8 @@ std::vector<SessionId> SessionManager::liveSessions() const {
 namespace {
 
 Status cpuOnly(const std::string &why, std::string &warning) {
-  static bool warned = false;
-  if (!warned) warning = "[PROTON] " + why + "; recording CPU scopes and metrics only";
-  warned = true;
+  if (!gWarnedCpuOnly) warning = "[PROTON] " + why + "; recording CPU scopes and metrics only";
+  gWarnedCpuOnly = true;
   return {};
 }
 
@@ -152,6 +176,13 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
                                           "' is not available in this build of Proton."};
   }
   bool explicitCupti = needsGpuBackend(options);
+  if (gpuForbidden_) {
+    std::string why =
+        "this process was forked from one that was profiling its GPU, and CUDA and CUPTI "
+        "cannot be used again in such a child";
+    if (!explicitCupti) return cpuOnly(why, warning);
+    return {StatusCode::kUnavailable, "[PROTON] GPU profiling is off: " + why};
+  }
   const RuntimeProbe &probe = probeCudaRuntime();
   if (!probe.available) {
     if (!explicitCupti) return cpuOnly("no GPU runtime was found: " + probe.reason, warning);
@@ -172,6 +203,7 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
   }
   Status status = backend->acquire(session);
   if (status.isOk()) {
+    gpuUsed_ = true;
     *out = backend;
     return {};
   }

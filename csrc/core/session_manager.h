@@ -43,6 +43,8 @@ struct StartResult {
 class SessionManager {
  public:
   static SessionManager &global();
+  // fork() child handler (core/fork_safety.h): replaces the manager with an empty one.
+  static void afterForkInChild();
 
   bool profilingOn() const { return liveCount_.load(std::memory_order_relaxed) > 0; }
   // Grows each time profiling turns on after being off; thread stacks from an earlier
@@ -126,6 +128,8 @@ class SessionManager {
   std::mutex flusherMu_;  // the background writer's wake-up
   std::condition_variable flusherWake_;
   bool flusherStarted_ = false;  // mu_ held
+  bool gpuUsed_ = false;         // mu_ held: a GPU backend was acquired in this process
+  bool gpuForbidden_ = false;    // set in a fork child of a process with gpuUsed_
   bool flushWarned_ = false;     // writeMu_ held
   std::vector<bool> finalized_;
   std::vector<GpuBackend *> backends_;  // per session: the GPU backend it holds, or nullptr

@@ -7,10 +7,15 @@
 
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "backends/runtime_probe.h"
+#include "core/stats.h"
 #include "core/string_table.h"
 
 namespace proton {
@@ -402,6 +407,67 @@ TEST(SessionManagerTest, RankFromTheEnvironmentNamesTheFileAndTheMetadata) {
   EXPECT_NE(readFile(written[0]).find("\"phase\":0,\"rank\":1,\"world_size\":2,"),
             std::string::npos);
   EXPECT_FALSE(fileExists(o.path + ".hatchet"));
+}
+
+// Runs child() in a forked process; its return value is the exit code. A child that
+// deadlocks dies of SIGALRM after 10 s instead of hanging the test.
+int inForkedChild(const std::function<int()> &child) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    _exit(child());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(SessionManagerTest, ForkedChildStartsWithoutTheParentsSessionsAndCanProfileItself) {
+  ScopedSession parent("fork_parent");
+  enter("before_fork");
+  std::string childPath = tempPath("fork_child");
+  int code = inForkedChild([&] {
+    if (!mgr().liveSessions().empty()) return 1;
+    if (!mgr().exitScope(std::nullopt, {}).isOk()) return 2;  // profiling is off: a no-op
+    SessionOptions o;
+    o.path = childPath;
+    Result<StartResult> r = mgr().start(o);
+    if (!r.isOk() || r.value().id != SessionId{0}) return 3;
+    if (!mgr().enterScope(S("in_child"), false, nullptr).isOk()) return 4;
+    if (!mgr().exitScope(S("in_child"), {}).isOk()) return 5;
+    std::vector<std::string> written;
+    if (!mgr().finalize(std::nullopt, "", &written).isOk()) return 6;
+    return written == std::vector<std::string>{childPath + ".hatchet"} ? 0 : 7;
+  });
+  EXPECT_EQ(code, 0);
+  exit("before_fork");
+  // The child wrote only its own scope; the parent's session is untouched by the child.
+  std::string child = readFile(childPath + ".hatchet");
+  EXPECT_NE(child.find("\"in_child\""), std::string::npos);
+  EXPECT_EQ(child.find("before_fork"), std::string::npos);
+  EXPECT_EQ(tree(parent.id), N("ROOT", "", {N("before_fork")}));
+}
+
+TEST(SessionManagerTest, ForkWhileOtherThreadsInternAndCountNeverDeadlocksTheChild) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int t = 0; t < 2; ++t)
+    busy.emplace_back([&, t] {
+      for (uint64_t i = 0; !stop.load(); ++i) {
+        StringTable::global().intern("busy_" + std::to_string(t) + "_" + std::to_string(i));
+        Stats::global().counter("busy_counter_" + std::to_string(t)).add();
+      }
+    });
+  for (int round = 0; round < 20; ++round) {
+    int code = inForkedChild([] {
+      StringId id = StringTable::global().intern("fresh_in_child");
+      Stats::global().counter("child_counter").add();
+      return StringTable::global().view(id) == "fresh_in_child" ? 0 : 1;
+    });
+    ASSERT_EQ(code, 0) << "round " << round;
+  }
+  stop = true;
+  for (auto &t : busy) t.join();
 }
 
 TEST(SessionManagerTest, FormatErrors) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,15 @@ class Counter {
 class Stats {
  public:
   static Stats &global();
+  // Around fork() (core/fork_safety.cc): the child must not inherit the lock held. The
+  // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
+  void lockForFork() { mu_.lock(); }
+  void unlockAfterFork(bool inChild) {
+    if (inChild)
+      new (&mu_) std::mutex();
+    else
+      mu_.unlock();
+  }
 
   // Returns the counter with this name, creating it at zero. The reference stays valid.
   Counter &counter(const std::string &name);

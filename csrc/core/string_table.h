@@ -9,6 +9,7 @@
 #pragma once
 
 #include <deque>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -23,6 +24,15 @@ class StringTable {
   StringTable();
 
   static StringTable &global();
+  // Around fork() (core/fork_safety.cc): the child must not inherit the lock held. The
+  // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
+  void lockForFork() { mu_.lock(); }
+  void unlockAfterFork(bool inChild) {
+    if (inChild)
+      new (&mu_) std::shared_mutex();
+    else
+      mu_.unlock();
+  }
 
   StringId intern(std::string_view s);
   std::string_view view(StringId id) const;

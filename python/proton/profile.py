@@ -7,7 +7,7 @@ import sys
 import warnings
 from typing import Optional, Union
 
-from . import _C, _libraries, hooks
+from . import _C, _libraries, _process, hooks
 from . import mode as _mode
 from .flags import flags
 
@@ -56,6 +56,7 @@ def start(
         os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
     )
     flags.profiling_on = True
+    _process.install_signal_handlers()
     if hook is not None:
         hooks.register(session, hook)
     if warning:
@@ -94,6 +95,8 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         hooks.registry.unregister(finalized)
     if session is None or not live:
         flags.profiling_on = False
+    if not live:
+        _process.uninstall_signal_handlers()
 
 
 def profile(

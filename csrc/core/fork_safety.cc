@@ -1,0 +1,51 @@
+#include "core/fork_safety.h"
+
+#include <pthread.h>
+
+#include <mutex>
+
+#include "context/python_context.h"
+#include "context/shadow_context.h"
+#include "core/device_info.h"
+#include "core/session_manager.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton {
+namespace {
+
+// Every lock here is a leaf (nothing else is taken or awaited while it is held), so taking
+// them in this order cannot deadlock with any other thread.
+void beforeFork() {
+  ThreadContext::lockRegistryForFork();
+  lockPythonStacksForFork();
+  StringTable::global().lockForFork();
+  Stats::global().lockForFork();
+  DeviceTable::global().lockForFork();
+}
+
+void unlockAll(bool inChild) {
+  DeviceTable::global().unlockAfterFork(inChild);
+  Stats::global().unlockAfterFork(inChild);
+  StringTable::global().unlockAfterFork(inChild);
+  unlockPythonStacksAfterFork(inChild);
+  ThreadContext::unlockRegistryAfterFork(inChild);
+}
+
+void afterForkInParent() { unlockAll(false); }
+
+void afterForkInChild() {
+  unlockAll(true);
+  Stats::global().resetAll();
+  ThreadContext::afterForkInChild();
+  SessionManager::afterForkInChild();
+}
+
+}  // namespace
+
+void installForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(beforeFork, afterForkInParent, afterForkInChild); });
+}
+
+}  // namespace proton

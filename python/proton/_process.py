@@ -1,0 +1,81 @@
+"""What happens to profiling when the process forks or is asked to stop.
+
+Signals: while a session is live, SIGTERM (and SIGINT when a program has set it to SIG_DFL)
+finalizes every session, writes the profile, then lets the default action proceed, so the
+process still dies of the signal with the usual exit status. Handlers the program installed
+itself are never replaced; a program that exits from its own handler (sys.exit) gets its
+profile written at exit. Python's own SIGINT handler raises KeyboardInterrupt, which writes
+the profile at exit as any uncaught exception does, so it is left alone.
+
+fork: the core gives the child an empty profiler (see csrc/core/fork_safety.h); here the
+child drops the Python-side state that pointed at the parent's sessions.
+"""
+
+import os
+import signal
+import sys
+import threading
+
+from . import _C, hooks
+from .flags import flags
+
+_ours = {}  # signal number -> the handler ours replaced (SIG_DFL)
+
+
+def _writes_on(signum: int, current) -> bool:
+    if signum == signal.SIGTERM:
+        return current == signal.SIG_DFL
+    return signum == signal.SIGINT and current == signal.SIG_DFL
+
+
+def _on_signal(signum, frame):
+    previous = _ours.pop(signum, signal.SIG_DFL)
+    signal.signal(signum, previous)
+    try:
+        written = _C.finalize(None, "")
+        flags.profiling_on = False
+        for path in written:
+            if path != "-":
+                name = signal.Signals(signum).name
+                print(f"[PROTON] profile written to {path} (on {name})", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 (the signal's action must still happen)
+        print(f"[PROTON] could not write the profile on signal {signum}: {e}", file=sys.stderr)
+    os.kill(os.getpid(), signum)  # the default action, now that our handler is gone
+
+
+def install_signal_handlers() -> None:
+    """Called when a session starts. Only the main thread may set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        if signum in _ours:
+            continue
+        try:
+            current = signal.getsignal(signum)
+            if _writes_on(signum, current):
+                signal.signal(signum, _on_signal)
+                _ours[signum] = current
+        except (ValueError, OSError):  # e.g. an embedded interpreter that forbids it
+            continue
+
+
+def uninstall_signal_handlers() -> None:
+    """Called when no session is left: restore what was there, unless replaced since."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum, previous in list(_ours.items()):
+        try:
+            if signal.getsignal(signum) is _on_signal:
+                signal.signal(signum, previous)
+        except (ValueError, OSError):
+            pass
+        del _ours[signum]
+
+
+def _after_fork_in_child() -> None:
+    # The core already dropped the parent's sessions; nothing here may write a file.
+    flags.profiling_on = False
+    hooks.registry.unregister(None)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
