@@ -70,3 +70,18 @@ def test_json_child_that_is_not_a_node_is_a_viewer_error(tmp_path, child):
     path.write_text(f"[{root % child}]")
     with pytest.raises(ViewerError, match="a node under R has no frame name"):
         load(path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known issue: readers._read_json's rewrite matches inside strings of invalid JSON",
+)
+def test_invalid_json_with_a_rewrite_pattern_inside_a_string_is_a_viewer_error(tmp_path):
+    # The name string ends early (`"R},"`); the rewrite turns `},"children":[]` into `}]`,
+    # which makes the document valid JSON with a node named "R}]". The C++ reader rejects it.
+    data = (FUZZ_DIR / "regressions/viewer_load/json_rewrite_inside_string").read_bytes()
+    assert reader_checks.rewrite_inside_string(data)
+    path = tmp_path / "run.hatchet"
+    path.write_bytes(data)
+    with pytest.raises(ViewerError, match="is not valid JSON"):
+        load(path)
