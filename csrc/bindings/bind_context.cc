@@ -54,7 +54,6 @@ const MetricList &launchMetrics(nb::handle metrics) {
 }  // namespace
 
 void bindContext(nb::module_ &m) {
-  auto &manager = SessionManager::global();
 
   m.def(
       "install_python_context",
@@ -70,22 +69,22 @@ void bindContext(nb::module_ &m) {
 
   m.def(
       "push_launch_metadata",
-      [&manager](nb::handle name, nb::handle metrics) {
-        if (!manager.profilingOn()) return;
-        manager.pushLaunchMetadata(internName(name), launchMetrics(metrics));
+      [](nb::handle name, nb::handle metrics) {
+        if (!SessionManager::global().profilingOn()) return;
+        SessionManager::global().pushLaunchMetadata(internName(name), launchMetrics(metrics));
       },
       nb::arg("name"), nb::arg("metrics").none(),
       "The next kernel this thread launches is named `name` and gets `metrics`.");
-  m.def("pop_launch_metadata", [&manager] { manager.popLaunchMetadata(); });
+  m.def("pop_launch_metadata", [] { SessionManager::global().popLaunchMetadata(); });
   m.def(
       "enter_metadata_state",
-      [&manager]() -> uint32_t {
+      []() -> uint32_t {
         static const StringId state = StringTable::global().intern(kMetadataStateName);
-        return manager.exchangeState(state).value;
+        return SessionManager::global().exchangeState(state).value;
       },
       "Sets the state to __proton_launch_metadata; returns the previous state for restore_state.");
   m.def(
-      "restore_state", [&manager](uint32_t previous) { manager.exchangeState(StringId{previous}); },
+      "restore_state", [](uint32_t previous) { SessionManager::global().exchangeState(StringId{previous}); },
       nb::arg("previous"));
 }
 

@@ -7,11 +7,10 @@
 namespace proton::bindings {
 
 void bindData(nb::module_ &m) {
-  auto &manager = SessionManager::global();
-  auto serialize = [&manager](int session, uint64_t phase, const char *format) {
+  auto serialize = [](int session, uint64_t phase, const char *format) {
     Result<std::string> r = [&] {
       nb::gil_scoped_release release;
-      return manager.serialize(SessionId{session}, PhaseId{phase}, format);
+      return SessionManager::global().serialize(SessionId{session}, PhaseId{phase}, format);
     }();
     return valueOrThrow(std::move(r));
   };
@@ -29,20 +28,20 @@ void bindData(nb::module_ &m) {
       nb::arg("session"), nb::arg("phase"));
   m.def(
       "advance_phase",
-      [&manager](int session) {
-        return valueOrThrow(manager.advancePhase(SessionId{session})).value;
+      [](int session) {
+        return valueOrThrow(SessionManager::global().advancePhase(SessionId{session})).value;
       },
       nb::arg("session"));
   m.def(
       "is_phase_complete",
-      [&manager](int session, uint64_t phase) {
-        return valueOrThrow(manager.isPhaseComplete(SessionId{session}, PhaseId{phase}));
+      [](int session, uint64_t phase) {
+        return valueOrThrow(SessionManager::global().isPhaseComplete(SessionId{session}, PhaseId{phase}));
       },
       nb::arg("session"), nb::arg("phase"));
   m.def(
       "clear",
-      [&manager](int session, uint64_t phase, bool upTo) {
-        throwIfError(manager.clear(SessionId{session}, PhaseId{phase}, upTo));
+      [](int session, uint64_t phase, bool upTo) {
+        throwIfError(SessionManager::global().clear(SessionId{session}, PhaseId{phase}, upTo));
       },
       nb::arg("session"), nb::arg("phase"), nb::arg("clear_up_to_phase"));
 }

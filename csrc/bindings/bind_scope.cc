@@ -85,7 +85,6 @@ void initScope(Scope *self, nb::handle name, nb::handle metrics, bool timed) {
 }  // namespace
 
 void bindScope(nb::module_ &m) {
-  auto &manager = SessionManager::global();
 
   nb::class_<Scope>(m, "Scope")
       .def(
@@ -98,21 +97,21 @@ void bindScope(nb::module_ &m) {
       .def_prop_ro("metrics", [](Scope &s) { return s.metrics; })
       .def(
           "__enter__",
-          [&manager](nb::handle self) {
+          [](nb::handle self) {
             Scope &s = *nb::inst_ptr<Scope>(self);
-            if (!manager.profilingOn()) return nb::borrow(self);
-            throwIfError(manager.enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
+            if (!SessionManager::global().profilingOn()) return nb::borrow(self);
+            throwIfError(SessionManager::global().enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
             ++s.entered;
-            s.generation = manager.generation();
+            s.generation = SessionManager::global().generation();
             return nb::borrow(self);
           })
       .def(
           "__exit__",
-          [&manager](Scope &s, nb::handle, nb::handle, nb::handle) {
+          [](Scope &s, nb::handle, nb::handle, nb::handle) {
             if (s.entered == 0) return false;
             --s.entered;
-            if (s.generation != manager.generation()) return false;  // profiling restarted
-            throwIfError(manager.exitScope(internName(s.name), {}));
+            if (s.generation != SessionManager::global().generation()) return false;  // profiling restarted
+            throwIfError(SessionManager::global().exitScope(internName(s.name), {}));
             return false;
           },
           nb::arg("exc_type").none(), nb::arg("exc_value").none(), nb::arg("traceback").none());
@@ -127,34 +126,34 @@ void bindScope(nb::module_ &m) {
 
   m.def(
       "enter_scope",
-      [&manager](nb::handle name, nb::handle metrics) -> int64_t {
+      [](nb::handle name, nb::handle metrics) -> int64_t {
         requireStr(name, "scope name");
-        if (!manager.profilingOn()) return -1;
+        if (!SessionManager::global().profilingOn()) return -1;
         uint64_t id = 0;
-        throwIfError(manager.enterScope(internName(name), false, sharedMetrics(metrics), &id));
+        throwIfError(SessionManager::global().enterScope(internName(name), false, sharedMetrics(metrics), &id));
         return static_cast<int64_t>(id);
       },
       nb::arg("name").none(), nb::arg("metrics").none() = nb::none());
   m.def(
       "exit_scope",
-      [&manager](nb::handle name, nb::handle metrics) -> int64_t {
+      [](nb::handle name, nb::handle metrics) -> int64_t {
         if (!name.is_none()) requireStr(name, "scope name");
-        if (!manager.profilingOn()) return -1;
+        if (!SessionManager::global().profilingOn()) return -1;
         std::optional<StringId> id;
         if (!name.is_none()) id = internName(name);
         uint64_t scopeId = 0;
-        throwIfError(manager.exitScope(id, toMetricList(metrics), &scopeId));
+        throwIfError(SessionManager::global().exitScope(id, toMetricList(metrics), &scopeId));
         return static_cast<int64_t>(scopeId);
       },
       nb::arg("name").none() = nb::none(), nb::arg("metrics").none() = nb::none());
   m.def(
       "enter_state",
-      [&manager](nb::handle name) {
+      [](nb::handle name) {
         requireStr(name, "state name");
-        manager.enterState(internName(name));
+        SessionManager::global().enterState(internName(name));
       },
       nb::arg("name").none());
-  m.def("exit_state", [&manager] { manager.exitState(); });
+  m.def("exit_state", [] { SessionManager::global().exitState(); });
 
   // Thread inheritance: proton wraps threading.Thread.start so that the new thread adopts
   // the stack its starting thread had at start().
@@ -165,7 +164,7 @@ void bindScope(nb::module_ &m) {
       [](const ContextSnapshot &snapshot) { ThreadContext::current().adopt(snapshot); },
       nb::arg("snapshot"));
   m.def(
-      "depth", [&manager](int session) { return valueOrThrow(manager.depth(SessionId{session})); },
+      "depth", [](int session) { return valueOrThrow(SessionManager::global().depth(SessionId{session})); },
       nb::arg("session"));
 }
 

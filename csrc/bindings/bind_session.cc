@@ -22,51 +22,50 @@ std::optional<SessionId> toId(std::optional<int> session) {
 }  // namespace
 
 void bindSession(nb::module_ &m) {
-  auto &manager = SessionManager::global();
-  manager.setToolVersion(PROTON_VERSION);
+  SessionManager::global().setToolVersion(PROTON_VERSION);
 
   m.def(
       "start",
-      [&manager](const std::string &path, const std::string &context, const std::string &data,
+      [](const std::string &path, const std::string &context, const std::string &data,
                  const std::string &backend, const std::string &mode) {
         SessionOptions options =
             valueOrThrow(parseSessionOptions(path, context, data, backend, mode));
-        StartResult r = valueOrThrow(manager.start(options));
+        StartResult r = valueOrThrow(SessionManager::global().start(options));
         return std::make_tuple(r.id.value, r.created, r.warning);
       },
       nb::arg("path"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
       "Starts (or re-activates) the session writing to path; returns (id, created, warning).");
   m.def(
-      "activate", [&manager](std::optional<int> s) { throwIfError(manager.activate(toId(s))); },
+      "activate", [](std::optional<int> s) { throwIfError(SessionManager::global().activate(toId(s))); },
       nb::arg("session").none());
   m.def(
       "deactivate",
-      [&manager](std::optional<int> s, bool flushing) {
+      [](std::optional<int> s, bool flushing) {
         nb::gil_scoped_release release;
-        throwIfError(manager.deactivate(toId(s), flushing));
+        throwIfError(SessionManager::global().deactivate(toId(s), flushing));
       },
       nb::arg("session").none(), nb::arg("flushing") = false);
   m.def(
       "finalize",
-      [&manager](std::optional<int> s, const std::string &format) {
+      [](std::optional<int> s, const std::string &format) {
         std::vector<std::string> written;
         Status status;
         {
           nb::gil_scoped_release release;
-          status = manager.finalize(toId(s), format, &written);
+          status = SessionManager::global().finalize(toId(s), format, &written);
         }
         throwIfError(status);
         return written;
       },
       nb::arg("session").none(), nb::arg("output_format") = "",
       "Writes and drops the session(s); returns the paths written ('-' for stdout).");
-  m.def("profiling_on", [&manager] { return manager.profilingOn(); });
-  m.def("live_sessions", [&manager] {
+  m.def("profiling_on", [] { return SessionManager::global().profilingOn(); });
+  m.def("live_sessions", [] {
     std::vector<int> ids;
-    for (SessionId id : manager.liveSessions()) ids.push_back(id.value);
+    for (SessionId id : SessionManager::global().liveSessions()) ids.push_back(id.value);
     return ids;
   });
-  m.def("set_command_line", [&manager](std::string s) { manager.setCommandLine(std::move(s)); });
+  m.def("set_command_line", [](std::string s) { SessionManager::global().setCommandLine(std::move(s)); });
   m.def("set_library_search_dirs", &setLibrarySearchDirs, nb::arg("dirs"),
         "Extra directories searched for vendor libraries (e.g. libcupti).");
   m.def(

@@ -49,3 +49,10 @@ void installForkHandlers() {
 }
 
 }  // namespace proton
+
+namespace proton {
+namespace {
+// Also at load time, so a fork before the first session is just as safe.
+[[maybe_unused]] const bool kInstalledAtLoad = (installForkHandlers(), true);
+}  // namespace
+}  // namespace proton
