@@ -85,3 +85,13 @@ def test_invalid_json_with_a_rewrite_pattern_inside_a_string_is_a_viewer_error(t
     path.write_bytes(data)
     with pytest.raises(ViewerError, match="is not valid JSON"):
         load(path)
+
+
+def test_msgpack_metric_name_that_is_not_a_string_is_a_viewer_error(tmp_path):
+    # {"time (ns)": 1, 1.5: 2}: MessagePack keys may be numbers; the viewer then failed on
+    # `1.5.endswith` (AttributeError) when listing metrics.
+    data = (FUZZ_DIR / "regressions/viewer_load/msgpack_metric_name_not_a_string").read_bytes()
+    path = tmp_path / "run.hatchet_msgpack"
+    path.write_bytes(data)
+    with pytest.raises(ViewerError, match="a metric name is not a string"):
+        load(path)

@@ -254,6 +254,8 @@ def _from_document(path, document):
         raise _shape_error(path, f"the top level is {_describe(document)}")
     root = document[0]
     names, parents, rows = _walk_nodes(path, root)
+    if any(type(key) is not str for key in set().union(*rows)):  # MessagePack allows them
+        raise _shape_error(path, "a metric name is not a string")
     devices = document[1] if len(document) > 1 else {}
     if not isinstance(devices, dict):
         raise _shape_error(path, f"the device table is {_describe(devices)}")
