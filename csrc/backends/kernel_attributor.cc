@@ -61,8 +61,14 @@ void KernelAttributor::add(const KernelRecord &r) {
     unmatched().add();
     return;
   }
-  if (launch.count == 0) return;  // launched while no session was recording
+  if (launch.count == 0) {  // launched while no session was recording
+    // Its instruction samples must not be credited to another launch of the same function.
+    if (samples_) samples_->noteKernel(kernelName(r.name), nullptr, 0, r.startNs, r.endNs);
+    return;
+  }
   StringId name = kernelName(r.name);
+  SampleTarget sampled[LaunchInfo::kMaxEntries];
+  size_t numSampled = 0;
   std::shared_ptr<const CaptureStack> captured;
   if (r.graphNodeId != 0) {
     captured = captures_.find(r.graphNodeId);
@@ -102,12 +108,13 @@ void KernelAttributor::add(const KernelRecord &r) {
       event.correlation = r.correlation;
       s.addDeviceEvent(e.phase, event, r.deviceType, r.device);
     } else {
-      uint64_t durationNs = r.endNs > r.startNs ? r.endNs - r.startNs : 0;
-      s.addKernel(e.phase, node, durationNs, r.device, r.deviceType);
-      if (samples_ && PcSampleAttributor::samples(s))
-        samples_->noteKernel(name, s, e.phase, node, durationNs);
+      s.addKernel(e.phase, node, r.endNs > r.startNs ? r.endNs - r.startNs : 0, r.device,
+                  r.deviceType);
+      if (samples_ && node != kNoNode && PcSampleAttributor::samples(s))
+        sampled[numSampled++] = SampleTarget{&s, e.phase, node};
     }
   }
+  if (samples_) samples_->noteKernel(name, sampled, numSampled, r.startNs, r.endNs);
 }
 
 }  // namespace proton

@@ -8,8 +8,8 @@
 // time (ns) and count. Trace data: one slice on the device's stream lane, pointing at that
 // node for its call stack, with the launch time and thread for the launch->kernel arrow.
 // Records whose launch is unknown are counted (kernel_records_unmatched), never guessed.
-// While instruction sampling runs, each kernel filed in a sampling session is also noted in
-// the PcSampleAttributor, which files that kernel's samples under the same node.
+// While instruction sampling runs, every kernel is also noted in the PcSampleAttributor with
+// the nodes it was filed under in sampling sessions, where its samples then go.
 //
 // Not thread-safe: the backend processes one activity buffer at a time.
 #pragma once

@@ -14,8 +14,12 @@ namespace {
 
 constexpr StringId kNoFrame{UINT32_MAX};
 constexpr uint8_t kAll = 0, kNotIssued = 1, kSelected = 2;
-// Samples held for functions with no kernel yet, in (function, frame) entries.
-constexpr size_t kMaxHeldEntries = size_t(1) << 16;
+// Sample entries (function, frame) waiting in rounds not filed yet.
+constexpr size_t kMaxHeldEntries = size_t(1) << 18;
+// Kernels of one function from the same frames this close together form one span.
+constexpr uint64_t kMergeGapNs = 1'000'000;
+// A round whose function ran no kernel in it waits this long for one, then takes the nearest.
+constexpr uint64_t kGiveUpNs = 10'000'000'000;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
@@ -25,6 +29,10 @@ Counter &withoutLine() {
 }
 Counter &unattributed() {
   static Counter &c = stat("pc_samples_unattributed");
+  return c;
+}
+Counter &unrecorded() {
+  static Counter &c = stat("pc_samples_of_unrecorded_kernels");
   return c;
 }
 Counter &apportioned() {
@@ -52,40 +60,30 @@ inline size_t mix(size_t h, uint64_t v) {
 
 }  // namespace
 
-// A frame a function's kernels were filed under in this window (or the last one). expected
-// and assigned carry the split of samples among several frames of one session.
-struct PcSampleAttributor::Target {
-  Session *session;
-  PhaseId phase;
-  NodeId node;
-  uint64_t weightNs;
-  double expected = 0;
-  uint64_t assigned = 0;
-};
-
 struct PcSampleAttributor::Held {
   StringId frame;
   bool notIssuedDefinesStalls;
   std::vector<uint64_t> slots;
 };
 
-struct PcSampleAttributor::FunctionState {
-  std::vector<Target> recent;  // this window
-  std::vector<Target> last;    // the latest earlier window with kernels of this function
-  std::vector<Held> held;
-  std::unordered_map<GatherKey, uint32_t, KeyHash> recentIndex;  // frame unused
-  bool recentSorted = true;  // by session, so that a session's targets are one run
+// One round of reads: per function, its samples by frame.
+struct PcSampleAttributor::Round {
+  struct Function {
+    std::vector<Held> held;
+    std::unordered_map<uint64_t, uint32_t> index;  // frame << 1 | notIssuedDefinesStalls
+  };
+  uint64_t fromNs = 0, toNs = 0;
+  std::unordered_map<StringId, Function> functions;
+};
 
-  void sortRecent() {
-    if (recentSorted) return;
-    std::stable_sort(recent.begin(), recent.end(), [](const Target &a, const Target &b) {
-      return std::less<const Session *>{}(a.session, b.session);
-    });
-    recentIndex.clear();
-    for (size_t i = 0; i < recent.size(); ++i)
-      recentIndex[GatherKey{recent[i].session, recent[i].phase, recent[i].node, {}}] = uint32_t(i);
-    recentSorted = true;
-  }
+// A kernel (or a run of back-to-back kernels with the same frames) of one function.
+struct PcSampleAttributor::Span {
+  uint64_t startNs, endNs, busyNs;
+  uint32_t set;
+};
+
+struct PcSampleAttributor::FunctionState {
+  std::deque<Span> spans;  // by arrival, roughly by time
 };
 
 struct PcSampleAttributor::Gathered {
@@ -129,6 +127,9 @@ PcSampleAttributor::PcSampleAttributor(KernelAttributor &kernels)
     : kernels_(kernels),
       numSamples_(StringTable::global().intern("num_samples")),
       numStalled_(StringTable::global().intern("num_stalled_samples")) {
+  sets_.emplace_back();  // set 0: no sampling session
+  setIndex_.emplace(SetKey{}, 0);
+  unrecorded();
   withoutLine();
   unattributed();
   apportioned();
@@ -168,26 +169,38 @@ StallReasonMap PcSampleAttributor::stallReasons(
   return map;
 }
 
-PcSampleAttributor::FunctionState &PcSampleAttributor::function(StringId name) {
-  std::unique_ptr<FunctionState> &f = functions_[name];
-  if (!f) f = std::make_unique<FunctionState>();
-  return *f;
+uint32_t PcSampleAttributor::targetSet(const SampleTarget *targets, size_t n) {
+  if (n == 0) return 0;
+  SetKey key;
+  for (size_t i = 0; i < n; ++i)
+    key.emplace_back(targets[i].session, targets[i].phase.value, targets[i].node.value);
+  std::sort(key.begin(), key.end());
+  auto [it, inserted] = setIndex_.try_emplace(std::move(key), uint32_t(sets_.size()));
+  if (inserted) sets_.emplace_back(targets, targets + n);
+  return it->second;
 }
 
-void PcSampleAttributor::noteKernel(StringId function, Session &s, PhaseId phase, NodeId node,
-                                    uint64_t durationNs) {
-  if (node == kNoNode) return;
-  FunctionState &f = this->function(function);
-  uint64_t weight = std::max<uint64_t>(durationNs, 1);
-  auto [it, inserted] =
-      f.recentIndex.try_emplace(GatherKey{&s, phase, node, {}}, uint32_t(f.recent.size()));
-  if (!inserted) {
-    f.recent[it->second].weightNs += weight;
-    return;
+void PcSampleAttributor::noteKernel(StringId function, const SampleTarget *targets, size_t n,
+                                    uint64_t startNs, uint64_t endNs) {
+  std::unique_ptr<FunctionState> &f = functions_[function];
+  if (!f) f = std::make_unique<FunctionState>();
+  endNs = std::max(endNs, startNs);
+  if (!f->spans.empty()) {
+    // Back-to-back launches from the same frames (the common case) extend one span; the
+    // frame set is compared in place, without building its key.
+    Span &last = f->spans.back();
+    const std::vector<SampleTarget> &set = sets_[last.set];
+    bool same = set.size() == n;
+    for (size_t i = 0; same && i < n; ++i)
+      same = set[i].session == targets[i].session && set[i].phase == targets[i].phase &&
+             set[i].node == targets[i].node;
+    if (same && startNs >= last.startNs && startNs <= last.endNs + kMergeGapNs) {
+      last.endNs = std::max(last.endNs, endNs);
+      last.busyNs += endNs - startNs;
+      return;
+    }
   }
-  if (!f.recent.empty() && std::less<const Session *>{}(&s, f.recent.back().session))
-    f.recentSorted = false;
-  f.recent.push_back(Target{&s, phase, node, weight});
+  f->spans.push_back(Span{startNs, endNs, endNs - startNs, targetSet(targets, n)});
 }
 
 StringId PcSampleAttributor::frameFor(const PcSample &sample, StringId function,
@@ -206,13 +219,20 @@ StringId PcSampleAttributor::frameFor(const PcSample &sample, StringId function,
   return frame;
 }
 
+uint64_t PcSampleAttributor::samplesIn(const uint64_t *slots, size_t n) const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (slotKind_[i] != kNotIssued) total += slots[i];
+  return total;
+}
+
 void PcSampleAttributor::add(const PcSample *samples, size_t n, const StallReasonMap &reasons,
                              LineTable &lines) {
+  if (!current_) current_ = std::make_unique<Round>();
   std::vector<uint64_t> slots;
   for (size_t i = 0; i < n; ++i) {
     const PcSample &sample = samples[i];
     slots.assign(slotMetrics_.size(), 0);
-    uint64_t total = 0;
     for (uint32_t k = 0; k < sample.numStalls; ++k) {
       const StallCount &stall = sample.stalls[k];
       uint32_t slot = reasons.slot(stall.reason);
@@ -221,92 +241,109 @@ void PcSampleAttributor::add(const PcSample *samples, size_t n, const StallReaso
         continue;
       }
       slots[slot] += stall.samples;
-      if (slotKind_[slot] != kNotIssued) total += stall.samples;
     }
+    uint64_t total = samplesIn(slots.data(), slots.size());
     if (total == 0) continue;
     StringId name = kernels_.kernelName(sample.function);
     StringId frame = frameFor(sample, name, lines);
     if (frame == kNoFrame) withoutLine().add(total);
-    file(function(name), frame, slots, reasons.hasNotIssued());
+    Round::Function &f = current_->functions[name];
+    uint64_t key = uint64_t(frame.value) << 1 | uint64_t(reasons.hasNotIssued());
+    auto [it, inserted] = f.index.try_emplace(key, uint32_t(f.held.size()));
+    if (inserted) {
+      if (heldEntries_ >= kMaxHeldEntries) {
+        f.index.erase(it);
+        unattributed().add(total);
+        continue;
+      }
+      ++heldEntries_;
+      f.held.push_back(Held{frame, reasons.hasNotIssued(), {}});
+    }
+    Held &h = f.held[it->second];
+    if (h.slots.size() < slots.size()) h.slots.resize(slots.size(), 0);
+    for (size_t k = 0; k < slots.size(); ++k) h.slots[k] += slots[k];
   }
 }
 
-void PcSampleAttributor::file(FunctionState &f, StringId frame, const std::vector<uint64_t> &slots,
-                              bool notIssuedDefinesStalls) {
-  f.sortRecent();
-  std::vector<Target> &targets = f.recent.empty() ? f.last : f.recent;
-  if (targets.empty()) return hold(f, frame, slots, notIssuedDefinesStalls);
+bool PcSampleAttributor::fileRound(StringId function, uint64_t fromNs, uint64_t toNs,
+                                   uint64_t nowNs, std::vector<Held> &held, bool final) {
+  std::vector<std::pair<uint32_t, double>> weights;  // frame set -> kernel time in the round
+  auto weigh = [&](uint32_t set, double w) {
+    for (auto &[s, total] : weights)
+      if (s == set) return void(total += w);
+    weights.emplace_back(set, w);
+  };
+  auto it = functions_.find(function);
+  const Span *nearest = nullptr;
+  uint64_t nearestGap = UINT64_MAX;
+  if (it != functions_.end()) {
+    for (const Span &span : it->second->spans) {
+      uint64_t lo = std::max(span.startNs, fromNs), hi = std::min(span.endNs, toNs);
+      if (lo <= hi) {
+        // A span's share of the round: its overlap, thinned by the gaps between its kernels.
+        double length = double(span.endNs - span.startNs);
+        double overlap = double(hi - lo);
+        weigh(span.set, length > 0 ? std::max(overlap, 1.0) * double(span.busyNs) / length : 1.0);
+        continue;
+      }
+      uint64_t gap = span.startNs > toNs ? span.startNs - toNs : fromNs - span.endNs;
+      if (gap < nearestGap) nearestGap = gap, nearest = &span;
+    }
+  }
+  if (weights.empty()) {
+    // No kernel of the function ran in the round: its record may still be on its way (a long
+    // kernel ends late). Past the final close, or after kGiveUpNs, take the nearest kernel.
+    if (!final && nowNs < toNs + kGiveUpNs) return false;
+    if (!nearest) {
+      for (const Held &h : held) unattributed().add(samplesIn(h.slots.data(), h.slots.size()));
+      return true;
+    }
+    weigh(nearest->set, 1.0);
+  }
+  double total = 0;
+  for (const auto &[set, w] : weights) total += w;
+  // Each count is dealt out by weight; a set's running deficit (what its weight says it should
+  // have minus what it got) decides where the indivisible remainder goes.
+  std::vector<double> expected(weights.size(), 0);
+  std::vector<uint64_t> assigned(weights.size(), 0);
   std::vector<uint64_t> share;
-  std::vector<Target *> group;
-  for (size_t begin = 0, end = 0; begin < targets.size(); begin = end) {
-    Session *s = targets[begin].session;
-    group.clear();
-    uint64_t weight = 0;
-    for (end = begin; end < targets.size() && targets[end].session == s; ++end) {
-      group.push_back(&targets[end]);
-      weight += targets[end].weightNs;
-    }
-    if (group.size() == 1) {
-      gather(*group[0], frame, slots.data(), slots.size(), notIssuedDefinesStalls);
-      continue;
-    }
-    // Several frames: each slot's count is dealt out by kernel time, keeping each frame's
-    // running deficit (what its share says minus what it got) small across samples.
-    share.assign(group.size() * slots.size(), 0);
-    uint64_t dealt = 0;
-    for (size_t slot = 0; slot < slots.size(); ++slot) {
-      uint64_t count = slots[slot];
+  for (const Held &h : held) {
+    size_t n = h.slots.size();
+    share.assign(weights.size() * n, 0);
+    for (size_t slot = 0; slot < n; ++slot) {
+      uint64_t count = h.slots[slot];
       if (count == 0) continue;
-      if (slotKind_[slot] != kNotIssued) dealt += count;
       uint64_t given = 0;
-      for (size_t g = 0; g < group.size(); ++g) {
-        Target &t = *group[g];
-        double exact = double(count) * double(t.weightNs) / double(weight);
-        t.expected += exact;
-        uint64_t bulk = static_cast<uint64_t>(exact);
-        share[g * slots.size() + slot] += bulk;
-        t.assigned += bulk;
+      for (size_t g = 0; g < weights.size(); ++g) {
+        double exact = double(count) * weights[g].second / total;
+        expected[g] += exact;
+        uint64_t bulk = std::min<uint64_t>(static_cast<uint64_t>(exact), count - given);
+        share[g * n + slot] += bulk;
+        assigned[g] += bulk;
         given += bulk;
       }
       for (; given < count; ++given) {
         size_t best = 0;
-        for (size_t g = 1; g < group.size(); ++g)
-          if (group[g]->expected - group[g]->assigned >
-              group[best]->expected - group[best]->assigned)
+        for (size_t g = 1; g < weights.size(); ++g)
+          if (expected[g] - double(assigned[g]) > expected[best] - double(assigned[best]))
             best = g;
-        ++share[best * slots.size() + slot];
-        ++group[best]->assigned;
+        ++share[best * n + slot];
+        ++assigned[best];
       }
     }
-    apportioned().add(dealt);
-    for (size_t g = 0; g < group.size(); ++g)
-      gather(*group[g], frame, share.data() + g * slots.size(), slots.size(),
-             notIssuedDefinesStalls);
-  }
-}
-
-void PcSampleAttributor::hold(FunctionState &f, StringId frame, const std::vector<uint64_t> &slots,
-                              bool notIssuedDefinesStalls) {
-  for (Held &h : f.held) {
-    if (h.frame == frame && h.notIssuedDefinesStalls == notIssuedDefinesStalls) {
-      if (h.slots.size() < slots.size()) h.slots.resize(slots.size(), 0);
-      for (size_t i = 0; i < slots.size(); ++i) h.slots[i] += slots[i];
-      return;
+    if (weights.size() > 1) apportioned().add(samplesIn(h.slots.data(), n));
+    for (size_t g = 0; g < weights.size(); ++g) {
+      const uint64_t *part = share.data() + g * n;
+      const std::vector<SampleTarget> &set = sets_[weights[g].first];
+      if (set.empty()) unrecorded().add(samplesIn(part, n));
+      for (const SampleTarget &t : set) gather(t, h.frame, part, n, h.notIssuedDefinesStalls);
     }
   }
-  if (heldEntries_ >= kMaxHeldEntries) {
-    uint64_t total = 0;
-    for (size_t i = 0; i < slots.size(); ++i)
-      if (slotKind_[i] != kNotIssued) total += slots[i];
-    unattributed().add(total);
-    return;
-  }
-  ++heldEntries_;
-  f.held.push_back(Held{frame, notIssuedDefinesStalls, slots});
+  return true;
 }
 
-void PcSampleAttributor::gather(const Target &t, StringId frame, const uint64_t *slots, size_t n,
-                                bool notIssuedDefinesStalls) {
+void PcSampleAttributor::gather(const SampleTarget &t, StringId frame, const uint64_t *slots,
+                                size_t n, bool notIssuedDefinesStalls) {
   uint64_t samples = 0, notIssued = 0, selected = 0;
   for (size_t i = 0; i < n; ++i) {
     if (slotKind_[i] == kNotIssued) {
@@ -335,7 +372,7 @@ void PcSampleAttributor::writeGathered() {
     // A cleared phase keeps its id but starts over with an empty tree.
     bool alive = false;
     s.readPhase(phase, [&](const PhaseData &p) { alive = g.key.node.value < p.tree.size(); });
-    NodeId node = !alive                   ? kNoNode
+    NodeId node = !alive                    ? kNoNode
                   : g.key.frame == kNoFrame ? g.key.node
                                             : s.child(phase, g.key.node, g.key.frame);
     if (node == kNoNode) {
@@ -354,43 +391,39 @@ void PcSampleAttributor::writeGathered() {
   gatheredIndex_.clear();
 }
 
-void PcSampleAttributor::closeWindow(bool final) {
-  for (auto &[name, f] : functions_) {
-    if (f->held.empty()) continue;
-    bool targets = !f->recent.empty() || !f->last.empty();
-    if (!targets && !final) continue;
-    std::vector<Held> held = std::move(f->held);
-    f->held.clear();
-    heldEntries_ -= held.size();
-    for (Held &h : held) {
-      if (targets) {
-        file(*f, h.frame, h.slots, h.notIssuedDefinesStalls);
+void PcSampleAttributor::closeWindow(uint64_t nowNs, bool final) {
+  if (current_ && !current_->functions.empty()) {
+    current_->fromNs = lastCloseNs_ > kLatencyNs ? lastCloseNs_ - kLatencyNs : 0;
+    current_->toNs = nowNs;
+    pending_.push_back(std::move(*current_));
+  }
+  current_.reset();
+  lastCloseNs_ = nowNs;
+  for (Round &round : pending_) {
+    if (!final && nowNs < round.toNs + kSettleNs) break;  // later rounds are newer still
+    for (auto it = round.functions.begin(); it != round.functions.end();) {
+      std::vector<Held> &held = it->second.held;
+      if (!fileRound(it->first, round.fromNs, round.toNs, nowNs, held, final)) {
+        ++it;
         continue;
       }
-      uint64_t total = 0;
-      for (size_t i = 0; i < h.slots.size(); ++i)
-        if (slotKind_[i] != kNotIssued) total += h.slots[i];
-      unattributed().add(total);
+      heldEntries_ -= held.size();
+      it = round.functions.erase(it);
     }
   }
+  std::erase_if(pending_, [](const Round &r) { return r.functions.empty(); });
   writeGathered();
-  for (auto &[name, f] : functions_) {
-    if (f->recent.empty()) continue;
-    f->sortRecent();
-    f->last = std::move(f->recent);
-    f->recent.clear();
-    f->recentIndex.clear();
-  }
+  // Kernels older than every round still to be filed (and than the next one) can go; each
+  // function keeps its latest kernel for samples read long after it.
+  uint64_t keepAfter = lastCloseNs_ > kLatencyNs ? lastCloseNs_ - kLatencyNs : 0;
+  for (const Round &r : pending_) keepAfter = std::min(keepAfter, r.fromNs);
+  for (auto &[name, f] : functions_)
+    while (f->spans.size() > 1 && f->spans.front().endNs < keepAfter) f->spans.pop_front();
 }
 
 void PcSampleAttributor::forgetSession(const Session &s) {
-  auto gone = [&](const Target &t) { return t.session == &s; };
-  for (auto &[name, f] : functions_) {
-    std::erase_if(f->recent, gone);
-    std::erase_if(f->last, gone);
-    f->recentSorted = false;  // rebuilds the index
-    f->sortRecent();
-  }
+  for (std::vector<SampleTarget> &set : sets_)
+    std::erase_if(set, [&](const SampleTarget &t) { return t.session == &s; });
   std::erase_if(gathered_, [&](const Gathered &g) { return g.session == &s; });
   gatheredIndex_.clear();
   for (size_t i = 0; i < gathered_.size(); ++i) gatheredIndex_[gathered_[i].key] = uint32_t(i);

@@ -5,33 +5,38 @@
 //   kernels.sampleKernelsInto(&samples);           // kernel records now feed noteKernel()
 //   StallReasonMap reasons = samples.stallReasons({{0, "smsp__pcsamp_..._selected"}, ...});
 //   samples.add(batch.data(), batch.size(), reasons, lines);   // one buffer read from the GPU
-//   samples.closeWindow(/*final=*/false);          // after every read of every context
+//   samples.closeWindow(monotonicNs(), /*final=*/false);       // after each round of reads
 //
 // Tree data: <kernel frame>/<file:line@function> gets num_samples, num_stalled_samples and
 // one stalled_<reason> per stall reason seen (all int, inclusive). Samples whose PC has no
 // line information stay on the kernel frame (counted in pc_samples_without_line_info).
 //
-// Which kernel frame: the vendor samples continuously and names only the function (and its
-// module), not the launch. A window runs from one read of the sample buffers to the next;
-// a function's samples go to the frames its kernels were filed under in that window (in the
-// previous one when none of its kernels finished in this one), in every sampling session.
-// When one function ran under several frames of a session in a window, its samples are
-// split among them in proportion to kernel time (pc_samples_apportioned counts them).
-// Samples of a function with no kernel yet are held for later windows; at a final close
-// they are dropped and counted (pc_samples_unattributed).
+// Which kernel frame: the GPU samples continuously and names only the function (and its
+// module), not the launch. Samples are read in rounds; the samples of one round were taken
+// between the previous round minus the vendor's decode latency (kLatencyNs) and this round.
+// They are split among the kernels of their function that ran in that interval, by the time
+// each ran in it (kernel times are on Proton's clock). A kernel stands for the set of frames
+// its launch was filed under in the sampling sessions; the set is empty when no sampling
+// session recorded it, and its share is then set aside (pc_samples_of_unrecorded_kernels).
+// A round waits kSettleNs for the records of its kernels before it is filed; a final close
+// files everything, giving samples with no kernel in their interval to the function's
+// kernel nearest in time, or, if it never ran, counting them (pc_samples_unattributed).
 //
-//   sample ──(function)──> window targets {session, phase, kernel node, kernel ns}
-//          ──(module, pc)──> LineTable ──> "file:line@function" (cached per PC)
+//   round [from, to] x function --(kernel spans overlapping it, by time)--> frame sets
+//   sample (module, function, pc) --LineTable--> "file:line@function" (cached per PC)
 //
-// Not thread-safe: the backend serialises add/noteKernel/closeWindow/forgetSession with the
-// lock it already holds to process kernel records.
+// Not thread-safe: the backend serialises every call with the lock it holds to process
+// kernel records.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -57,14 +62,21 @@ struct PcSample {
   uint32_t numStalls = 0;
 };
 
+// A frame a kernel was filed under, in one sampling session.
+struct SampleTarget {
+  Session *session = nullptr;
+  PhaseId phase;
+  NodeId node;
+};
+
 // Source position of an instruction, from the module's line information.
 struct SourceLocation {
   std::string file;  // as recorded in the module (joined with its directory)
   uint32_t line = 0;
 };
 
-// Where line information comes from (CUPTI: the cubin's line table). Called once per
-// distinct (module, function, pc); nullopt when the module or the PC has none.
+// Where line information comes from (CUPTI: the cubin's line table). nullopt when the module
+// or the PC has none.
 class LineTable {
  public:
   virtual ~LineTable() = default;
@@ -86,7 +98,6 @@ class StallReasonMap {
   // True when the GPU reports "<reason>_not_issued" (samples where the warp issued nothing),
   // which then define stalled samples; otherwise every sample but "selected" is stalled.
   bool hasNotIssued() const { return hasNotIssued_; }
-  size_t size() const { return slots_.size(); }
 
  private:
   friend class PcSampleAttributor;
@@ -96,6 +107,11 @@ class StallReasonMap {
 
 class PcSampleAttributor {
  public:
+  // Samples may be decoded this long after the GPU took them.
+  static constexpr uint64_t kLatencyNs = 200'000'000;
+  // A round is filed once the records of its kernels had this long to arrive.
+  static constexpr uint64_t kSettleNs = 300'000'000;
+
   explicit PcSampleAttributor(KernelAttributor &kernels);
   ~PcSampleAttributor();
 
@@ -105,19 +121,22 @@ class PcSampleAttributor {
   // Registers the stall reasons a GPU reports, by the vendor's index and name.
   StallReasonMap stallReasons(const std::vector<std::pair<uint32_t, std::string>> &reasons);
 
-  // A kernel of `function` (its readable name) ran for durationNs under node of session s.
-  void noteKernel(StringId function, Session &s, PhaseId phase, NodeId node, uint64_t durationNs);
-  // One buffer of samples; `function` pointers need only live for the call.
+  // A kernel of `function` (its readable name) ran from startNs to endNs (Proton's clock),
+  // filed under `targets` in the sampling sessions (none: no sampling session recorded it).
+  void noteKernel(StringId function, const SampleTarget *targets, size_t n, uint64_t startNs,
+                  uint64_t endNs);
+  // One buffer of samples of the current round; `function` pointers need only live for the
+  // call.
   void add(const PcSample *samples, size_t n, const StallReasonMap &reasons, LineTable &lines);
-  // Ends a window: writes what add() gathered into the sessions. final: samples still without
-  // a kernel are dropped and counted instead of being held.
-  void closeWindow(bool final);
-  // The session stops recording: forget every target and sample of it.
+  // Ends the round read at nowNs and files every round that has settled (all when final).
+  void closeWindow(uint64_t nowNs, bool final);
+  // The session stops recording: it gets no more samples.
   void forgetSession(const Session &s);
 
  private:
-  struct Target;
   struct Held;
+  struct Round;
+  struct Span;
   struct FunctionState;
   struct Gathered;
   struct PcKey {
@@ -137,30 +156,35 @@ class PcSampleAttributor {
     size_t operator()(const PcKey &k) const noexcept;
     size_t operator()(const GatherKey &k) const noexcept;
   };
+  using SetKey = std::vector<std::tuple<const Session *, uint64_t, uint32_t>>;
 
-  FunctionState &function(StringId name);
+  uint32_t slotFor(const std::string &reason);
+  uint32_t targetSet(const SampleTarget *targets, size_t n);
   StringId frameFor(const PcSample &sample, StringId function, LineTable &lines);
-  // Files per-slot counts under the function's targets (split within each session by kernel
-  // time), or holds them while the function has none.
-  void file(FunctionState &f, StringId frame, const std::vector<uint64_t> &slots,
-            bool notIssuedDefinesStalls);
-  void hold(FunctionState &f, StringId frame, const std::vector<uint64_t> &slots,
-            bool notIssuedDefinesStalls);
-  void gather(const Target &t, StringId frame, const uint64_t *slots, size_t n,
+  // Files one function's samples of a round; false: no kernel yet, keep them.
+  bool fileRound(StringId function, uint64_t fromNs, uint64_t toNs, uint64_t nowNs,
+                 std::vector<Held> &held, bool final);
+  void gather(const SampleTarget &t, StringId frame, const uint64_t *slots, size_t n,
               bool notIssuedDefinesStalls);
   void writeGathered();
-  uint32_t slotFor(const std::string &reason);
+  uint64_t samplesIn(const uint64_t *slots, size_t n) const;
 
   KernelAttributor &kernels_;
   // Per-reason metric slots, shared by every GPU's stall reason map.
   std::vector<StringId> slotMetrics_;  // slot -> "stalled_<reason>"
-  std::vector<uint8_t> slotKind_;      // slot -> kAll / kNotIssued / kSelected
+  std::vector<uint8_t> slotKind_;      // slot -> all / not issued / selected
   std::unordered_map<std::string, uint32_t> slotByReason_;
+  // Frame sets of launches, interned; set 0 is empty (no sampling session).
+  std::vector<std::vector<SampleTarget>> sets_;
+  std::map<SetKey, uint32_t> setIndex_;
   std::unordered_map<StringId, std::unique_ptr<FunctionState>> functions_;
   std::unordered_map<PcKey, StringId, KeyHash> frames_;  // kNoFrame: no line information
+  std::unique_ptr<Round> current_;
+  std::deque<Round> pending_;
+  uint64_t lastCloseNs_ = 0;
+  size_t heldEntries_ = 0;
   std::vector<Gathered> gathered_;
   std::unordered_map<GatherKey, uint32_t, KeyHash> gatheredIndex_;
-  size_t heldEntries_ = 0;
   StringId numSamples_, numStalled_;
 };
 

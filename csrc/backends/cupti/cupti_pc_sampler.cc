@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backends/cupti/cupti_pc_translate.h"
+#include "core/clock.h"
 #include "core/stats.h"
 
 namespace proton::cupti {
@@ -64,10 +65,14 @@ PcSampler::~PcSampler() { stop(); }
 Status PcSampler::start(const CuptiApi &api, uint32_t periodLog2,
                         const std::vector<CUcontext> &contexts) {
   if (running()) return {};
-  if (!api.pcSamplingMissing.empty()) {
+  // Kernel times must be on Proton's clock, the one sample reads are timed with.
+  std::string missing = api.pcSamplingMissing;
+  if (!api.registerTimestampCallback)
+    missing += std::string(missing.empty() ? "" : ", ") + "cuptiActivityRegisterTimestampCallback";
+  if (!missing.empty()) {
     return {StatusCode::kUnavailable,
             "[PROTON] mode='pcsampling': the CUPTI library " + api.path +
-                " lacks the PC sampling API (" + api.pcSamplingMissing +
+                " lacks the PC sampling API (" + missing +
                 "). Install a CUDA 12 or newer CUPTI, or set PROTON_CUPTI_LIB_PATH to one."};
   }
   const char *debug = std::getenv("PROTON_PCSAMPLING_DEBUG");
@@ -262,7 +267,7 @@ void PcSampler::fileBuffer(Context &c, const CUpti_PCSamplingData &data) {
 
 void PcSampler::closeWindow(bool final) {
   std::lock_guard lock(processMu_);
-  samples_.closeWindow(final);
+  samples_.closeWindow(monotonicNs(), final);
 }
 
 void PcSampler::readerLoop() {

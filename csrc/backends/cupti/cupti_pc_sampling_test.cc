@@ -97,6 +97,8 @@ SessionOptions samplingOptions() {
   return o;
 }
 
+constexpr uint64_t ms = 1'000'000;
+
 class PcSamplingTest : public ::testing::Test {
  protected:
   PcSamplingTest()
@@ -108,10 +110,11 @@ class PcSamplingTest : public ::testing::Test {
     kernels_.sampleKernelsInto(&samples_);
   }
 
-  // A kernel `name` launched under ROOT/<scope> (correlation id corr) ran for ns.
-  void kernel(uint32_t corr, const std::string &scope, const char *name, uint64_t ns,
-              std::vector<Session *> sessions = {}) {
-    if (sessions.empty()) sessions.push_back(&session_);
+  // A kernel `name` launched under ROOT/<scope> in `sessions` (none: no session recorded the
+  // launch) ran from startNs to endNs; its record goes through the real translation.
+  void kernel(const std::string &scope, const char *name, uint64_t startNs, uint64_t endNs,
+              std::vector<Session *> sessions) {
+    uint32_t corr = ++correlation_;
     std::vector<LaunchEntry> entries;
     for (Session *s : sessions)
       entries.push_back(
@@ -121,21 +124,24 @@ class PcSamplingTest : public ::testing::Test {
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     k.correlationId = corr;
     k.name = name;
-    k.start = 1000;
-    k.end = 1000 + ns;
+    k.start = startNs;
+    k.end = endNs;
     KernelRecord record;
     ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&k), record));
     kernels_.add(record);
   }
+  void kernel(const std::string &scope, const char *name, uint64_t startNs, uint64_t endNs) {
+    kernel(scope, name, startNs, endNs, {&session_});
+  }
 
-  void read(RawBuffer &raw) {
+  void read(RawBuffer &raw, const StallReasonMap *reasons = nullptr) {
     std::vector<PcSample> batch;
     std::vector<StallCount> stalls;
     translatePcData(raw.data(), batch, stalls);
-    samples_.add(batch.data(), batch.size(), reasons_, lines_);
+    samples_.add(batch.data(), batch.size(), reasons ? *reasons : reasons_, lines_);
   }
 
-  // Metrics of the node at path (names from ROOT), or empty when it does not exist.
+  // Metrics of the node at path (names from ROOT); "<exists>" tells that the node exists.
   std::map<std::string, int64_t> metricsAt(Session &s, const std::vector<std::string> &path) {
     std::map<std::string, int64_t> out;
     s.readPhase(s.currentPhase(), [&](const PhaseData &p) {
@@ -151,6 +157,9 @@ class PcSamplingTest : public ::testing::Test {
     });
     return out;
   }
+  int64_t samplesAt(Session &s, const std::vector<std::string> &path) {
+    return metricsAt(s, path)["num_samples"];
+  }
 
   LaunchTable table_{1024};
   CaptureRegistry captures_;
@@ -159,10 +168,13 @@ class PcSamplingTest : public ::testing::Test {
   PcSampleAttributor samples_;
   StallReasonMap reasons_;
   FakeLines lines_;
+  uint32_t correlation_ = 0;
 };
 
+const std::map<std::string, int64_t> kJustTheNode = {{"<exists>", 1}};
+
 TEST_F(PcSamplingTest, SamplesBecomeLineChildrenOfTheKernelFrame) {
-  kernel(1, "step", "tri_kernel", 500);
+  kernel("step", "tri_kernel", 1 * ms, 2 * ms);
   lines_.set(0xc0de, "tri_kernel", 0x10, "/src/k.py", 12);
   lines_.set(0xc0de, "tri_kernel", 0x20, "/src/k.py", 12);
   lines_.set(0xc0de, "tri_kernel", 0x30, "/src/k.py", 20);
@@ -171,7 +183,7 @@ TEST_F(PcSamplingTest, SamplesBecomeLineChildrenOfTheKernelFrame) {
   raw.pc(0xc0de, "tri_kernel", 0x20, {{kMath, 2}, {kMathNot, 2}});
   raw.pc(0xc0de, "tri_kernel", 0x30, {{kSelected, 3}});
   read(raw);
-  samples_.closeWindow(false);
+  samples_.closeWindow(10 * ms, true);
 
   EXPECT_EQ(metricsAt(session_, {"step", "tri_kernel", "/src/k.py:12@tri_kernel"}),
             (std::map<std::string, int64_t>{{"<exists>", 1},
@@ -188,18 +200,17 @@ TEST_F(PcSamplingTest, SamplesBecomeLineChildrenOfTheKernelFrame) {
                                             {"num_stalled_samples", 0},
                                             {"stalled_selected", 3}}));
   // The kernel frame itself keeps only its time; readers add the children up.
-  EXPECT_EQ(metricsAt(session_, {"step", "tri_kernel"}),
-            (std::map<std::string, int64_t>{{"<exists>", 1}}));
+  EXPECT_EQ(metricsAt(session_, {"step", "tri_kernel"}), kJustTheNode);
 }
 
 TEST_F(PcSamplingTest, SamplesWithoutLineInformationStayOnTheKernelAndAreCounted) {
-  kernel(2, "step", "_Z4gemmPf", 500);  // a library kernel: mangled, no line table
+  kernel("step", "_Z4gemmPf", 1 * ms, 2 * ms);  // a library kernel: mangled, no line table
   uint64_t before = stat("pc_samples_without_line_info");
   RawBuffer raw;
   raw.pc(0xb1a5, "_Z4gemmPf", 0x80, {{kMath, 4}, {kMathNot, 1}});
   raw.pc(0xb1a5, "_Z4gemmPf", 0x90, {{kLong, 5}, {kLongNot, 5}});
   read(raw);
-  samples_.closeWindow(false);
+  samples_.closeWindow(10 * ms, true);
   EXPECT_EQ(stat("pc_samples_without_line_info"), before + 9);
   EXPECT_EQ(metricsAt(session_, {"step", "gemm(float*)"}),
             (std::map<std::string, int64_t>{{"<exists>", 1},
@@ -211,27 +222,30 @@ TEST_F(PcSamplingTest, SamplesWithoutLineInformationStayOnTheKernelAndAreCounted
                                             {"stalled_long_scoreboard_not_issued", 5}}));
 }
 
-TEST_F(PcSamplingTest, SamplesOfAFunctionWithNoKernelAreHeldThenCounted) {
+TEST_F(PcSamplingTest, SamplesOfAFunctionThatNeverRanAreHeldThenCounted) {
   uint64_t before = stat("pc_samples_unattributed");
   RawBuffer raw;
   raw.pc(1, "ghost_kernel", 0x10, {{kSelected, 4}, {kLong, 2}, {kLongNot, 2}});
   read(raw);
-  samples_.closeWindow(false);  // held: its kernel record may still be on its way
+  samples_.closeWindow(100 * ms, false);
+  samples_.closeWindow(500 * ms, false);  // settled, but its kernel may still be running
   EXPECT_EQ(stat("pc_samples_unattributed"), before);
-  samples_.closeWindow(true);  // the final read: nothing launched it
+  samples_.closeWindow(600 * ms, true);  // the final close: nothing ran it
   EXPECT_EQ(stat("pc_samples_unattributed"), before + 6);
   session_.readPhase(PhaseId{0}, [](const PhaseData &p) { EXPECT_EQ(p.tree.size(), 1u); });
 }
 
-TEST_F(PcSamplingTest, HeldSamplesJoinTheirKernelWhenItsRecordArrives) {
+TEST_F(PcSamplingTest, ARoundWaitsForTheRecordsOfItsKernels) {
   lines_.set(5, "late_kernel", 0x10, "k.py", 3);
   RawBuffer raw;
   raw.pc(5, "late_kernel", 0x10, {{kSelected, 2}});
   read(raw);
-  samples_.closeWindow(false);
-  kernel(3, "late", "late_kernel", 10);
-  samples_.closeWindow(false);
-  EXPECT_EQ(metricsAt(session_, {"late", "late_kernel", "k.py:3@late_kernel"})["num_samples"], 2);
+  samples_.closeWindow(100 * ms, false);
+  kernel("late", "late_kernel", 50 * ms, 90 * ms);  // its record comes after the samples
+  samples_.closeWindow(150 * ms, false);             // not settled yet
+  EXPECT_EQ(samplesAt(session_, {"late", "late_kernel", "k.py:3@late_kernel"}), 0);
+  samples_.closeWindow(450 * ms, false);
+  EXPECT_EQ(samplesAt(session_, {"late", "late_kernel", "k.py:3@late_kernel"}), 2);
 }
 
 TEST_F(PcSamplingTest, EverySamplingSessionGetsAllSamplesOfItsKernels) {
@@ -241,54 +255,94 @@ TEST_F(PcSamplingTest, EverySamplingSessionGetsAllSamplesOfItsKernels) {
   plain.path = "plain";
   Session timing(SessionId{903}, plain);  // kernel timing only: gets no samples
   timing.setActive(true);
-  kernel(4, "step", "k2", 100, {&session_, &other, &timing});
+  kernel("step", "k2", 1 * ms, 2 * ms, {&session_, &other, &timing});
   RawBuffer raw;
   raw.pc(9, "k2", 0, {{kLong, 3}, {kLongNot, 3}});
   read(raw);
-  samples_.closeWindow(false);
-  EXPECT_EQ(metricsAt(session_, {"step", "k2"})["num_samples"], 3);
-  EXPECT_EQ(metricsAt(other, {"step", "k2"})["num_samples"], 3);
-  EXPECT_EQ(metricsAt(timing, {"step", "k2"}), (std::map<std::string, int64_t>{{"<exists>", 1}}));
+  samples_.closeWindow(10 * ms, true);
+  EXPECT_EQ(samplesAt(session_, {"step", "k2"}), 3);
+  EXPECT_EQ(samplesAt(other, {"step", "k2"}), 3);
+  EXPECT_EQ(metricsAt(timing, {"step", "k2"}), kJustTheNode);
+}
+
+TEST_F(PcSamplingTest, ASessionDeactivatedMidwayGetsOnlyItsKernelsShare) {
+  Session other(SessionId{904}, samplingOptions());
+  other.setActive(true);
+  kernel("both", "k3", 0, 10 * ms, {&session_, &other});
+  kernel("only_a", "k3", 10 * ms, 20 * ms, {&session_});  // `other` was deactivated
+  RawBuffer raw;
+  raw.pc(9, "k3", 0, {{kSelected, 10}});
+  read(raw);
+  samples_.closeWindow(20 * ms, true);
+  EXPECT_EQ(samplesAt(session_, {"both", "k3"}), 5);
+  EXPECT_EQ(samplesAt(session_, {"only_a", "k3"}), 5);
+  EXPECT_EQ(samplesAt(other, {"both", "k3"}), 5);
+  EXPECT_TRUE(metricsAt(other, {"only_a", "k3"}).empty());  // never filed there
 }
 
 TEST_F(PcSamplingTest, OneFunctionUnderTwoFramesSplitsItsSamplesByKernelTime) {
-  kernel(5, "a", "shared_kernel", 300);
-  kernel(6, "b", "shared_kernel", 100);
-  lines_.set(7, "shared_kernel", 0, "s.py", 1);
-  for (uint64_t pc = 1; pc < 8; ++pc) lines_.set(7, "shared_kernel", pc, "s.py", 1);
+  // 10 kernels of 1 ms with 0.5 ms gaps under "a" (one span), one of 2 ms under "b".
+  for (uint64_t i = 0; i < 10; ++i)
+    kernel("a", "shared_kernel", i * 1500'000, i * 1500'000 + 1 * ms);
+  kernel("b", "shared_kernel", 20 * ms, 22 * ms);
+  for (uint64_t pc = 0; pc < 12; ++pc) lines_.set(7, "shared_kernel", pc, "s.py", 1);
   uint64_t before = stat("pc_samples_apportioned");
   RawBuffer raw;
-  for (uint64_t pc = 0; pc < 8; ++pc) raw.pc(7, "shared_kernel", pc, {{kSelected, 1}});
+  for (uint64_t pc = 0; pc < 12; ++pc) raw.pc(7, "shared_kernel", pc, {{kSelected, 1}});
   read(raw);
-  samples_.closeWindow(false);
-  EXPECT_EQ(metricsAt(session_, {"a", "shared_kernel", "s.py:1@shared_kernel"})["num_samples"], 6);
-  EXPECT_EQ(metricsAt(session_, {"b", "shared_kernel", "s.py:1@shared_kernel"})["num_samples"], 2);
-  EXPECT_EQ(stat("pc_samples_apportioned"), before + 8);
+  samples_.closeWindow(30 * ms, true);
+  EXPECT_EQ(samplesAt(session_, {"a", "shared_kernel", "s.py:1@shared_kernel"}), 10);
+  EXPECT_EQ(samplesAt(session_, {"b", "shared_kernel", "s.py:1@shared_kernel"}), 2);
+  EXPECT_EQ(stat("pc_samples_apportioned"), before + 12);
 }
 
-TEST_F(PcSamplingTest, SamplesReadAfterTheKernelsWindowGoToItsLastFrames) {
-  kernel(7, "step", "slow_kernel", 100);
-  samples_.closeWindow(false);  // the kernel's window ends before its samples are read
+TEST_F(PcSamplingTest, KernelsOutsideARoundGetNoneOfItsSamples) {
+  kernel("early", "k4", 0, 1 * ms);
+  samples_.closeWindow(1000 * ms, false);  // a round with no samples
+  kernel("late", "k4", 1500 * ms, 1501 * ms);
   RawBuffer raw;
-  raw.pc(3, "slow_kernel", 0, {{kLong, 4}, {kLongNot, 4}});
+  raw.pc(4, "k4", 0, {{kSelected, 3}});
   read(raw);
-  samples_.closeWindow(false);
-  EXPECT_EQ(metricsAt(session_, {"step", "slow_kernel"})["num_stalled_samples"], 4);
+  samples_.closeWindow(2000 * ms, true);  // this round covers 800 ms .. 2000 ms
+  EXPECT_EQ(samplesAt(session_, {"late", "k4"}), 3);
+  EXPECT_EQ(samplesAt(session_, {"early", "k4"}), 0);
+}
+
+TEST_F(PcSamplingTest, AtTheFinalCloseSamplesGoToTheNearestKernel) {
+  kernel("step", "k5", 0, 1 * ms);
+  samples_.closeWindow(4000 * ms, false);
+  RawBuffer raw;
+  raw.pc(4, "k5", 0, {{kSelected, 2}});
+  read(raw);
+  samples_.closeWindow(5000 * ms, true);  // covers 3800 ms .. 5000 ms: no kernel of k5
+  EXPECT_EQ(samplesAt(session_, {"step", "k5"}), 2);
+}
+
+TEST_F(PcSamplingTest, SamplesOfKernelsNoSamplingSessionRecordedAreSetAside) {
+  kernel("step", "k6", 0, 10 * ms);
+  kernel("step", "k6", 10 * ms, 20 * ms, {});  // launched while no session recorded
+  uint64_t before = stat("pc_samples_of_unrecorded_kernels");
+  RawBuffer raw;
+  raw.pc(4, "k6", 0, {{kSelected, 8}});
+  read(raw);
+  samples_.closeWindow(20 * ms, true);
+  EXPECT_EQ(samplesAt(session_, {"step", "k6"}), 4);
+  EXPECT_EQ(stat("pc_samples_of_unrecorded_kernels"), before + 4);
 }
 
 TEST_F(PcSamplingTest, LinesAreLookedUpOncePerPc) {
-  kernel(8, "step", "k3", 100);
-  lines_.set(2, "k3", 0x10, "k.py", 5);
-  for (int i = 0; i < 3; ++i) {
+  kernel("step", "k7", 0, 1000 * ms);
+  lines_.set(2, "k7", 0x10, "k.py", 5);
+  for (uint64_t i = 1; i <= 3; ++i) {
     RawBuffer raw;
-    raw.pc(2, "k3", 0x10, {{kSelected, 1}});
-    raw.pc(2, "k3", 0x18, {{kSelected, 1}});  // no line: looked up once too
+    raw.pc(2, "k7", 0x10, {{kSelected, 1}});
+    raw.pc(2, "k7", 0x18, {{kSelected, 1}});  // no line: looked up once too
     read(raw);
-    samples_.closeWindow(false);
+    samples_.closeWindow(i * 100 * ms, i == 3);
   }
   EXPECT_EQ(lines_.lookups, 2);
-  EXPECT_EQ(metricsAt(session_, {"step", "k3", "k.py:5@k3"})["num_samples"], 3);
-  EXPECT_EQ(metricsAt(session_, {"step", "k3"})["num_samples"], 3);
+  EXPECT_EQ(samplesAt(session_, {"step", "k7", "k.py:5@k7"}), 3);
+  EXPECT_EQ(samplesAt(session_, {"step", "k7"}), 3);
 }
 
 TEST_F(PcSamplingTest, WithoutNotIssuedReasonsEverySampleButSelectedIsStalled) {
@@ -297,51 +351,48 @@ TEST_F(PcSamplingTest, WithoutNotIssuedReasonsEverySampleButSelectedIsStalled) {
        {1, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}});
   EXPECT_FALSE(older.hasNotIssued());
   EXPECT_TRUE(reasons_.hasNotIssued());
-  kernel(9, "step", "k4", 100);
+  kernel("step", "k8", 0, 1 * ms);
   RawBuffer raw;
-  raw.pc(4, "k4", 0, {{0, 2}, {1, 5}});
-  std::vector<PcSample> batch;
-  std::vector<StallCount> stalls;
-  translatePcData(raw.data(), batch, stalls);
-  samples_.add(batch.data(), batch.size(), older, lines_);
-  samples_.closeWindow(false);
-  auto m = metricsAt(session_, {"step", "k4"});
+  raw.pc(4, "k8", 0, {{0, 2}, {1, 5}});
+  read(raw, &older);
+  samples_.closeWindow(10 * ms, true);
+  auto m = metricsAt(session_, {"step", "k8"});
   EXPECT_EQ(m["num_samples"], 7);
   EXPECT_EQ(m["num_stalled_samples"], 5);
 }
 
 TEST_F(PcSamplingTest, UnknownStallReasonIndexIsCounted) {
-  kernel(10, "step", "k5", 100);
+  kernel("step", "k9", 0, 1 * ms);
   uint64_t before = stat("pc_samples_with_unknown_stall_reason");
   RawBuffer raw;
-  raw.pc(4, "k5", 0, {{99, 3}, {kSelected, 1}});
+  raw.pc(4, "k9", 0, {{99, 3}, {kSelected, 1}});
   read(raw);
-  samples_.closeWindow(false);
+  samples_.closeWindow(10 * ms, true);
   EXPECT_EQ(stat("pc_samples_with_unknown_stall_reason"), before + 3);
-  EXPECT_EQ(metricsAt(session_, {"step", "k5"})["num_samples"], 1);
+  EXPECT_EQ(samplesAt(session_, {"step", "k9"}), 1);
 }
 
 TEST_F(PcSamplingTest, SamplesForAClearedPhaseAreCounted) {
-  kernel(11, "step", "k6", 100);
+  kernel("step", "k10", 0, 1 * ms);
   session_.clear(PhaseId{0}, false);
   uint64_t before = stat("pc_samples_for_cleared_phase");
   RawBuffer raw;
-  raw.pc(4, "k6", 0, {{kSelected, 2}});
+  raw.pc(4, "k10", 0, {{kSelected, 2}});
   read(raw);
-  samples_.closeWindow(false);
+  samples_.closeWindow(10 * ms, true);
   EXPECT_EQ(stat("pc_samples_for_cleared_phase"), before + 2);
 }
 
 TEST_F(PcSamplingTest, AForgottenSessionGetsNothingMore) {
-  kernel(12, "step", "k7", 100);
+  kernel("step", "k11", 0, 1 * ms);
   samples_.forgetSession(session_);
+  uint64_t before = stat("pc_samples_of_unrecorded_kernels");
   RawBuffer raw;
-  raw.pc(4, "k7", 0, {{kSelected, 2}});
+  raw.pc(4, "k11", 0, {{kSelected, 2}});
   read(raw);
-  uint64_t before = stat("pc_samples_unattributed");
-  samples_.closeWindow(true);
-  EXPECT_EQ(stat("pc_samples_unattributed"), before + 2);
-  EXPECT_EQ(metricsAt(session_, {"step", "k7"}), (std::map<std::string, int64_t>{{"<exists>", 1}}));
+  samples_.closeWindow(10 * ms, true);
+  EXPECT_EQ(stat("pc_samples_of_unrecorded_kernels"), before + 2);
+  EXPECT_EQ(metricsAt(session_, {"step", "k11"}), kJustTheNode);
 }
 
 TEST(PcTranslateTest, CopiesEveryPcAndItsStallReasons) {
