@@ -21,6 +21,7 @@ which is itself the failure). For any bytes:
 import json
 import math
 import os
+import re
 
 from proton.viewer import ViewerError, load, readers
 from proton.viewer import msgpack as viewer_msgpack
@@ -36,6 +37,7 @@ except ImportError:
 # The same bytes under both names: by name, a .hatchet_msgpack file is MessagePack unless it
 # starts like JSON, and a .hatchet file is JSON unless it starts like a MessagePack array.
 SUFFIXES = (".hatchet", ".part_1.hatchet_msgpack")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def same(a, b) -> bool:
@@ -87,9 +89,10 @@ def plain_reading(path, data):
 
 
 def _without_lone_surrogates(value):
-    """The readers read a JSON string's unpaired \\ud800-\\udfff escape as U+FFFD."""
+    """The readers read what json.loads makes a lone surrogate (an unpaired \\ud800-\\udfff
+    escape, a surrogate encoded as UTF-8 bytes) as U+FFFD."""
     if type(value) is str:
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return _SURROGATE.sub("\ufffd", value)
     if type(value) is list:
         return [_without_lone_surrogates(v) for v in value]
     if type(value) is dict:

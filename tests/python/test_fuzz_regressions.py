@@ -95,3 +95,18 @@ def test_msgpack_metric_name_that_is_not_a_string_is_a_viewer_error(tmp_path):
     path.write_bytes(data)
     with pytest.raises(ViewerError, match="a metric name is not a string"):
         load(path)
+
+
+def test_json_utf8_encoded_surrogates_read_as_replacement_characters(tmp_path):
+    # Bytes ED A0 80 (a surrogate encoded as UTF-8, which is not UTF-8): json.loads passes
+    # them through as "\ud800", which then could not be rendered, like the escapes above.
+    data = (FUZZ_DIR / "regressions/viewer_load/json_encoded_surrogate").read_bytes()
+    path = tmp_path / "run.hatchet"
+    path.write_bytes(data)
+    profile = load(path)
+    assert profile.names == ["a\ufffd"]
+    assert profile.metric_names == ["t\ufffd"]
+    text = render(profile, [derive(profile, "t\ufffd")])
+    assert text.encode() == "t\ufffd  name\n 1  a\ufffd\n".encode()
+    path.write_bytes(b'[{"frame":{"name":"\xed\xa0\xbd\xed\xb8\x80 \xed\x9f\xbf"}}]')
+    assert load(path).names == ["\ufffd\ufffd \ud7ff"]  # CESU-8 pairs too; U+D7FF is text

@@ -48,6 +48,8 @@ _SURROGATE_ESCAPES = re.compile(
     rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}"
     rb"|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})"
 )
+# So does a surrogate encoded as UTF-8 bytes (not UTF-8, but json.loads lets it through).
+_SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]")
 
 
 def read_tree(path):
@@ -199,6 +201,8 @@ def _read_json(path, holder):
 
 
 def _without_lone_surrogates(data):
+    if b"\xed" in data and json.detect_encoding(data).startswith("utf-8"):
+        data = _SURROGATE_BYTES.sub("\ufffd".encode(), data)
     if b"\\ud" not in data and b"\\uD" not in data:
         return data
     return _SURROGATE_ESCAPES.sub(lambda m: b"\\ufffd" if m[1] else m[0], data)
