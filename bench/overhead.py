@@ -8,6 +8,11 @@ unprofiled again; ratio = profiled / min(unprofiled before, after). Rounds inter
 configurations (A B C A B C ...); the table reports the median ratio and the spread.
 
     python3 bench/overhead.py --rounds 3 --json overhead.json
+    python3 bench/overhead.py --pcsampling --rounds 3   # instruction sampling vs triton.profiler
+
+Instruction sampling (`--pcsampling`): Proton's mode="pcsampling" (interval --pc-interval
+GPU cycles) and triton.profiler's backend="cupti", mode="pcsampling", each with kernel timing,
+next to Proton's plain kernel timing, on `matmul` (cuBLAS) and `trimm`, a Triton matmul.
 """
 
 import argparse
@@ -19,9 +24,11 @@ import sys
 import tempfile
 import time
 
-WORKLOADS = ["tiny", "mlp", "matmul", "scoped", "hooked"]
+WORKLOADS = ["tiny", "mlp", "matmul", "scoped", "hooked"]  # default; "trimm" on request
 CONFIGS = ["cupti_floor", "proton_shadow", "proton_python", "triton_profiler", "torch_profiler"]
-ITERS = {"tiny": 1000, "mlp": 50, "matmul": 20, "scoped": 1000, "hooked": 1000}
+PC_WORKLOADS = ["matmul", "trimm"]
+PC_CONFIGS = ["proton_shadow", "proton_pcsampling", "triton_pcsampling"]
+ITERS = {"tiny": 1000, "mlp": 50, "matmul": 20, "scoped": 1000, "hooked": 1000, "trimm": 20}
 
 
 # ---- worker: one configuration, every workload ------------------------------------------
@@ -68,7 +75,26 @@ def build_workloads():
     def matmul():
         m @ m
 
-    return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked}
+    @triton.jit
+    def trimm_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm = tl.program_id(0) * BM + tl.arange(0, BM)
+        rn = tl.program_id(1) * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+            acc += tl.dot(x, y)
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16))
+
+    t = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    tout = torch.empty_like(t)
+
+    def trimm():
+        grid = (4096 // 128, 4096 // 128)
+        trimm_kernel[grid](t, t, tout, 4096, 4096, 4096, BM=128, BN=128, BK=64, num_warps=8)
+
+    return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked, "trimm": trimm}
 
 
 def timed(fn, iters, scope=None, reps=5):
@@ -99,15 +125,26 @@ def make_profiler(config, workload, path):
         # CUPTI kernel tracing alone: Proton's backend without its launch callbacks.
         os.environ["PROTON_CUPTI_NO_LAUNCH_CALLBACKS"] = "1"
         config = "proton_shadow"
-    if config in ("proton_shadow", "proton_python"):
+    if config in ("proton_shadow", "proton_python", "proton_pcsampling"):
         import proton
 
         context = "python" if config == "proton_python" else "shadow"
+        mode = None
+        if config == "proton_pcsampling":
+            interval = int(os.environ.get("PROTON_BENCH_PC_INTERVAL", "1000"))
+            mode = proton.mode.PCSampling(interval=interval)
 
         def start():
-            proton.start(path, context=context, hook=hook, backend="cupti")
+            proton.start(path, context=context, hook=hook, backend="cupti", mode=mode)
 
         return start, proton.finalize, proton.scope
+    if config == "triton_pcsampling":
+        import triton.profiler as tp
+
+        def start():
+            tp.start(path, backend="cupti", mode="pcsampling")
+
+        return start, tp.finalize, tp.scope
     if config == "triton_profiler":
         import triton.profiler as tp
 
@@ -132,11 +169,11 @@ def make_profiler(config, workload, path):
     raise ValueError(config)
 
 
-def worker(config):
+def worker(config, names):
     workloads = build_workloads()
     results = {}
     tmp = tempfile.mkdtemp(prefix="proton_bench_")
-    for name in WORKLOADS:
+    for name in names:
         fn = workloads["tiny" if name == "scoped" else name]
         iters = ITERS[name]
         path = os.path.join(tmp, f"{config}_{name}")
@@ -177,9 +214,9 @@ def worker(config):
 # ---- driver --------------------------------------------------------------------------------
 
 
-def run_config(config):
+def run_config(config, names):
     r = subprocess.run(
-        [sys.executable, __file__, "--worker", config],
+        [sys.executable, __file__, "--worker", config, "--workloads", ",".join(names)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -189,28 +226,36 @@ def run_config(config):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
     tail = (r.stderr or r.stdout)[-400:]
-    return {w: {"error": f"worker failed (exit {r.returncode}): {tail}"} for w in WORKLOADS}
+    return {w: {"error": f"worker failed (exit {r.returncode}): {tail}"} for w in names}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default=None, help="comma-separated; default: all (see CONFIGS)")
+    ap.add_argument("--workloads", default=None, help="comma-separated; default: all")
+    ap.add_argument("--pcsampling", action="store_true", help="instruction sampling comparison")
+    ap.add_argument("--pc-interval", type=int, default=1000, help="Proton's sampling interval")
     ap.add_argument("--json", default="overhead.json")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    os.environ["PROTON_BENCH_PC_INTERVAL"] = str(args.pc_interval)
+    default_configs, default_workloads = (
+        (PC_CONFIGS, PC_WORKLOADS) if args.pcsampling else (CONFIGS, WORKLOADS)
+    )
+    names = args.workloads.split(",") if args.workloads else default_workloads
     if args.worker:
-        worker(args.worker)
+        worker(args.worker, names)
         return
-    configs = args.configs.split(",")
+    configs = args.configs.split(",") if args.configs else default_configs
     rounds = []
     for r in range(args.rounds):
         for config in configs:
             print(f"round {r + 1}/{args.rounds}: {config}", file=sys.stderr, flush=True)
-            rounds.append({"round": r, "config": config, "results": run_config(config)})
+            rounds.append({"round": r, "config": config, "results": run_config(config, names)})
     table = {}
     for config in configs:
-        for w in WORKLOADS:
+        for w in names:
             runs = [x["results"].get(w, {}) for x in rounds if x["config"] == config]
             ratios = [x["ratio"] for x in runs if "ratio" in x]
             errors = [x["error"] for x in runs if "error" in x]

@@ -203,8 +203,7 @@ void PcSampleAttributor::noteKernel(StringId function, const SampleTarget *targe
   f->spans.push_back(Span{startNs, endNs, endNs - startNs, targetSet(targets, n)});
 }
 
-StringId PcSampleAttributor::frameFor(const PcSample &sample, StringId function,
-                                      LineTable &lines) {
+StringId PcSampleAttributor::frameFor(const PcSample &sample, StringId function, LineTable &lines) {
   PcKey key{sample.module, function, sample.pcOffset};
   auto it = frames_.find(key);
   if (it != frames_.end()) return it->second;
@@ -325,8 +324,7 @@ bool PcSampleAttributor::fileRound(StringId function, uint64_t fromNs, uint64_t 
       for (; given < count; ++given) {
         size_t best = 0;
         for (size_t g = 1; g < weights.size(); ++g)
-          if (expected[g] - double(assigned[g]) > expected[best] - double(assigned[best]))
-            best = g;
+          if (expected[g] - double(assigned[g]) > expected[best] - double(assigned[best])) best = g;
         ++share[best * n + slot];
         ++assigned[best];
       }

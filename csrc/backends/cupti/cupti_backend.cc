@@ -79,8 +79,8 @@ class CuptiBackend final : public GpuBackend {
       statCounter(name);
   }
 
-  Status start();  // mu_ held
-  void stop();     // mu_ held
+  Status start();                                               // mu_ held
+  void stop();                                                  // mu_ held
   Status startSampling(Session &session, uint32_t periodLog2);  // mu_ held
   void stopSampling(Session &session);                          // mu_ held
   Status enableCallbacks();
@@ -278,8 +278,8 @@ Status CuptiBackend::enableCallbacks() {
         "driver launches"));
   for (CUpti_CallbackId cbid :
        {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_MODULE_LOADED,
-        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING})
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
   const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");

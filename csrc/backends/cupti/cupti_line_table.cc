@@ -137,7 +137,8 @@ std::optional<SourceLocation> CubinLineTable::lookup(uint64_t module, const char
 
 void CubinLineTable::warm(const PcSample *samples, size_t n) {
   std::lock_guard lock(mu_);
-  for (size_t i = 0; i < n; ++i) lookupLocked(samples[i].module, samples[i].function, samples[i].pcOffset);
+  for (size_t i = 0; i < n; ++i)
+    lookupLocked(samples[i].module, samples[i].function, samples[i].pcOffset);
 }
 
 }  // namespace proton::cupti

@@ -14,8 +14,8 @@ namespace proton::cupti {
 namespace {
 
 constexpr size_t kScratchBytes = size_t(16) << 20;
-constexpr size_t kReadPcs = 8192;     // PCs per cuptiPCSamplingGetData
-constexpr size_t kRangePcs = 16384;   // PCs CUPTI can leave in the buffer at a range's end
+constexpr size_t kReadPcs = 8192;    // PCs per cuptiPCSamplingGetData
+constexpr size_t kRangePcs = 16384;  // PCs CUPTI can leave in the buffer at a range's end
 constexpr int kMaxReadsPerContext = 256;
 constexpr auto kReadPeriod = std::chrono::milliseconds(50);
 
@@ -53,10 +53,9 @@ struct PcSampler::Context {
 
 PcSampler::PcSampler(PcSampleAttributor &samples, std::mutex &processMu)
     : samples_(samples), processMu_(processMu) {
-  for (const char *name :
-       {"pc_sampling_permission_denied", "pc_sampling_contexts_unavailable",
-        "pc_sampling_read_errors", "pc_sampling_hardware_buffer_full",
-        "pc_samples_dropped_by_hardware", "pc_samples_in_non_user_kernels"})
+  for (const char *name : {"pc_sampling_permission_denied", "pc_sampling_contexts_unavailable",
+                           "pc_sampling_read_errors", "pc_sampling_hardware_buffer_full",
+                           "pc_samples_dropped_by_hardware", "pc_samples_in_non_user_kernels"})
     stat(name);
 }
 
@@ -138,7 +137,8 @@ bool PcSampler::enableLocked(Context &c) {
     num.ctx = c.context;
     num.numStallReasons = &count;
     CUptiResult rc = api_->pcSamplingGetNumStallReasons(&num);
-    std::vector<std::vector<char>> storage(count, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
+    std::vector<std::vector<char>> storage(count,
+                                           std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
     std::vector<char *> names(count);
     for (size_t i = 0; i < count; ++i) names[i] = storage[i].data();
     std::vector<uint32_t> indexes(count);

@@ -242,7 +242,7 @@ TEST_F(PcSamplingTest, ARoundWaitsForTheRecordsOfItsKernels) {
   read(raw);
   samples_.closeWindow(100 * ms, false);
   kernel("late", "late_kernel", 50 * ms, 90 * ms);  // its record comes after the samples
-  samples_.closeWindow(150 * ms, false);             // not settled yet
+  samples_.closeWindow(150 * ms, false);            // not settled yet
   EXPECT_EQ(samplesAt(session_, {"late", "late_kernel", "k.py:3@late_kernel"}), 0);
   samples_.closeWindow(450 * ms, false);
   EXPECT_EQ(samplesAt(session_, {"late", "late_kernel", "k.py:3@late_kernel"}), 2);
@@ -346,9 +346,9 @@ TEST_F(PcSamplingTest, LinesAreLookedUpOncePerPc) {
 }
 
 TEST_F(PcSamplingTest, WithoutNotIssuedReasonsEverySampleButSelectedIsStalled) {
-  StallReasonMap older = samples_.stallReasons(
-      {{0, "smsp__pcsamp_warps_issue_stalled_selected"},
-       {1, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}});
+  StallReasonMap older =
+      samples_.stallReasons({{0, "smsp__pcsamp_warps_issue_stalled_selected"},
+                             {1, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}});
   EXPECT_FALSE(older.hasNotIssued());
   EXPECT_TRUE(reasons_.hasNotIssued());
   kernel("step", "k8", 0, 1 * ms);
@@ -479,7 +479,10 @@ std::vector<char> elfWithSections(const std::vector<std::string> &sections) {
     strtab += s + '\0';
   }
   std::vector<char> elf(64, 0);
-  std::memcpy(elf.data(), "\x7f" "ELF\x02\x01", 6);
+  std::memcpy(elf.data(),
+              "\x7f"
+              "ELF\x02\x01",
+              6);
   uint64_t strOffset = elf.size();
   elf.insert(elf.end(), strtab.begin(), strtab.end());
   uint64_t shoff = elf.size();

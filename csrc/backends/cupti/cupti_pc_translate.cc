@@ -22,7 +22,8 @@ Result<uint32_t> samplingPeriodLog2(const ModeSpec &mode) {
                                                       "'. Allowed options: interval"};
     }
     char *end = nullptr;
-    unsigned long long v = value.empty() || value[0] == '-' ? 0 : std::strtoull(value.c_str(), &end, 10);
+    unsigned long long v =
+        value.empty() || value[0] == '-' ? 0 : std::strtoull(value.c_str(), &end, 10);
     if (v == 0 || !end || *end != '\0') {
       return Status{StatusCode::kInvalidArgument,
                     "[PROTON] mode='" + mode.toString() +
@@ -51,8 +52,8 @@ void translatePcData(const CUpti_PCSamplingData &data, std::vector<PcSample> &sa
     s.pcOffset = pc.pcOffset;
     s.numStalls = pc.stallReason ? static_cast<uint32_t>(pc.stallReasonCount) : 0;
     for (uint32_t k = 0; k < s.numStalls; ++k)
-      stalls.push_back(StallCount{pc.stallReason[k].pcSamplingStallReasonIndex,
-                                  pc.stallReason[k].samples});
+      stalls.push_back(
+          StallCount{pc.stallReason[k].pcSamplingStallReasonIndex, pc.stallReason[k].samples});
     samples.push_back(s);
   }
   // stalls no longer grows: point each sample at its run.
@@ -67,8 +68,8 @@ std::vector<std::pair<uint32_t, std::string>> stallReasonList(const uint32_t *in
                                                               char *const *names, size_t n) {
   std::vector<std::pair<uint32_t, std::string>> out;
   for (size_t i = 0; i < n; ++i)
-    out.emplace_back(indexes[i], std::string(names[i], strnlen(names[i],
-                                                               CUPTI_STALL_REASON_STRING_SIZE)));
+    out.emplace_back(indexes[i],
+                     std::string(names[i], strnlen(names[i], CUPTI_STALL_REASON_STRING_SIZE)));
   return out;
 }
 
@@ -89,14 +90,17 @@ std::string samplingUnavailableMessage(CUptiResult rc, const std::string &call,
         "NVreg_RestrictProfilingToAdminUsers=0' to a file in /etc/modprobe.d/ and reboot; see "
         "https://developer.nvidia.com/ERR_NVGPUCTRPERM)";
   } else if (rc == CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES) {
-    why = "the hypervisor does not allow profiling on this virtual GPU (ask its administrator "
-          "to enable profiling for the vGPU)";
-  } else if (rc == CUPTI_ERROR_NOT_SUPPORTED || rc == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
+    why =
+        "the hypervisor does not allow profiling on this virtual GPU (ask its administrator "
+        "to enable profiling for the vGPU)";
+  } else if (rc == CUPTI_ERROR_NOT_SUPPORTED ||
+             rc == CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED ||
              rc == CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED ||
              rc == CUPTI_ERROR_CONFIDENTIAL_COMPUTING_NOT_SUPPORTED ||
              rc == CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED) {
-    why = "this GPU or system cannot sample instructions (it needs compute capability 7.0 or "
-          "newer, and no MIG partition, confidential computing or unprofiled vGPU)";
+    why =
+        "this GPU or system cannot sample instructions (it needs compute capability 7.0 or "
+        "newer, and no MIG partition, confidential computing or unprofiled vGPU)";
   } else {
     why = "CUPTI could not start instruction sampling";
   }
@@ -119,7 +123,12 @@ CubinLines cubinLineInfo(const void *data, size_t size) {
   // ELF64 little endian: e_shoff at 40, e_shentsize/e_shnum/e_shstrndx at 58/60/62; a section
   // header has sh_name at 0, sh_offset at 24, sh_size at 32.
   const auto *p = static_cast<const unsigned char *>(data);
-  if (!p || size < 64 || std::memcmp(p, "\x7f" "ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
+  if (!p || size < 64 ||
+      std::memcmp(p,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      p[4] != 2 || p[5] != 1)
     return CubinLines::kUnknown;
   uint64_t shoff = 0;
   uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
