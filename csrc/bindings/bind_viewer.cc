@@ -119,12 +119,13 @@ class ViewerTree {
     return makeList(tree_.size(), [&](size_t i) { return PyLong_FromLong(tree_.parents[i]); });
   }
 
-  // [(metric, is_number)] in first-seen order; is_number from the last value seen.
+  // [(metric, is_number)] in Python's first-seen order; is_number from the last value.
   nb::list metricKinds() const {
     nb::list out;
-    for (const auto &m : tree_.metrics) {
-      bool number = m.lastKind == ValueKind::kInt || m.lastKind == ValueKind::kDouble;
-      out.append(nb::make_tuple(nb::str(m.name.data(), m.name.size()), number));
+    std::vector<uint8_t> all(tree_.size(), 1);
+    for (const viewer::MetricKind &k : viewer::keptMetricKinds(tree_, all)) {
+      const std::string &name = tree_.metrics[k.column].name;
+      out.append(nb::make_tuple(nb::str(name.data(), name.size()), k.number));
     }
     return out;
   }

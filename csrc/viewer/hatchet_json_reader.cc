@@ -1,6 +1,7 @@
-// The JSON half of hatchet_reader.h: a validating single-pass parser for Proton's layout.
-// It accepts exactly what Python's json module reads the same way into the viewer's
-// columns; everything else is an error status, and the Python reader takes over.
+// The JSON half of hatchet_reader.h: a validating single-pass parser for Proton's layout
+// (and Triton's, whose nodes list children before metrics). It accepts exactly what
+// Python's json module reads the same way into the viewer's columns; everything else is an
+// error status, and the Python reader takes over. Strings are scanned 8 bytes at a time.
 #include <charconv>
 #include <cstring>
 #include <string>
@@ -13,6 +14,8 @@ namespace proton::viewer {
 namespace {
 
 constexpr int kMaxDepth = 2000;  // nodes nest two JSON levels per tree level
+constexpr std::string_view kFrameOpen = R"({"frame":{"name":)";
+constexpr std::string_view kFrameClose = R"(,"type":"function"})";
 
 class JsonParser {
  public:
@@ -20,7 +23,7 @@ class JsonParser {
       : begin_(data.data()),
         p_(data.data()),
         end_(data.data() + data.size()),
-        tree_(out),
+        tree_(out, estimateNodes(data, "\"frame\"")),
         out_(out) {}
 
   Status parse() {
@@ -37,7 +40,10 @@ class JsonParser {
     return false;
   }
   void ws() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    while (p_ < end_ && static_cast<unsigned char>(*p_) <= ' ' &&
+           (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
+      ++p_;
+    }
   }
   bool expect(char c) {
     ws();
@@ -83,12 +89,33 @@ class JsonParser {
 
   bool parseNode(int32_t parent, int depth) {
     if (depth > kMaxDepth) return fail("nesting too deep");
-    if (!expect('{')) return false;
-    int32_t node = tree_.beginNode(parent);
-    bool frame = false, metrics = false, children = false;
-    if (peekIs('}')) return fail("a node without a frame");
+    ws();
+    int32_t node = -1;
+    bool frame = false, metrics = false, children = false, more = true;
+    if (startsWith(kFrameOpen)) {
+      // Proton's layout, {"frame":{"name":N,"type":"function"}, ...: the frame in two
+      // compares; anything else is read again below, member by member.
+      const char *start = p_;
+      p_ += kFrameOpen.size();
+      std::string_view name;
+      if (parseString(&name, &valueScratch_) && startsWith(kFrameClose)) {
+        p_ += kFrameClose.size();
+        node = tree_.beginNode(parent);
+        tree_.setName(node, name);
+        frame = true;
+        more = next('}');
+      } else {
+        error_.clear();
+        p_ = start;
+      }
+    }
+    if (node < 0) {
+      if (!expect('{')) return false;
+      node = tree_.beginNode(parent);
+      if (peekIs('}')) return fail("a node without a frame");
+    }
     std::string_view key;
-    do {
+    while (more) {
       ws();
       if (!parseString(&key, &keyScratch_) || !expect(':')) return false;
       ws();
@@ -97,7 +124,7 @@ class JsonParser {
         frame = true;
         if (!parseFrame(node)) return false;
       } else if (key == "metrics") {
-        if (metrics || children) return fail("metrics after children or twice");
+        if (metrics) return fail("metrics twice");
         metrics = true;
         if (!parseMetrics(node)) return false;
       } else if (key == "children") {
@@ -111,10 +138,16 @@ class JsonParser {
       } else if (!skipValue(depth + 1)) {
         return false;
       }
-    } while (next('}'));
+      more = next('}');
+    }
     if (!error_.empty()) return false;
     if (!frame || !tree_.hasName(node)) return fail("a node without a frame name");
     return true;
+  }
+
+  bool startsWith(std::string_view literal) const {
+    return static_cast<size_t>(end_ - p_) >= literal.size() &&
+           std::memcmp(p_, literal.data(), literal.size()) == 0;
   }
 
   // After a member: true on ',' (more follow), false on the closing bracket or an error.
@@ -154,6 +187,7 @@ class JsonParser {
   bool parseMetrics(int32_t node) {
     if (p_ < end_ && *p_ == 'n') return literal("null");
     if (!expect('{')) return false;
+    tree_.beginMetrics();
     if (peekIs('}')) {
       ++p_;
       return true;
@@ -169,7 +203,7 @@ class JsonParser {
       if (*p_ == '"') {
         if (!parseString(&text, &valueScratch_)) return false;
         kind = ValueKind::kString;
-        bits = tree_.intern(text);
+        bits = tree_.internValue(text);
       } else if (!parseNumber(&kind, &bits)) {
         return false;
       }
@@ -194,12 +228,15 @@ class JsonParser {
   // Python's json number grammar; integers must fit int64, floats must be finite.
   bool parseNumber(ValueKind *kind, uint64_t *bits) {
     const char *start = p_;
-    if (p_ < end_ && *p_ == '-') ++p_;
+    bool negative = p_ < end_ && *p_ == '-';
+    if (negative) ++p_;
     if (p_ >= end_ || *p_ < '0' || *p_ > '9') return fail("invalid value");
+    const char *digits = p_;
+    uint64_t magnitude = 0;
     if (*p_ == '0') {
       ++p_;
     } else {
-      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') magnitude = magnitude * 10 + (*p_++ - '0');
     }
     bool isFloat = false;
     if (p_ + 1 < end_ && *p_ == '.' && p_[1] >= '0' && p_[1] <= '9') {
@@ -222,13 +259,17 @@ class JsonParser {
       if (r.ec != std::errc() || r.ptr != p_) return fail("float out of range");
       std::memcpy(bits, &d, sizeof d);
       *kind = ValueKind::kDouble;
+      return true;
+    }
+    int64_t i;
+    if (p_ - digits <= 18) {  // no overflow possible
+      i = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
     } else {
-      int64_t i;
       auto r = std::from_chars(start, p_, i);
       if (r.ec != std::errc() || r.ptr != p_) return fail("integer out of range");
-      std::memcpy(bits, &i, sizeof i);
-      *kind = ValueKind::kInt;
     }
+    std::memcpy(bits, &i, sizeof i);
+    *kind = ValueKind::kInt;
     return true;
   }
 
@@ -237,11 +278,9 @@ class JsonParser {
   bool parseString(std::string_view *out, std::string *scratch) {
     if (p_ >= end_ || *p_ != '"') return fail("expected a string");
     const char *start = ++p_;
-    while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) {
-      ++p_;
-    }
+    bool ascii = scanPlain();
     if (p_ < end_ && *p_ == '"') {
-      if (!validUtf8(start, p_)) return fail("invalid UTF-8");
+      if (!ascii && !validUtf8(start, p_)) return fail("invalid UTF-8");
       *out = std::string_view(start, p_ - start);
       ++p_;
       return true;
@@ -310,6 +349,35 @@ class JsonParser {
     }
     *out = *scratch;
     return true;
+  }
+
+  // Moves p_ to the first '"', '\\' or control character (or the end); false when it
+  // passed a byte >= 0x80 (then the caller validates UTF-8).
+  bool scanPlain() {
+    constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
+    auto zeroByte = [](uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+    bool ascii = true;
+    while (true) {
+      while (end_ - p_ >= 8) {
+        uint64_t w;
+        std::memcpy(&w, p_, 8);
+        uint64_t special = zeroByte(w ^ (kOnes * '"')) | zeroByte(w ^ (kOnes * '\\')) |
+                           ((w - kOnes * 0x20) & ~w & kHighs) | (w & kHighs);
+        if (special == 0) {
+          p_ += 8;
+          continue;
+        }
+        p_ += __builtin_ctzll(special) / 8;  // the first flagged byte is exact
+        break;
+      }
+      while (p_ < end_ && static_cast<unsigned char>(*p_) >= 0x20 && *p_ != '"' && *p_ != '\\' &&
+             static_cast<unsigned char>(*p_) < 0x80) {
+        ++p_;
+      }
+      if (p_ >= end_ || static_cast<unsigned char>(*p_) < 0x80) return ascii;
+      ascii = false;
+      ++p_;
+    }
   }
 
   bool hex4(uint32_t *cp) {

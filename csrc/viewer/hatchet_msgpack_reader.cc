@@ -1,10 +1,10 @@
 // The MessagePack half of hatchet_reader.h, plus reading a file. Same contract as the
 // JSON reader: what the Python decoder would read differently is an error status.
-#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "viewer/hatchet_reader.h"
+#include "viewer/mapped_file.h"
 #include "viewer/tree_builder.h"
 #include "viewer/utf8.h"
 
@@ -19,7 +19,7 @@ class MsgpackParser {
       : begin_(reinterpret_cast<const uint8_t *>(data.data())),
         p_(begin_),
         end_(begin_ + data.size()),
-        tree_(out),
+        tree_(out, estimateNodes(data, "\xA5" "frame")),
         out_(out) {}
 
   Status parse() {
@@ -124,7 +124,7 @@ class MsgpackParser {
         frame = true;
         if (!parseFrame(node)) return false;
       } else if (key == "metrics") {
-        if (metrics || children) return fail("metrics after children or twice");
+        if (metrics) return fail("metrics twice");
         metrics = true;
         if (!parseMetrics(node)) return false;
       } else if (key == "children") {
@@ -163,6 +163,7 @@ class MsgpackParser {
     if (isNil()) return ++p_, true;
     uint64_t n = 0;
     if (!mapHeader(&n)) return false;
+    tree_.beginMetrics();
     std::string_view key, text;
     for (uint64_t k = 0; k < n; ++k) {
       if (!parseString(&key)) return false;
@@ -171,7 +172,7 @@ class MsgpackParser {
       if (isString()) {
         if (!parseString(&text)) return false;
         kind = ValueKind::kString;
-        bits = tree_.intern(text);
+        bits = tree_.internValue(text);
       } else if (!parseNumber(&kind, &bits)) {
         return false;
       }
@@ -288,21 +289,10 @@ Status readHatchetMsgpack(std::string_view data, TreeColumns *out) {
 }
 
 Status readHatchetFile(const std::string &path, bool msgpack, TreeColumns *out) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return {StatusCode::kIo, "cannot open " + path};
-  std::string data;
-  char chunk[1 << 16];
-  size_t got;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    long size = std::ftell(f);
-    if (size > 0) data.reserve(static_cast<size_t>(size));
-    std::fseek(f, 0, SEEK_SET);
-  }
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) data.append(chunk, got);
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return {StatusCode::kIo, "cannot read " + path};
-  return msgpack ? readHatchetMsgpack(data, out) : readHatchetJson(data, out);
+  MappedFile file;
+  Status status = file.open(path);
+  if (!status.isOk()) return status;
+  return msgpack ? readHatchetMsgpack(file.bytes(), out) : readHatchetJson(file.bytes(), out);
 }
 
 }  // namespace proton::viewer

@@ -151,7 +151,7 @@ bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, b
   if (color && cols > 0 && !computeColors(table, order, &colors)) return false;
   // Format every cell once; remember where each one ends.
   std::string cells;
-  std::vector<uint32_t> ends(rows * cols);
+  std::vector<uint8_t> lengths(rows * cols);  // a value is at most 48 characters
   std::vector<size_t> widths(table.titleLengths);
   cells.reserve(rows * cols * 8);
   char buf[48];
@@ -160,7 +160,7 @@ bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, b
       int n = formatValue((*table.columns[c])[order[r]], buf);
       cells.append(buf, n);
       widths[c] = std::max(widths[c], static_cast<size_t>(n));
-      ends[r * cols + c] = static_cast<uint32_t>(cells.size());
+      lengths[r * cols + c] = static_cast<uint8_t>(n);
     }
   }
   const std::vector<int32_t> &parents = *table.parents;
@@ -182,14 +182,14 @@ bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, b
   size_t start = 0;
   for (size_t r = 0; r < rows; ++r) {
     for (size_t c = 0; c < cols; ++c) {
-      size_t end = ends[r * cols + c];
+      size_t length = lengths[r * cols + c];
       bool band = c == 0 && color && colors.bands[r] >= 0;
       if (band) out->append(kBandColor[colors.bands[r]]);
-      out->append(widths[c] - (end - start), ' ');
-      out->append(std::string_view(cells).substr(start, end - start));
+      out->append(widths[c] - length, ' ');
+      out->append(std::string_view(cells).substr(start, length));
       if (band) out->append(kReset);
       out->append("  ");
-      start = end;
+      start += length;
     }
     int32_t i = order[r];
     auto d = static_cast<size_t>((*table.depths)[i]);

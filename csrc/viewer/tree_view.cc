@@ -98,6 +98,13 @@ int64_t powerOfTen(int exponent) {
   return v;
 }
 
+// derive._scaled on one value: v * 10^exponent, or v / 10^-exponent.
+bool scale(const CellValue &v, int exponent, CellValue *out) {
+  if (exponent == 0) return *out = v, true;
+  CellValue factor = CellValue::ofInt(powerOfTen(exponent < 0 ? -exponent : exponent));
+  return exponent > 0 ? multiply(v, factor, out) : trueDivide(v, factor, out);
+}
+
 }  // namespace
 
 std::vector<uint8_t> selectNodes(const TreeColumns &tree, const NodeSelection &selection) {
@@ -184,14 +191,8 @@ bool ColumnEvaluator::scaled(int column, int exponent, std::vector<CellValue> *o
   if (base == nullptr) return false;
   size_t n = base->size();
   out->resize(n);
-  CellValue factor = CellValue::ofInt(powerOfTen(exponent < 0 ? -exponent : exponent));
   for (size_t i = 0; i < n; ++i) {
-    if (!keep_[i]) continue;
-    const CellValue &v = (*base)[i];
-    bool ok = exponent == 0   ? ((*out)[i] = v, true)
-              : exponent > 0 ? multiply(v, factor, &(*out)[i])
-                             : trueDivide(v, factor, &(*out)[i]);
-    if (!ok) return false;
+    if (keep_[i] && !scale((*base)[i], exponent, &(*out)[i])) return false;
   }
   return true;
 }
@@ -232,14 +233,19 @@ bool ColumnEvaluator::evaluate(const ColumnRecipe &recipe, std::vector<CellValue
     }
     case ColumnOp::kRate: {
       const std::vector<CellValue> *amounts = inclusive(recipe.source);
-      std::vector<CellValue> seconds;
-      if (amounts == nullptr || !scaled(recipe.other, recipe.exponent, &seconds)) return false;
+      const std::vector<CellValue> *times = inclusive(recipe.other);
+      if (amounts == nullptr || times == nullptr) return false;
       out->assign(n, CellValue::none());
       CellValue divisor = CellValue::ofInt(recipe.divisor);
       for (size_t i = 0; i < n; ++i) {
-        if (!keep_[i] || !seconds[i].isTrue()) continue;
+        CellValue seconds;
+        if (!keep_[i] || !scale((*times)[i], recipe.exponent, &seconds)) {
+          if (keep_[i]) return false;
+          continue;
+        }
+        if (!seconds.isTrue()) continue;
         CellValue &v = (*out)[i];
-        if (!trueDivide((*amounts)[i], seconds[i], &v) || !trueDivide(v, divisor, &v)) {
+        if (!trueDivide((*amounts)[i], seconds, &v) || !trueDivide(v, divisor, &v)) {
           return false;
         }
       }
