@@ -21,34 +21,21 @@ constexpr uint64_t kMergeGapNs = 1'000'000;
 // A round whose function ran no kernel in it waits this long for one, then takes the nearest.
 constexpr uint64_t kGiveUpNs = 10'000'000'000;
 
-Counter &stat(const char *name) { return Stats::global().counter(name); }
+// The stats counters of sampling, registered together so that every profile lists them.
+struct Counters {
+  Counter &withoutLine = stat("pc_samples_without_line_info");
+  Counter &unattributed = stat("pc_samples_unattributed");
+  Counter &unrecorded = stat("pc_samples_of_unrecorded_kernels");
+  Counter &apportioned = stat("pc_samples_apportioned");
+  Counter &clearedPhase = stat("pc_samples_for_cleared_phase");
+  Counter &unknownReason = stat("pc_samples_with_unknown_stall_reason");
+  Counter &metricConflicts = stat("pc_samples_rejected_metric_type");
 
-Counter &withoutLine() {
-  static Counter &c = stat("pc_samples_without_line_info");
-  return c;
-}
-Counter &unattributed() {
-  static Counter &c = stat("pc_samples_unattributed");
-  return c;
-}
-Counter &unrecorded() {
-  static Counter &c = stat("pc_samples_of_unrecorded_kernels");
-  return c;
-}
-Counter &apportioned() {
-  static Counter &c = stat("pc_samples_apportioned");
-  return c;
-}
-Counter &clearedPhase() {
-  static Counter &c = stat("pc_samples_for_cleared_phase");
-  return c;
-}
-Counter &unknownReason() {
-  static Counter &c = stat("pc_samples_with_unknown_stall_reason");
-  return c;
-}
-Counter &metricConflicts() {
-  static Counter &c = stat("pc_samples_rejected_metric_type");
+  static Counter &stat(const char *name) { return Stats::global().counter(name); }
+};
+
+Counters &counters() {
+  static Counters c;
   return c;
 }
 
@@ -129,13 +116,7 @@ PcSampleAttributor::PcSampleAttributor(KernelAttributor &kernels)
       numStalled_(StringTable::global().intern("num_stalled_samples")) {
   sets_.emplace_back();  // set 0: no sampling session
   setIndex_.emplace(SetKey{}, 0);
-  unrecorded();
-  withoutLine();
-  unattributed();
-  apportioned();
-  clearedPhase();
-  unknownReason();
-  metricConflicts();
+  counters();
 }
 
 PcSampleAttributor::~PcSampleAttributor() = default;
@@ -236,7 +217,7 @@ void PcSampleAttributor::add(const PcSample *samples, size_t n, const StallReaso
       const StallCount &stall = sample.stalls[k];
       uint32_t slot = reasons.slot(stall.reason);
       if (slot == StallReasonMap::kUnknown) {
-        unknownReason().add(stall.samples);
+        counters().unknownReason.add(stall.samples);
         continue;
       }
       slots[slot] += stall.samples;
@@ -245,14 +226,14 @@ void PcSampleAttributor::add(const PcSample *samples, size_t n, const StallReaso
     if (total == 0) continue;
     StringId name = kernels_.kernelName(sample.function);
     StringId frame = frameFor(sample, name, lines);
-    if (frame == kNoFrame) withoutLine().add(total);
+    if (frame == kNoFrame) counters().withoutLine.add(total);
     Round::Function &f = current_->functions[name];
     uint64_t key = uint64_t(frame.value) << 1 | uint64_t(reasons.hasNotIssued());
     auto [it, inserted] = f.index.try_emplace(key, uint32_t(f.held.size()));
     if (inserted) {
       if (heldEntries_ >= kMaxHeldEntries) {
         f.index.erase(it);
-        unattributed().add(total);
+        counters().unattributed.add(total);
         continue;
       }
       ++heldEntries_;
@@ -294,7 +275,8 @@ bool PcSampleAttributor::fileRound(StringId function, uint64_t fromNs, uint64_t 
     // kernel ends late). Past the final close, or after kGiveUpNs, take the nearest kernel.
     if (!final && nowNs < toNs + kGiveUpNs) return false;
     if (!nearest) {
-      for (const Held &h : held) unattributed().add(samplesIn(h.slots.data(), h.slots.size()));
+      for (const Held &h : held)
+        counters().unattributed.add(samplesIn(h.slots.data(), h.slots.size()));
       return true;
     }
     weigh(nearest->set, 1.0);
@@ -329,11 +311,11 @@ bool PcSampleAttributor::fileRound(StringId function, uint64_t fromNs, uint64_t 
         ++assigned[best];
       }
     }
-    if (weights.size() > 1) apportioned().add(samplesIn(h.slots.data(), n));
+    if (weights.size() > 1) counters().apportioned.add(samplesIn(h.slots.data(), n));
     for (size_t g = 0; g < weights.size(); ++g) {
       const uint64_t *part = share.data() + g * n;
       const std::vector<SampleTarget> &set = sets_[weights[g].first];
-      if (set.empty()) unrecorded().add(samplesIn(part, n));
+      if (set.empty()) counters().unrecorded.add(samplesIn(part, n));
       for (const SampleTarget &t : set) gather(t, h.frame, part, n, h.notIssuedDefinesStalls);
     }
   }
@@ -374,7 +356,7 @@ void PcSampleAttributor::writeGathered() {
                   : g.key.frame == kNoFrame ? g.key.node
                                             : s.child(phase, g.key.node, g.key.frame);
     if (node == kNoNode) {
-      clearedPhase().add(g.samples);
+      counters().clearedPhase.add(g.samples);
       continue;
     }
     metrics.clear();
@@ -383,7 +365,7 @@ void PcSampleAttributor::writeGathered() {
     for (size_t i = 0; i < g.slots.size(); ++i)
       if (g.slots[i] > 0)
         metrics.push_back({MetricSpec{slotMetrics_[i]}, static_cast<int64_t>(g.slots[i])});
-    if (!s.addMetrics(phase, node, metrics).isOk()) metricConflicts().add(g.samples);
+    if (!s.addMetrics(phase, node, metrics).isOk()) counters().metricConflicts.add(g.samples);
   }
   gathered_.clear();
   gatheredIndex_.clear();
