@@ -57,25 +57,62 @@ void LaunchTable::settle(Slot &slot, uint64_t key, const LaunchInfo &info) {
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint32_t count,
-                         bool multi, uint64_t launchNs, uint64_t threadId) {
-  Slot &slot = slots_[correlation & mask_];
-  uint64_t key = correlation + 1;
-  // A launch still unsettled in this slot will never be matched now: settle it as lost.
-  uint64_t old = slot.key.load(std::memory_order_acquire);
-  if (old != 0 && old != kBusy && old != key) {
-    LaunchInfo previous;
-    if (read(slot, old, previous) && !previous.multi &&
-        slot.settled.load(std::memory_order_acquire) != old) {
-      overwritten().add();
-      settle(slot, old, previous);
+LaunchTable::Slot *LaunchTable::find(uint64_t key) {
+  for (size_t i = 0; i < kProbe; ++i) {
+    Slot &slot = slots_[(key - 1 + i) & mask_];
+    if (slot.key.load(std::memory_order_acquire) == key) return &slot;
+  }
+  return nullptr;
+}
+
+LaunchTable::Slot &LaunchTable::claim(uint64_t key) {
+  // The first reusable slot of the probe window: empty, or holding a launch already settled
+  // (its record arrived, or it was cancelled), or a graph launch (never settled: its records
+  // come in a burst) from a whole table of correlation ids ago.
+  for (size_t i = 0; i < kProbe; ++i) {
+    Slot &slot = slots_[(key - 1 + i) & mask_];
+    uint64_t old = slot.key.load(std::memory_order_acquire);
+    if (old == kBusy) continue;
+    bool reusable = old == 0 || slot.settled.load(std::memory_order_acquire) == old ||
+                    (((slot.meta.load(std::memory_order_relaxed) >> 8) & 1) && old + mask_ < key);
+    if (reusable && slot.key.compare_exchange_strong(old, kBusy, std::memory_order_acq_rel)) {
+      if (old != 0) dropUnsettled(slot, old);
+      return slot;
     }
   }
+  // Every slot in the window holds a launch still waiting for its record: the home slot's
+  // launch is given up (counted), as a fixed table must.
+  Slot &home = slots_[(key - 1) & mask_];
+  uint64_t old = home.key.load(std::memory_order_acquire);
+  while (old == kBusy || !home.key.compare_exchange_weak(old, kBusy, std::memory_order_acq_rel))
+    old = home.key.load(std::memory_order_acquire);
+  if (old != 0) dropUnsettled(home, old);
+  return home;
+}
+
+void LaunchTable::dropUnsettled(Slot &slot, uint64_t old) {
+  // Called with slot.key == kBusy: the fields still hold the old launch.
+  if (slot.settled.load(std::memory_order_acquire) == old) return;
+  uint64_t meta = slot.meta.load(std::memory_order_relaxed);
+  if ((meta >> 8) & 1) return;  // a graph launch: nothing pending to settle
+  overwritten().add();
+  uint32_t count = static_cast<uint32_t>(meta & 0xff);
+  for (uint32_t i = 0; i < count; ++i) {
+    auto *session = reinterpret_cast<Session *>(slot.words[2 * i].load(std::memory_order_relaxed));
+    session->notePending(PhaseId{slot.words[2 * i + 1].load(std::memory_order_relaxed) >> 32}, -1);
+  }
+  slot.settled.store(old, std::memory_order_release);
+  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint32_t count,
+                         bool multi, uint64_t launchNs, uint64_t threadId) {
+  uint64_t key = correlation + 1;
+  Slot &slot = claim(key);  // key is kBusy from here until published below
   if (count > LaunchInfo::kMaxEntries) {
     tooManySessions().add(count - LaunchInfo::kMaxEntries);
     count = LaunchInfo::kMaxEntries;
   }
-  slot.key.store(kBusy, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   uint64_t meta = count | (uint64_t(multi) << 8);
   for (uint32_t i = 0; i < count; ++i) meta |= uint64_t(entries[i].named) << (16 + i);
@@ -96,15 +133,15 @@ void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint3
 }
 
 void LaunchTable::cancel(uint64_t correlation) {
-  Slot &slot = slots_[correlation & mask_];
   LaunchInfo info;
-  if (read(slot, correlation + 1, info)) settle(slot, correlation + 1, info);
+  Slot *slot = find(correlation + 1);
+  if (slot && read(*slot, correlation + 1, info)) settle(*slot, correlation + 1, info);
 }
 
 bool LaunchTable::resolve(uint64_t correlation, LaunchInfo &out) {
-  Slot &slot = slots_[correlation & mask_];
-  if (!read(slot, correlation + 1, out)) return false;
-  settle(slot, correlation + 1, out);
+  Slot *slot = find(correlation + 1);
+  if (!slot || !read(*slot, correlation + 1, out)) return false;
+  settle(*slot, correlation + 1, out);
   return true;
 }
 

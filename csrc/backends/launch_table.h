@@ -6,12 +6,15 @@
 //   LaunchInfo info;
 //   if (table.resolve(corr, info)) file(info);                           // record thread
 //
-// Layout: a fixed ring of slots, slot = correlation id mod size (ids grow monotonically).
+// Layout: a fixed table of slots. A launch goes to the first reusable slot of the kProbe slots
+// from correlation id mod size (ids grow monotonically but sparsely: every API call takes
+// one, so the table must not assume one id per launch); a slot is reusable once its launch
+// is settled. Its capacity is thus launches awaiting their records, not a span of ids.
 //   [ key | meta (count, multi, named) | settled | launchNs | threadId | entries x kMaxEntries ]
-// Each slot is a seqlock: the writer sets key to kBusy, writes, then publishes key = corr+1;
-// a reader copies the slot and accepts the copy only if key did not change meanwhile. A launch
-// whose slot is reused before its record arrives is counted (launch_correlations_overwritten)
-// and its record later counts as unmatched.
+// Each slot is a seqlock: the writer claims it by CAS of key to kBusy, writes, then publishes
+// key = corr+1; a reader copies the slot and accepts the copy only if key did not change
+// meanwhile. A launch whose slot is reused before its record arrives (every slot of its
+// window waiting) is counted (launch_correlations_overwritten); its record counts as unmatched.
 //
 // Thread-safe and lock-free: any thread may record (its own correlation ids), any thread may
 // resolve. No allocation after construction.
@@ -71,7 +74,11 @@ class LaunchTable {
     std::atomic<uint64_t> words[2 * LaunchInfo::kMaxEntries];  // session*, phase << 32 | node
   };
   static constexpr uint64_t kBusy = ~uint64_t(0);
+  static constexpr size_t kProbe = 32;
 
+  Slot *find(uint64_t key);
+  Slot &claim(uint64_t key);  // returns the slot with key == kBusy
+  void dropUnsettled(Slot &slot, uint64_t old);
   bool read(const Slot &slot, uint64_t key, LaunchInfo &out) const;
   void settle(Slot &slot, uint64_t key, const LaunchInfo &info);
 
