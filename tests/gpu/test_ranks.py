@@ -84,7 +84,7 @@ def test_torchrun_two_gpus_writes_rank_files_with_nccl_kernels(tmp_path):
         assert ids == {str(rank)}
     # The viewer merges the rank files: the NCCL kernel shows, with the spread across ranks.
     viewer = subprocess.run(
-        [sys.executable, "-m", "proton.viewer", "-m", "time/ms", "ddp.rank0.hatchet",
+        [sys.executable, "-m", "proton.viewer.main", "-m", "time/ms", "ddp.rank0.hatchet",
          "ddp.rank1.hatchet"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
         env={**os.environ, "PYTHONPATH": PYTHON_DIR},
