@@ -77,8 +77,7 @@ def test_profile_without_metrics_lists_names(capsys, monkeypatch, tmp_path):
 def write_tree(path, kernels):
     """ROOT with one child per (name, metrics) pair, as Proton writes it."""
     children = [
-        {"frame": {"name": n, "type": "function"}, "metrics": m, "children": []}
-        for n, m in kernels
+        {"frame": {"name": n, "type": "function"}, "metrics": m, "children": []} for n, m in kernels
     ]
     root = {"frame": {"name": "ROOT", "type": "function"}, "metrics": {}, "children": children}
     path.write_text(json.dumps([root, {}], separators=(",", ":")))

@@ -5,6 +5,7 @@ merge profiles, export them to other viewers.
     proton-viewer -m time/ms --diff-profile before.hatchet after.hatchet
     proton-viewer -m time/ms --merge max rank0.hatchet rank1.hatchet
     proton-viewer --export speedscope -o run.speedscope.json run.hatchet
+    proton-viewer --lines matmul_kernel -m num_samples,stalled_wait/% run.hatchet
 
 Any problem with the input is one `[PROTON] ...` line on stderr and exit status 1.
 """
@@ -65,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
         default="sum",
         help="how several FILEs combine per node (default sum); an imbalance column "
         "(max / mean of the first metric) is added",
+    )
+    p.add_argument(
+        "--lines",
+        metavar="KERNEL_REGEX",
+        help="instead of the tree, list the source lines of the kernel frames whose name "
+        "matches (PC sampling, mode='pcsampling'): one row per file:line@function, summed "
+        "over every matching frame, sorted by num_samples, with its share of the kernels' "
+        "samples; -m defaults to num_samples and <metric>/%% is a share of those kernels",
     )
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     p.add_argument(
@@ -209,7 +218,9 @@ def _use_color(choice: str) -> bool:
 def run(argv=None) -> int:
     args = _parser().parse_args(argv)
     specs = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
-    one_tree = len(args.files) == 1 and not (args.list or args.export or args.diff_profile)
+    one_tree = len(args.files) == 1 and not (
+        args.list or args.export or args.diff_profile or args.lines
+    )
     if one_tree and fast_report.enabled() and fast_report.show(args, specs, _use_color(args.color)):
         return 0
     profiles = [prepare(f, args.include, args.exclude) for f in args.files]
@@ -218,6 +229,12 @@ def run(argv=None) -> int:
             if len(profiles) > 1:
                 sys.stdout.write(f"{p.source}:\n")
             sys.stdout.write(list_metrics(p))
+        return 0
+    if args.lines is not None:
+        from .lines import render_lines
+
+        sys.stdout.write(render_lines(profiles, args.lines, specs, args.format))
+        sys.stdout.flush()
         return 0
     if specs is None:
         specs = default_metrics(profiles[0])
