@@ -73,17 +73,24 @@ def test_json_child_that_is_not_a_node_is_a_viewer_error(tmp_path, child):
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="known issue: readers._read_json's rewrite matches inside strings of invalid JSON",
+    strict=True, reason="known issue: readers._read_json's rewrite accepts some malformed files"
 )
-def test_invalid_json_with_a_rewrite_pattern_inside_a_string_is_a_viewer_error(tmp_path):
-    # The name string ends early (`"R},"`); the rewrite turns `},"children":[]` into `}]`,
-    # which makes the document valid JSON with a node named "R}]". The C++ reader rejects it.
-    data = (FUZZ_DIR / "regressions/viewer_load/json_rewrite_inside_string").read_bytes()
-    assert reader_checks.rewrite_inside_string(data)
+@pytest.mark.parametrize(
+    "name, error",
+    [
+        # The name string ends early (`"R},"`); the rewrite turns `},"children":[]` into `}]`,
+        # which makes the document valid JSON with a node named "R}]".
+        ("json_rewrite_inside_string", "is not valid JSON"),
+        # A child {"x": [NODE]} reads as a node "x" whose metric "k" holds NODE.
+        ("json_rewrite_node_inside_non_node", "a node under R has no frame name"),
+    ],
+)
+def test_malformed_json_in_protons_layout_is_a_viewer_error(tmp_path, name, error):
+    data = (FUZZ_DIR / "regressions/viewer_load" / name).read_bytes()
+    assert reader_checks.rewrite_may_accept(data)
     path = tmp_path / "run.hatchet"
     path.write_bytes(data)
-    with pytest.raises(ViewerError, match="is not valid JSON"):
+    with pytest.raises(ViewerError, match=error):
         load(path)
 
 
