@@ -15,7 +15,7 @@ import os
 import sys
 
 from .. import __version__
-from . import fast_report
+from . import fast_report, files
 from .derive import DERIVED_HELP, FLOP_WIDTHS, Column, base_name, default_metrics, derive, match_raw
 from .errors import ViewerError
 from .model import Profile, align, hide_launch_metadata, is_missing, load, select
@@ -33,7 +33,14 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=DERIVED_HELP,
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="profiles; several are merged")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="profiles, directories of them, or quoted globs; the part files of one run "
+        "(NAME[.rankR].part_P.EXT, periodic flushing) are added up, then several runs or "
+        "ranks (NAME.rankR.EXT) are merged with --merge",
+    )
     p.add_argument("-l", "--list", action="store_true", help="list the metrics of the profile")
     p.add_argument(
         "-m",
@@ -87,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
 def prepare(path, include=None, exclude=None) -> Profile:
     """Loads a profile and applies the frame selections that change what is counted."""
     return select(hide_launch_metadata(load(path)), include, exclude)
+
+
+def _load_run(paths, include=None, exclude=None) -> Profile:
+    """One file, or the part files of one run added up (each phase's metrics sum)."""
+    parts = [prepare(p, include, exclude) for p in paths]
+    return parts[0] if len(parts) == 1 else align(parts)[0]
 
 
 def _combine(values, how):
@@ -218,12 +231,14 @@ def _use_color(choice: str) -> bool:
 def run(argv=None) -> int:
     args = _parser().parse_args(argv)
     specs = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
+    args.files = files.expand(args.files)
+    groups = files.runs(args.files)
     one_tree = len(args.files) == 1 and not (
         args.list or args.export or args.diff_profile or args.lines
     )
     if one_tree and fast_report.enabled() and fast_report.show(args, specs, _use_color(args.color)):
         return 0
-    profiles = [prepare(f, args.include, args.exclude) for f in args.files]
+    profiles = [_load_run(group, args.include, args.exclude) for group in groups]
     if args.list:
         for p in profiles:
             if len(profiles) > 1:
