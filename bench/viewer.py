@@ -1,15 +1,18 @@
 """Viewer and writer benchmark (BENCHMARKS.md, "Viewer and writer"); runs anywhere.
 
     python bench/viewer.py [--sizes 10000,100000,1000000] [--json out.json] [--keep DIR]
+                           [--reuse] [--triton-python PYTHON]
 
 Builds synthetic tree profiles of about 10k, 100k and 1M nodes with Proton itself (nested
 scopes 12-20 levels deep, kernel leaves carrying `time (ns)`, `count`, `flops16`, `bytes`,
 `device_id`), and reports:
 - finalize(): seconds to write each format (hatchet, hatchet_msgpack) and the file size;
 - `proton-viewer -m time/s,tflop16/s FILE`, each in a fresh process: wall seconds of the
-  whole command, seconds inside it for load (read + parse + columns) and derive + render,
-  and the process's peak resident memory;
-- the same with Triton's `proton-viewer` when `triton` and `llnl-hatchet` import.
+  whole command; then, in another fresh process running the same code, seconds for import,
+  load (read + parse into columns) and the rest (select, derive, render, write), and that
+  process's peak resident memory;
+- the same with Triton's `proton-viewer` when `triton` and `llnl-hatchet` import (in this
+  interpreter, or in the one given with --triton-python, e.g. a venv holding triton).
 Timings are reported, never asserted.
 """
 
@@ -31,23 +34,39 @@ KERNELS = [f"kernel_{k}" for k in range(64)]
 # Nested `with` blocks below build the tree the benchmark measures.
 # ruff: noqa: SIM117
 
-# Runs in a fresh interpreter: times load and render separately, reports peak RSS.
+# Runs in a fresh interpreter the command's own code (proton.viewer.main.run, stdout sent
+# to /dev/null) and splits its time: import, load (the file read into columns: the C++
+# reader when it can, else Python's) and the rest (select, derive, render and write).
 _VIEWER_PROBE = r"""
 import json, os, resource, sys, time
 t0 = time.perf_counter()
-from proton.viewer import main as viewer_main
-from proton.viewer.render import render
+from proton.viewer import fast, main as viewer_main, readers
 t1 = time.perf_counter()
-path, specs = sys.argv[1], sys.argv[2].split(",")
-profile = viewer_main.prepare(path)
+path, specs = sys.argv[1], sys.argv[2]
+spent = {"load": 0.0}
+
+def timed(function):
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent["load"] += time.perf_counter() - start
+    return wrapper
+
+fast.read = timed(fast.read)
+readers.read_tree = timed(readers.read_tree)
+sys.stdout.flush()
+saved = os.dup(1)
+devnull = os.open(os.devnull, os.O_WRONLY)
+os.dup2(devnull, 1)
 t2 = time.perf_counter()
-tree, columns = viewer_main.build_view([profile], specs)
-text = render(tree, columns, depth=100, stats=tree.stats)
-with open(os.devnull, "w") as out:
-    out.write(text)
+code = viewer_main.run(["-m", specs, path])
+sys.stdout.flush()
 t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "render_s": t3 - t2,
-                  "lines": text.count("\n"),
+os.dup2(saved, 1)
+print(json.dumps({"import_s": t1 - t0, "load_s": spent["load"],
+                  "render_s": t3 - t2 - spent["load"], "code": code,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -123,24 +142,49 @@ def write_files(directory: str, target: int) -> dict:
     return out
 
 
+def reuse_files(directory: str, target: int):
+    """write_files' answer for profiles a previous --keep run left, or None."""
+    out = {}
+    for fmt in ("hatchet", "hatchet_msgpack"):
+        path = os.path.join(directory, f"bench_{target}.{fmt}")
+        if not os.path.exists(path):
+            return None
+        out[fmt] = {
+            "path": path,
+            "nodes": count_nodes(fanout_for(target, 5, 3), 5, 3),
+            "build_s": None,
+            "finalize_s": None,
+            "bytes": os.path.getsize(path),
+        }
+    return out
+
+
 def python_path_env() -> dict:
     here = os.path.dirname(os.path.dirname(os.path.abspath(proton.__file__)))
     return dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
-def time_proton_viewer(path: str) -> dict:
+def median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def time_proton_viewer(path: str, repeat: int) -> dict:
     env = python_path_env()
-    t0 = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "proton.viewer.main", "-m", METRICS, path],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        check=False,
-    )
-    wall = time.perf_counter() - t0
-    if result.returncode != 0:
-        return {"error": result.stderr.strip()}
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = subprocess.run(
+            [sys.executable, "-m", "proton.viewer.main", "-m", METRICS, path],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+        )
+        walls.append(time.perf_counter() - t0)
+        if result.returncode != 0:
+            return {"error": result.stderr.strip()}
+    wall = median(walls)
     probe = subprocess.run(
         [sys.executable, "-c", _VIEWER_PROBE, path, METRICS],
         capture_output=True,
@@ -148,13 +192,21 @@ def time_proton_viewer(path: str) -> dict:
         env=env,
         check=True,
     )
-    return {"wall_s": wall, **json.loads(probe.stdout)}
+    lines = subprocess.run(
+        [sys.executable, "-m", "proton.viewer.main", "-m", METRICS, path],
+        capture_output=True,
+        env=env,
+        check=True,
+    ).stdout.count(b"\n")
+    return {"wall_s": wall, "wall_min_s": min(walls), "lines": lines, **json.loads(probe.stdout)}
 
 
-def time_triton_viewer(path: str) -> dict:
+def time_triton_viewer(path: str, python: str, timeout: float) -> dict:
+    if path.endswith(".hatchet_msgpack"):
+        return {"skipped": "Triton's viewer reads .hatchet JSON only"}
     probe = "import triton.profiler.viewer, hatchet"
-    if subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False).returncode:
-        return {"skipped": "triton and llnl-hatchet are not both importable"}
+    if subprocess.run([python, "-c", probe], capture_output=True, check=False).returncode:
+        return {"skipped": f"triton and llnl-hatchet are not both importable in {python}"}
     probe = (
         "import resource, runpy, sys; sys.argv = ['proton-viewer', '-m', sys.argv[1], sys.argv[2]]\n"
         "try:\n    runpy.run_module('triton.profiler.viewer', run_name='__main__')\n"
@@ -162,13 +214,17 @@ def time_triton_viewer(path: str) -> dict:
         "file=sys.stderr)"
     )
     t0 = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-c", probe, METRICS, path],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=False,
-    )
+    try:
+        result = subprocess.run(
+            [python, "-c", probe, METRICS, path],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"not done after {timeout:.0f} s"}
     wall = time.perf_counter() - t0
     lines = result.stderr.strip().splitlines()
     if result.returncode != 0:
@@ -181,6 +237,19 @@ def main():
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--json", help="write the results here as JSON")
     parser.add_argument("--keep", help="write the profiles here and keep them")
+    parser.add_argument(
+        "--reuse", action="store_true", help="with --keep: read the profiles already there"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs per file (median shown)")
+    parser.add_argument(
+        "--triton-python", default=sys.executable, help="interpreter for Triton's viewer"
+    )
+    parser.add_argument(
+        "--triton-timeout",
+        type=float,
+        default=600,
+        help="seconds Triton's viewer may take per file (it needs minutes on 100k nodes)",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)  # no GPU here is expected
     directory = args.keep or tempfile.mkdtemp(prefix="proton_viewer_bench_")
@@ -188,11 +257,14 @@ def main():
     results = []
     try:
         for target in (int(s) for s in args.sizes.split(",")):
-            files = write_files(directory, target)
+            files = reuse_files(directory, target) if args.reuse else None
+            files = files or write_files(directory, target)
             for fmt, info in files.items():
                 row = {"target": target, "format": fmt, **info}
-                row["proton_viewer"] = time_proton_viewer(info["path"])
-                row["triton_viewer"] = time_triton_viewer(info["path"])
+                row["proton_viewer"] = time_proton_viewer(info["path"], args.repeat)
+                row["triton_viewer"] = time_triton_viewer(
+                    info["path"], args.triton_python, args.triton_timeout
+                )
                 results.append(row)
                 print_row(row)
     finally:
@@ -209,17 +281,18 @@ def print_row(row):
         viewer = f"proton-viewer failed: {pv['error']}"
     else:
         viewer = (
-            f"proton-viewer {pv['wall_s']:.2f} s wall (load {pv['load_s']:.2f} s, "
-            f"derive+render {pv['render_s']:.2f} s, {pv['lines']} lines), "
-            f"peak {pv['peak_rss_mb']:.0f} MB"
+            f"proton-viewer {pv['wall_s']:.2f} s wall (min {pv['wall_min_s']:.2f}; import "
+            f"{pv['import_s']:.2f} s, load {pv['load_s']:.2f} s, derive+render "
+            f"{pv['render_s']:.2f} s, {pv['lines']} lines), peak {pv['peak_rss_mb']:.0f} MB"
         )
     triton = (
         tv.get("skipped")
         or tv.get("error")
         or (f"{tv['wall_s']:.2f} s wall, peak {tv['peak_rss_mb']:.0f} MB")
     )
+    finalize = "reused" if row["finalize_s"] is None else f"finalize {row['finalize_s']:.2f} s"
     print(
-        f"{row['nodes']:>9,} nodes {row['format']:<16} finalize {row['finalize_s']:.2f} s "
+        f"{row['nodes']:>9,} nodes {row['format']:<16} {finalize} "
         f"({row['bytes'] / 1e6:.1f} MB) | {viewer} | Triton viewer: {triton}",
         flush=True,
     )

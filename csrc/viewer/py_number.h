@@ -50,36 +50,33 @@ struct CellValue {
 // double division (CPython's fast path for true division).
 inline bool fitsDouble(int64_t v) { return v >= -(int64_t{1} << 53) && v <= (int64_t{1} << 53); }
 
-// Python's a + b, a - b, a * b (ints stay ints, a float makes a float).
-inline bool add(CellValue a, CellValue b, CellValue *out) {
+// Python's a + b, a - b, a * b (ints stay ints, a float makes a float): intOp is the
+// overflow-checking builtin, doubleOp the float operation.
+template <typename IntOp, typename DoubleOp>
+bool arithmetic(CellValue a, CellValue b, CellValue *out, IntOp intOp, DoubleOp doubleOp) {
   if (a.kind == CellValue::kInt && b.kind == CellValue::kInt) {
     int64_t r;
-    if (__builtin_add_overflow(a.i, b.i, &r)) return false;
+    if (intOp(a.i, b.i, &r)) return false;
     *out = CellValue::ofInt(r);
     return true;
   }
-  *out = CellValue::ofDouble(a.asDouble() + b.asDouble());
+  *out = CellValue::ofDouble(doubleOp(a.asDouble(), b.asDouble()));
   return true;
+}
+inline bool add(CellValue a, CellValue b, CellValue *out) {
+  return arithmetic(
+      a, b, out, [](int64_t x, int64_t y, int64_t *r) { return __builtin_add_overflow(x, y, r); },
+      [](double x, double y) { return x + y; });
 }
 inline bool subtract(CellValue a, CellValue b, CellValue *out) {
-  if (a.kind == CellValue::kInt && b.kind == CellValue::kInt) {
-    int64_t r;
-    if (__builtin_sub_overflow(a.i, b.i, &r)) return false;
-    *out = CellValue::ofInt(r);
-    return true;
-  }
-  *out = CellValue::ofDouble(a.asDouble() - b.asDouble());
-  return true;
+  return arithmetic(
+      a, b, out, [](int64_t x, int64_t y, int64_t *r) { return __builtin_sub_overflow(x, y, r); },
+      [](double x, double y) { return x - y; });
 }
 inline bool multiply(CellValue a, CellValue b, CellValue *out) {
-  if (a.kind == CellValue::kInt && b.kind == CellValue::kInt) {
-    int64_t r;
-    if (__builtin_mul_overflow(a.i, b.i, &r)) return false;
-    *out = CellValue::ofInt(r);
-    return true;
-  }
-  *out = CellValue::ofDouble(a.asDouble() * b.asDouble());
-  return true;
+  return arithmetic(
+      a, b, out, [](int64_t x, int64_t y, int64_t *r) { return __builtin_mul_overflow(x, y, r); },
+      [](double x, double y) { return x * y; });
 }
 // Python's a / b for b != 0 (callers check Python's `if b` first).
 inline bool trueDivide(CellValue a, CellValue b, CellValue *out) {

@@ -44,6 +44,12 @@ std::vector<std::string> keptNames(const TreeColumns &tree, const std::vector<ui
   return out;
 }
 
+std::vector<std::string> namesOf(const TreeColumns &tree, const std::vector<int32_t> &order) {
+  std::vector<std::string> out;
+  for (int32_t i : order) out.push_back(tree.strings[tree.nameIds[i]]);
+  return out;
+}
+
 std::vector<uint8_t> maskOf(const TreeColumns &tree, const std::string &name) {
   std::vector<uint8_t> mask(tree.strings.size());
   for (size_t k = 0; k < tree.strings.size(); ++k) mask[k] = tree.strings[k] == name;
@@ -83,10 +89,16 @@ TEST(TreeView, MetricKindsFollowThePythonDictOrder) {
   EXPECT_TRUE(kinds[1].number);
 }
 
-TEST(TreeView, DerivedColumnsUsePythonArithmetic) {
+// sample() with launch metadata hidden, and an evaluator on it.
+struct HiddenSample {
   TreeColumns tree = sample();
-  auto keep = selectNodes(tree, {"__proton_launch_metadata", nullptr, nullptr});
-  ColumnEvaluator eval(tree, keep, std::vector<uint8_t>(tree.metrics.size()));
+  std::vector<uint8_t> keep = selectNodes(tree, {"__proton_launch_metadata", nullptr, nullptr});
+  ColumnEvaluator eval{tree, keep, std::vector<uint8_t>(tree.metrics.size())};
+};
+
+TEST(TreeView, DerivedColumnsUsePythonArithmetic) {
+  HiddenSample s;
+  ColumnEvaluator &eval = s.eval;
   std::vector<CellValue> v;
   ASSERT_TRUE(eval.evaluate({ColumnOp::kInclusive, 0}, &v));
   EXPECT_EQ(v[0].kind, CellValue::kInt);
@@ -116,20 +128,16 @@ TEST(TreeView, IntegerOverflowHandsOverToPython) {
 }
 
 TEST(TreeView, ThresholdKeepsAncestorsAndDepthCutsBelow) {
-  TreeColumns tree = sample();
-  auto keep = selectNodes(tree, {"__proton_launch_metadata", nullptr, nullptr});
-  ColumnEvaluator eval(tree, keep, std::vector<uint8_t>(tree.metrics.size()));
+  HiddenSample s;
+  const TreeColumns &tree = s.tree;
+  const std::vector<uint8_t> &keep = s.keep;
   std::vector<CellValue> v;
-  ASSERT_TRUE(eval.evaluate({ColumnOp::kInclusive, 0}, &v));
+  ASSERT_TRUE(s.eval.evaluate({ColumnOp::kInclusive, 0}, &v));
   auto depths = nodeDepths(tree.parents);
-  auto order = visibleNodes(tree.parents, depths, keep, v, 4.0, std::nullopt);
-  std::vector<std::string> names;
-  for (int32_t i : order) names.push_back(tree.strings[tree.nameIds[i]]);
-  EXPECT_EQ(names, (std::vector<std::string>{"ROOT", "fwd", "gemm", "bwd"}));
-  order = visibleNodes(tree.parents, depths, keep, v, 6.5, 2);
-  names.clear();
-  for (int32_t i : order) names.push_back(tree.strings[tree.nameIds[i]]);
-  EXPECT_EQ(names, (std::vector<std::string>{"ROOT", "bwd"}));
+  EXPECT_EQ(namesOf(tree, visibleNodes(tree.parents, depths, keep, v, 4.0, std::nullopt)),
+            (std::vector<std::string>{"ROOT", "fwd", "gemm", "bwd"}));
+  EXPECT_EQ(namesOf(tree, visibleNodes(tree.parents, depths, keep, v, 6.5, 2)),
+            (std::vector<std::string>{"ROOT", "bwd"}));
 }
 
 TEST(TreeView, PythonComparisonOfIntsAndFloats) {
