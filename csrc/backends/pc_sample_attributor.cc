@@ -30,6 +30,7 @@ struct Counters {
   Counter &clearedPhase = stat("pc_samples_for_cleared_phase");
   Counter &unknownReason = stat("pc_samples_with_unknown_stall_reason");
   Counter &metricConflicts = stat("pc_samples_rejected_metric_type");
+  Counter &dropped = stat("pc_samples_dropped_by_hardware");
 
   static Counter &stat(const char *name) { return Stats::global().counter(name); }
 };
@@ -70,7 +71,11 @@ struct PcSampleAttributor::Span {
 };
 
 struct PcSampleAttributor::FunctionState {
-  std::deque<Span> spans;  // by arrival, roughly by time
+  std::deque<Span> spans;  // closed: kernels before the open round, by arrival
+  // The open round's kernels, one aggregate per frame set (its busy time over its extent).
+  std::vector<Span> open;
+  std::unordered_map<uint32_t, uint32_t> openIndex;  // set -> index in open
+  uint32_t lastOpen = 0;                             // the aggregate extended last
 };
 
 struct PcSampleAttributor::Gathered {
@@ -143,11 +148,27 @@ StallReasonMap PcSampleAttributor::stallReasons(
   StallReasonMap map;
   for (const auto &[index, name] : reasons) {
     if (index >= map.slots_.size()) map.slots_.resize(index + 1, StallReasonMap::kUnknown);
+    std::string_view view = name;
+    if (view.starts_with(kPrefixes[1]) && !view.starts_with(kPrefixes[0])) {
+      bool dropped = normalizeStallReason(name) == "samples_data_dropped";
+      map.slots_[index] = dropped ? StallReasonMap::kDropped : StallReasonMap::kNotAStall;
+      continue;
+    }
     uint32_t slot = slotFor(normalizeStallReason(name));
     map.slots_[index] = slot;
     if (slotKind_[slot] == kNotIssued) map.hasNotIssued_ = true;
   }
   return map;
+}
+
+bool PcSampleAttributor::sameTargets(uint32_t set, const SampleTarget *targets, size_t n) const {
+  const std::vector<SampleTarget> &have = sets_[set];
+  if (have.size() != n) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (have[i].session != targets[i].session || have[i].phase != targets[i].phase ||
+        have[i].node != targets[i].node)
+      return false;
+  return true;
 }
 
 uint32_t PcSampleAttributor::targetSet(const SampleTarget *targets, size_t n) {
@@ -166,22 +187,28 @@ void PcSampleAttributor::noteKernel(StringId function, const SampleTarget *targe
   std::unique_ptr<FunctionState> &f = functions_[function];
   if (!f) f = std::make_unique<FunctionState>();
   endNs = std::max(endNs, startNs);
-  if (!f->spans.empty()) {
-    // Back-to-back launches from the same frames (the common case) extend one span; the
-    // frame set is compared in place, without building its key.
-    Span &last = f->spans.back();
-    const std::vector<SampleTarget> &set = sets_[last.set];
-    bool same = set.size() == n;
-    for (size_t i = 0; same && i < n; ++i)
-      same = set[i].session == targets[i].session && set[i].phase == targets[i].phase &&
-             set[i].node == targets[i].node;
-    if (same && startNs >= last.startNs && startNs <= last.endNs + kMergeGapNs) {
-      last.endNs = std::max(last.endNs, endNs);
-      last.busyNs += endNs - startNs;
-      return;
-    }
+  if (startNs < openSinceNs_) {
+    // A late record of a kernel from before the open round: kept on its own, for the
+    // rounds whose interval reaches back to it.
+    f->spans.push_back(Span{startNs, endNs, endNs - startNs, targetSet(targets, n)});
+    return;
   }
-  f->spans.push_back(Span{startNs, endNs, endNs - startNs, targetSet(targets, n)});
+  // The open round will cover this kernel whole: only its frames' total time matters.
+  // Back-to-back launches from the same frames (the common case) skip building the set key.
+  uint32_t set = UINT32_MAX;
+  if (!f->open.empty() && sameTargets(f->open[f->lastOpen].set, targets, n))
+    set = f->open[f->lastOpen].set;
+  if (set == UINT32_MAX) set = targetSet(targets, n);
+  auto [it, inserted] = f->openIndex.try_emplace(set, uint32_t(f->open.size()));
+  if (inserted) {
+    f->open.push_back(Span{startNs, endNs, endNs - startNs, set});
+  } else {
+    Span &span = f->open[it->second];
+    span.startNs = std::min(span.startNs, startNs);
+    span.endNs = std::max(span.endNs, endNs);
+    span.busyNs += endNs - startNs;
+  }
+  f->lastOpen = it->second;
 }
 
 StringId PcSampleAttributor::frameFor(const PcSample &sample, StringId function, LineTable &lines) {
@@ -216,8 +243,9 @@ void PcSampleAttributor::add(const PcSample *samples, size_t n, const StallReaso
     for (uint32_t k = 0; k < sample.numStalls; ++k) {
       const StallCount &stall = sample.stalls[k];
       uint32_t slot = reasons.slot(stall.reason);
-      if (slot == StallReasonMap::kUnknown) {
-        counters().unknownReason.add(stall.samples);
+      if (slot >= StallReasonMap::kDropped) {
+        if (slot == StallReasonMap::kUnknown) counters().unknownReason.add(stall.samples);
+        if (slot == StallReasonMap::kDropped) counters().dropped.add(stall.samples);
         continue;
       }
       slots[slot] += stall.samples;
@@ -256,19 +284,21 @@ bool PcSampleAttributor::fileRound(StringId function, uint64_t fromNs, uint64_t 
   auto it = functions_.find(function);
   const Span *nearest = nullptr;
   uint64_t nearestGap = UINT64_MAX;
-  if (it != functions_.end()) {
-    for (const Span &span : it->second->spans) {
-      uint64_t lo = std::max(span.startNs, fromNs), hi = std::min(span.endNs, toNs);
-      if (lo <= hi) {
-        // A span's share of the round: its overlap, thinned by the gaps between its kernels.
-        double length = double(span.endNs - span.startNs);
-        double overlap = double(hi - lo);
-        weigh(span.set, length > 0 ? std::max(overlap, 1.0) * double(span.busyNs) / length : 1.0);
-        continue;
-      }
-      uint64_t gap = span.startNs > toNs ? span.startNs - toNs : fromNs - span.endNs;
-      if (gap < nearestGap) nearestGap = gap, nearest = &span;
+  auto consider = [&](const Span &span) {
+    uint64_t lo = std::max(span.startNs, fromNs), hi = std::min(span.endNs, toNs);
+    if (lo <= hi) {
+      // A span's share of the round: its overlap, thinned by the gaps between its kernels.
+      double length = double(span.endNs - span.startNs);
+      double overlap = double(hi - lo);
+      weigh(span.set, length > 0 ? std::max(overlap, 1.0) * double(span.busyNs) / length : 1.0);
+      return;
     }
+    uint64_t gap = span.startNs > toNs ? span.startNs - toNs : fromNs - span.endNs;
+    if (gap < nearestGap) nearestGap = gap, nearest = &span;
+  };
+  if (it != functions_.end()) {
+    for (const Span &span : it->second->spans) consider(span);
+    for (const Span &span : it->second->open) consider(span);
   }
   if (weights.empty()) {
     // No kernel of the function ran in the round: its record may still be on its way (a long
@@ -373,12 +403,20 @@ void PcSampleAttributor::writeGathered() {
 
 void PcSampleAttributor::closeWindow(uint64_t nowNs, bool final) {
   if (current_ && !current_->functions.empty()) {
-    current_->fromNs = lastCloseNs_ > kLatencyNs ? lastCloseNs_ - kLatencyNs : 0;
+    // The round's samples were taken after the previous round's (less the decode latency).
+    current_->fromNs = lastRoundNs_ > kLatencyNs ? lastRoundNs_ - kLatencyNs : 0;
     current_->toNs = nowNs;
     pending_.push_back(std::move(*current_));
+    lastRoundNs_ = nowNs;
+    // Kernels from here on belong to the next round: close the open aggregates.
+    openSinceNs_ = nowNs;
+    for (auto &[name, f] : functions_) {
+      for (const Span &span : f->open) f->spans.push_back(span);
+      f->open.clear();
+      f->openIndex.clear();
+    }
   }
   current_.reset();
-  lastCloseNs_ = nowNs;
   for (Round &round : pending_) {
     if (!final && nowNs < round.toNs + kSettleNs) break;  // later rounds are newer still
     for (auto it = round.functions.begin(); it != round.functions.end();) {
@@ -393,9 +431,9 @@ void PcSampleAttributor::closeWindow(uint64_t nowNs, bool final) {
   }
   std::erase_if(pending_, [](const Round &r) { return r.functions.empty(); });
   writeGathered();
-  // Kernels older than every round still to be filed (and than the next one) can go; each
-  // function keeps its latest kernel for samples read long after it.
-  uint64_t keepAfter = lastCloseNs_ > kLatencyNs ? lastCloseNs_ - kLatencyNs : 0;
+  // Closed kernels older than every round still to be filed (and than the next one) can go;
+  // each function keeps its latest for samples read long after it.
+  uint64_t keepAfter = lastRoundNs_ > kLatencyNs ? lastRoundNs_ - kLatencyNs : 0;
   for (const Round &r : pending_) keepAfter = std::min(keepAfter, r.fromNs);
   for (auto &[name, f] : functions_)
     while (f->spans.size() > 1 && f->spans.front().endNs < keepAfter) f->spans.pop_front();

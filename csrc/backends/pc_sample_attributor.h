@@ -13,7 +13,9 @@
 //
 // Which kernel frame: the GPU samples continuously and names only the function (and its
 // module), not the launch. Samples are read in rounds; the samples of one round were taken
-// between the previous round minus the vendor's decode latency (kLatencyNs) and this round.
+// between the previous round that had samples, less the vendor's decode latency (kLatencyNs),
+// and this round. (CUPTI's continuous mode hands most samples over only when a range ends:
+// at a flush, or a module load after an unload; such a round spans the whole time before.)
 // They are split among the kernels of their function that ran in that interval, by the time
 // each ran in it (kernel times are on Proton's clock). A kernel stands for the set of frames
 // its launch was filed under in the sampling sessions; the set is empty when no sampling
@@ -92,6 +94,10 @@ std::string normalizeStallReason(std::string_view vendorName);
 class StallReasonMap {
  public:
   static constexpr uint32_t kUnknown = UINT32_MAX;
+  // Counters the GPU lists with its stall reasons that are not one (smsp__pcsamp_sample_count);
+  // samples_data_dropped is counted as dropped.
+  static constexpr uint32_t kNotAStall = UINT32_MAX - 1;
+  static constexpr uint32_t kDropped = UINT32_MAX - 2;
   uint32_t slot(uint32_t vendorIndex) const {
     return vendorIndex < slots_.size() ? slots_[vendorIndex] : kUnknown;
   }
@@ -160,6 +166,7 @@ class PcSampleAttributor {
 
   uint32_t slotFor(const std::string &reason);
   uint32_t targetSet(const SampleTarget *targets, size_t n);
+  bool sameTargets(uint32_t set, const SampleTarget *targets, size_t n) const;
   StringId frameFor(const PcSample &sample, StringId function, LineTable &lines);
   // Files one function's samples of a round; false: no kernel yet, keep them.
   bool fileRound(StringId function, uint64_t fromNs, uint64_t toNs, uint64_t nowNs,
@@ -181,7 +188,8 @@ class PcSampleAttributor {
   std::unordered_map<PcKey, StringId, KeyHash> frames_;  // kNoFrame: no line information
   std::unique_ptr<Round> current_;
   std::deque<Round> pending_;
-  uint64_t lastCloseNs_ = 0;
+  uint64_t lastRoundNs_ = 0;  // when the latest round with samples was read
+  uint64_t openSinceNs_ = 0;  // kernels starting since then are aggregated per frame set
   size_t heldEntries_ = 0;
   std::vector<Gathered> gathered_;
   std::unordered_map<GatherKey, uint32_t, KeyHash> gatheredIndex_;

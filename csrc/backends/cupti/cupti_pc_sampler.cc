@@ -40,6 +40,12 @@ struct PcSampler::Buffer {
     data.collectNumPcs = numPcs;
     data.pPcData = pcs.data();
   }
+  // What CUPTI reports in the buffer, cleared before it writes again.
+  void clearCounts() {
+    data.totalNumPcs = data.remainingNumPcs = 0;
+    data.totalSamples = data.droppedSamples = data.nonUsrKernelsTotalSamples = 0;
+    data.hardwareBufferFull = 0;
+  }
 };
 
 struct PcSampler::Context {
@@ -76,6 +82,8 @@ Status PcSampler::start(const CuptiApi &api, uint32_t periodLog2,
   }
   const char *debug = std::getenv("PROTON_PCSAMPLING_DEBUG");
   debug_ = debug && std::strcmp(debug, "1") == 0;
+  const char *ranges = std::getenv("PROTON_PCSAMPLING_RANGES");
+  ranges_ = ranges && std::strcmp(ranges, "1") == 0;
   {
     std::lock_guard lock(mu_);
     api_ = &api;
@@ -178,9 +186,8 @@ bool PcSampler::enableLocked(Context &c) {
 }
 
 bool PcSampler::configureLocked(Context &c) {
-  c.range.data.totalNumPcs = 0;
-  c.range.data.remainingNumPcs = 0;
-  CUpti_PCSamplingConfigurationInfo info[5] = {};
+  c.range.clearCounts();
+  CUpti_PCSamplingConfigurationInfo info[6] = {};
   info[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   info[0].attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
@@ -193,6 +200,8 @@ bool PcSampler::configureLocked(Context &c) {
   info[3].attributeData.scratchBufferSizeData.scratchBufferSize = kScratchBytes;
   info[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
   info[4].attributeData.samplingDataBufferData.samplingDataBuffer = &c.range.data;
+  info[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  info[5].attributeData.enableStartStopControlData.enableStartStopControl = ranges_ ? 1 : 0;
   CUpti_PCSamplingConfigurationInfoParams params{};
   params.size = CUpti_PCSamplingConfigurationInfoParamsSize;
   params.ctx = c.context;
@@ -201,7 +210,27 @@ bool PcSampler::configureLocked(Context &c) {
   CUptiResult rc = api_->pcSamplingSetConfiguration(&params);
   for (size_t i = 0; rc == CUPTI_SUCCESS && i < std::size(info); ++i)
     if (info[i].attributeStatus != CUPTI_SUCCESS) rc = info[i].attributeStatus;
-  if (rc != CUPTI_SUCCESS) report(rc, "cuptiPCSamplingSetConfigurationAttribute");
+  if (rc != CUPTI_SUCCESS) {
+    report(rc, "cuptiPCSamplingSetConfigurationAttribute");
+    return false;
+  }
+  return !ranges_ || rangeLocked(c, true);
+}
+
+bool PcSampler::rangeLocked(Context &c, bool start) {
+  CUptiResult rc;
+  if (start) {
+    CUpti_PCSamplingStartParams params{};
+    params.size = CUpti_PCSamplingStartParamsSize;
+    params.ctx = c.context;
+    rc = api_->pcSamplingStart(&params);
+  } else {
+    CUpti_PCSamplingStopParams params{};
+    params.size = CUpti_PCSamplingStopParamsSize;
+    params.ctx = c.context;
+    rc = api_->pcSamplingStop(&params);
+  }
+  if (rc != CUPTI_SUCCESS) stat("pc_sampling_read_errors").add();
   return rc == CUPTI_SUCCESS;
 }
 
@@ -213,19 +242,36 @@ void PcSampler::disableLocked(Context &c) {
   api_->pcSamplingDisable(&params);
   c.enabled = false;
   // Disabling hands over, in the range buffer, what CUPTI still held.
-  if (c.range.data.totalNumPcs > 0) fileBuffer(c, c.range.data);
-  c.range.data.totalNumPcs = 0;
+  if (debug_)
+    std::fprintf(stderr,
+                 "[PROTON] pcsampling: disabled, range buffer %zu PCs, samples %llu, "
+                 "dropped %llu, non-user %llu\n",
+                 c.range.data.totalNumPcs, (unsigned long long)c.range.data.totalSamples,
+                 (unsigned long long)c.range.data.droppedSamples,
+                 (unsigned long long)c.range.data.nonUsrKernelsTotalSamples);
+  fileBuffer(c, c.range.data);
+  c.range.clearCounts();
 }
 
 void PcSampler::readLocked(Context &c) {
   if (!c.enabled) return;
+  if (ranges_) {
+    // Samples are handed over when a range ends: end it, read, and start the next.
+    rangeLocked(c, false);
+    readAllLocked(c);
+    rangeLocked(c, true);
+    return;
+  }
+  readAllLocked(c);
+}
+
+void PcSampler::readAllLocked(Context &c) {
   for (int i = 0; i < kMaxReadsPerContext; ++i) {
     CUpti_PCSamplingGetDataParams params{};
     params.size = CUpti_PCSamplingGetDataParamsSize;
     params.ctx = c.context;
     params.pcSamplingData = &c.read.data;
-    c.read.data.totalNumPcs = 0;
-    c.read.data.hardwareBufferFull = 0;
+    c.read.clearCounts();
     CUptiResult rc = api_->pcSamplingGetData(&params);
     if (rc == CUPTI_ERROR_OUT_OF_MEMORY || c.read.data.hardwareBufferFull) {
       stat("pc_sampling_hardware_buffer_full").add();
@@ -250,15 +296,16 @@ void PcSampler::readLocked(Context &c) {
                    (unsigned long long)c.read.data.nonUsrKernelsTotalSamples,
                    c.range.data.totalNumPcs);
     }
-    stat("pc_samples_dropped_by_hardware").add(c.read.data.droppedSamples);
-    stat("pc_samples_in_non_user_kernels").add(c.read.data.nonUsrKernelsTotalSamples);
-    if (c.read.data.totalNumPcs > 0) fileBuffer(c, c.read.data);
+    fileBuffer(c, c.read.data);
     bool more = c.read.data.remainingNumPcs > 0 || c.range.data.totalNumPcs > 0;
     if (c.read.data.totalNumPcs == 0 || !more) return;
   }
 }
 
 void PcSampler::fileBuffer(Context &c, const CUpti_PCSamplingData &data) {
+  stat("pc_samples_dropped_by_hardware").add(data.droppedSamples);
+  stat("pc_samples_in_non_user_kernels").add(data.nonUsrKernelsTotalSamples);
+  if (data.totalNumPcs == 0) return;
   translatePcData(data, batch_, stalls_);
   lines_->warm(batch_.data(), batch_.size());  // the slow part, outside processMu
   std::lock_guard lock(processMu_);
@@ -287,8 +334,9 @@ void PcSampler::collect() {
   std::lock_guard lock(mu_);
   for (auto &c : contexts_) {
     readLocked(*c);
-    // What CUPTI's worker threads have not decoded yet comes out at disable; sampling then
-    // resumes with the same configuration.
+    if (ranges_) continue;  // ending the range handed everything over
+    // In one continuous range, what CUPTI holds comes out at disable; sampling then resumes
+    // with the same configuration.
     disableLocked(*c);
     enableLocked(*c);
   }

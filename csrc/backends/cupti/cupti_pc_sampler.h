@@ -67,6 +67,8 @@ class PcSampler {
   bool configureLocked(Context &c);
   void disableLocked(Context &c);
   void readLocked(Context &c);
+  void readAllLocked(Context &c);
+  bool rangeLocked(Context &c, bool start);
   void fileBuffer(Context &c, const CUpti_PCSamplingData &data);
   void closeWindow(bool final);
   void readerLoop();
@@ -79,6 +81,7 @@ class PcSampler {
   uint32_t periodLog2_ = 0;
   std::atomic<bool> running_{false};
   bool debug_ = false;
+  bool ranges_ = false;  // PROTON_PCSAMPLING_RANGES=1: a range per read (start/stop control)
 
   std::mutex mu_;
   std::vector<std::unique_ptr<Context>> contexts_;

@@ -298,7 +298,11 @@ TEST_F(PcSamplingTest, OneFunctionUnderTwoFramesSplitsItsSamplesByKernelTime) {
 
 TEST_F(PcSamplingTest, KernelsOutsideARoundGetNoneOfItsSamples) {
   kernel("early", "k4", 0, 1 * ms);
-  samples_.closeWindow(1000 * ms, false);  // a round with no samples
+  kernel("other", "other_kernel", 0, 1 * ms);
+  RawBuffer first;
+  first.pc(8, "other_kernel", 0, {{kSelected, 1}});
+  read(first);
+  samples_.closeWindow(1000 * ms, false);
   kernel("late", "k4", 1500 * ms, 1501 * ms);
   RawBuffer raw;
   raw.pc(4, "k4", 0, {{kSelected, 3}});
@@ -308,8 +312,24 @@ TEST_F(PcSamplingTest, KernelsOutsideARoundGetNoneOfItsSamples) {
   EXPECT_EQ(samplesAt(session_, {"early", "k4"}), 0);
 }
 
+TEST_F(PcSamplingTest, ARoundWithoutSamplesDoesNotEndTheInterval) {
+  kernel("early", "k12", 0, 1 * ms);
+  samples_.closeWindow(1000 * ms, false);  // nothing read: the interval goes on
+  kernel("late", "k12", 1500 * ms, 1501 * ms);
+  RawBuffer raw;
+  raw.pc(4, "k12", 0, {{kSelected, 4}});
+  read(raw);
+  samples_.closeWindow(2000 * ms, true);  // covers both kernels: 1 ms each
+  EXPECT_EQ(samplesAt(session_, {"early", "k12"}), 2);
+  EXPECT_EQ(samplesAt(session_, {"late", "k12"}), 2);
+}
+
 TEST_F(PcSamplingTest, AtTheFinalCloseSamplesGoToTheNearestKernel) {
   kernel("step", "k5", 0, 1 * ms);
+  kernel("other", "other_kernel", 0, 1 * ms);
+  RawBuffer first;
+  first.pc(8, "other_kernel", 0, {{kSelected, 1}});
+  read(first);
   samples_.closeWindow(4000 * ms, false);
   RawBuffer raw;
   raw.pc(4, "k5", 0, {{kSelected, 2}});
@@ -359,6 +379,27 @@ TEST_F(PcSamplingTest, WithoutNotIssuedReasonsEverySampleButSelectedIsStalled) {
   auto m = metricsAt(session_, {"step", "k8"});
   EXPECT_EQ(m["num_samples"], 7);
   EXPECT_EQ(m["num_stalled_samples"], 5);
+}
+
+TEST_F(PcSamplingTest, CountersListedAmongStallReasonsAreNoStallReason) {
+  StallReasonMap hopper =
+      samples_.stallReasons({{0, "smsp__pcsamp_sample_count"},
+                             {1, "smsp__pcsamp_samples_data_dropped"},
+                             {28, "smsp__pcsamp_warps_issue_stalled_selected"}});
+  EXPECT_EQ(hopper.slot(0), StallReasonMap::kNotAStall);
+  EXPECT_EQ(hopper.slot(1), StallReasonMap::kDropped);
+  kernel("step", "k13", 0, 1 * ms);
+  uint64_t dropped = stat("pc_samples_dropped_by_hardware");
+  RawBuffer raw;
+  raw.pc(4, "k13", 0, {{0, 9}, {1, 2}, {28, 7}});
+  read(raw, &hopper);
+  samples_.closeWindow(10 * ms, true);
+  EXPECT_EQ(metricsAt(session_, {"step", "k13"}),
+            (std::map<std::string, int64_t>{{"<exists>", 1},
+                                            {"num_samples", 7},
+                                            {"num_stalled_samples", 0},
+                                            {"stalled_selected", 7}}));
+  EXPECT_EQ(stat("pc_samples_dropped_by_hardware"), dropped + 2);
 }
 
 TEST_F(PcSamplingTest, UnknownStallReasonIndexIsCounted) {
