@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from proton.viewer import ViewerError, derive, load, render
+from proton.viewer.main import list_metrics
 from proton.viewer.msgpack import MessagePackError, decode, unpackb
 
 FUZZ_DIR = Path(__file__).resolve().parents[2] / "fuzz"
@@ -117,3 +118,18 @@ def test_json_utf8_encoded_surrogates_read_as_replacement_characters(tmp_path):
     assert text.encode() == "t\ufffd  name\n 1  a\ufffd\n".encode()
     path.write_bytes(b'[{"frame":{"name":"\xed\xa0\xbd\xed\xb8\x80 \xed\x9f\xbf"}}]')
     assert load(path).names == ["\ufffd\ufffd \ud7ff"]  # CESU-8 pairs too; U+D7FF is text
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="known issue: Profile.exclusive_metrics takes metric_aggregation for lists",
+)
+def test_malformed_metric_aggregation_does_not_break_the_viewer(tmp_path):
+    # "metric_aggregation": {"property": 16}: set(16) raises TypeError listing the metrics.
+    data = (FUZZ_DIR / "regressions/viewer_load/metadata_aggregation_not_lists").read_bytes()
+    path = tmp_path / "run.hatchet"
+    path.write_bytes(data)
+    profile = load(path)
+    assert reader_checks.malformed_aggregation(profile.metadata)
+    assert "- t\n" in list_metrics(profile)
