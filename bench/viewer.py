@@ -205,7 +205,11 @@ def time_triton_viewer(path: str, python: str, timeout: float) -> dict:
     if path.endswith(".hatchet_msgpack"):
         return {"skipped": "Triton's viewer reads .hatchet JSON only"}
     probe = "import triton.profiler.viewer, hatchet"
-    if subprocess.run([python, "-c", probe], capture_output=True, check=False).returncode:
+    try:
+        missing = subprocess.run([python, "-c", probe], capture_output=True, check=False)
+    except OSError:
+        return {"skipped": f"no interpreter {python}"}
+    if missing.returncode:
         return {"skipped": f"triton and llnl-hatchet are not both importable in {python}"}
     probe = (
         "import resource, runpy, sys; sys.argv = ['proton-viewer', '-m', sys.argv[1], sys.argv[2]]\n"
