@@ -54,7 +54,6 @@ const MetricList &launchMetrics(nb::handle metrics) {
 }  // namespace
 
 void bindContext(nb::module_ &m) {
-
   m.def(
       "install_python_context",
       [](std::vector<std::string> skipPrefixes, bool acquireGil) {
@@ -84,7 +83,8 @@ void bindContext(nb::module_ &m) {
       },
       "Sets the state to __proton_launch_metadata; returns the previous state for restore_state.");
   m.def(
-      "restore_state", [](uint32_t previous) { SessionManager::global().exchangeState(StringId{previous}); },
+      "restore_state",
+      [](uint32_t previous) { SessionManager::global().exchangeState(StringId{previous}); },
       nb::arg("previous"));
 }
 

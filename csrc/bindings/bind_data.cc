@@ -35,7 +35,8 @@ void bindData(nb::module_ &m) {
   m.def(
       "is_phase_complete",
       [](int session, uint64_t phase) {
-        return valueOrThrow(SessionManager::global().isPhaseComplete(SessionId{session}, PhaseId{phase}));
+        return valueOrThrow(
+            SessionManager::global().isPhaseComplete(SessionId{session}, PhaseId{phase}));
       },
       nb::arg("session"), nb::arg("phase"));
   m.def(

@@ -85,7 +85,6 @@ void initScope(Scope *self, nb::handle name, nb::handle metrics, bool timed) {
 }  // namespace
 
 void bindScope(nb::module_ &m) {
-
   nb::class_<Scope>(m, "Scope")
       .def(
           "__init__",
@@ -95,22 +94,23 @@ void bindScope(nb::module_ &m) {
           nb::arg("name").none(), nb::arg("metrics").none() = nb::none())
       .def_prop_ro("name", [](Scope &s) { return s.name; })
       .def_prop_ro("metrics", [](Scope &s) { return s.metrics; })
-      .def(
-          "__enter__",
-          [](nb::handle self) {
-            Scope &s = *nb::inst_ptr<Scope>(self);
-            if (!SessionManager::global().profilingOn()) return nb::borrow(self);
-            throwIfError(SessionManager::global().enterScope(internName(s.name), s.timed, sharedMetrics(s.metrics)));
-            ++s.entered;
-            s.generation = SessionManager::global().generation();
-            return nb::borrow(self);
-          })
+      .def("__enter__",
+           [](nb::handle self) {
+             Scope &s = *nb::inst_ptr<Scope>(self);
+             if (!SessionManager::global().profilingOn()) return nb::borrow(self);
+             throwIfError(SessionManager::global().enterScope(internName(s.name), s.timed,
+                                                              sharedMetrics(s.metrics)));
+             ++s.entered;
+             s.generation = SessionManager::global().generation();
+             return nb::borrow(self);
+           })
       .def(
           "__exit__",
           [](Scope &s, nb::handle, nb::handle, nb::handle) {
             if (s.entered == 0) return false;
             --s.entered;
-            if (s.generation != SessionManager::global().generation()) return false;  // profiling restarted
+            if (s.generation != SessionManager::global().generation())
+              return false;  // profiling restarted
             throwIfError(SessionManager::global().exitScope(internName(s.name), {}));
             return false;
           },
@@ -130,7 +130,8 @@ void bindScope(nb::module_ &m) {
         requireStr(name, "scope name");
         if (!SessionManager::global().profilingOn()) return -1;
         uint64_t id = 0;
-        throwIfError(SessionManager::global().enterScope(internName(name), false, sharedMetrics(metrics), &id));
+        throwIfError(SessionManager::global().enterScope(internName(name), false,
+                                                         sharedMetrics(metrics), &id));
         return static_cast<int64_t>(id);
       },
       nb::arg("name").none(), nb::arg("metrics").none() = nb::none());
@@ -164,7 +165,8 @@ void bindScope(nb::module_ &m) {
       [](const ContextSnapshot &snapshot) { ThreadContext::current().adopt(snapshot); },
       nb::arg("snapshot"));
   m.def(
-      "depth", [](int session) { return valueOrThrow(SessionManager::global().depth(SessionId{session})); },
+      "depth",
+      [](int session) { return valueOrThrow(SessionManager::global().depth(SessionId{session})); },
       nb::arg("session"));
 }
 

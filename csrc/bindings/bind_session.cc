@@ -27,7 +27,7 @@ void bindSession(nb::module_ &m) {
   m.def(
       "start",
       [](const std::string &path, const std::string &context, const std::string &data,
-                 const std::string &backend, const std::string &mode) {
+         const std::string &backend, const std::string &mode) {
         SessionOptions options =
             valueOrThrow(parseSessionOptions(path, context, data, backend, mode));
         StartResult r = valueOrThrow(SessionManager::global().start(options));
@@ -36,7 +36,8 @@ void bindSession(nb::module_ &m) {
       nb::arg("path"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
       "Starts (or re-activates) the session writing to path; returns (id, created, warning).");
   m.def(
-      "activate", [](std::optional<int> s) { throwIfError(SessionManager::global().activate(toId(s))); },
+      "activate",
+      [](std::optional<int> s) { throwIfError(SessionManager::global().activate(toId(s))); },
       nb::arg("session").none());
   m.def(
       "deactivate",
@@ -65,7 +66,8 @@ void bindSession(nb::module_ &m) {
     for (SessionId id : SessionManager::global().liveSessions()) ids.push_back(id.value);
     return ids;
   });
-  m.def("set_command_line", [](std::string s) { SessionManager::global().setCommandLine(std::move(s)); });
+  m.def("set_command_line",
+        [](std::string s) { SessionManager::global().setCommandLine(std::move(s)); });
   m.def("set_library_search_dirs", &setLibrarySearchDirs, nb::arg("dirs"),
         "Extra directories searched for vendor libraries (e.g. libcupti).");
   m.def(

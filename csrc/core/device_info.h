@@ -24,6 +24,9 @@ struct DeviceInfo {
   uint64_t clockRateKhz = 0;
   uint64_t memoryClockRateKhz = 0;
   uint32_t busWidthBits = 0;
+  // Which physical GPU, where the backend can tell: "0000:1b:00.0" (PCI domain:bus:device).
+  // Device indices depend on CUDA_VISIBLE_DEVICES, so ranks sharing a host need this.
+  std::string pciBusId;
 };
 
 class DeviceTable {

@@ -22,6 +22,7 @@ struct ProfileMetadata {
   uint64_t phase = 0;
   int64_t rank = -1;      // written only for a process of a multi-process job
   int64_t worldSize = 0;  // 0: unknown
+  std::string host;       // with rank: the machine the process ran on
   std::vector<std::pair<std::string, uint64_t>> stats;
   std::vector<std::string> exclusiveMetrics;  // names, suffix stripped
   std::vector<std::string> propertyMetrics;

@@ -20,10 +20,8 @@ int64_t parseCount(const char *text) {
 
 RankInfo detectRank(EnvLookup env) {
   static constexpr const char *kVariables[][2] = {
-      {"RANK", "WORLD_SIZE"},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-      {"PMI_RANK", "PMI_SIZE"},
-      {"PMIX_RANK", nullptr},
+      {"RANK", "WORLD_SIZE"},           {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"},         {"PMIX_RANK", nullptr},
       {"SLURM_PROCID", "SLURM_NTASKS"},
   };
   for (const auto &[rankVar, sizeVar] : kVariables) {

@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "backends/gpu_backend.h"
 #include "backends/runtime_probe.h"
@@ -129,20 +129,19 @@ Status cpuOnly(const std::string &why, std::string &warning) {
   return {};
 }
 
-bool isPeriodic(const SessionOptions &options) {
-  return options.mode.name == "periodic_flushing";
-}
+bool isPeriodic(const SessionOptions &options) { return options.mode.name == "periodic_flushing"; }
 bool isPeriodic(const Session &s) { return isPeriodic(s.options()); }
 
 // periodic_flushing[:format=F]: the format of the part files (default: the data kind's).
 Result<OutputFormat> periodicFormat(const SessionOptions &options) {
   for (const auto &[key, value] : options.mode.options)
     if (key != "format")
-      return Status{StatusCode::kInvalidArgument,
-                    "[PROTON] Unknown option '" + key + "' for mode 'periodic_flushing'. " +
-                        "Allowed options: format"};
+      return Status{StatusCode::kInvalidArgument, "[PROTON] Unknown option '" + key +
+                                                      "' for mode 'periodic_flushing'. " +
+                                                      "Allowed options: format"};
   auto it = options.mode.options.find("format");
-  Result<OutputFormat> format = parseOutputFormat(it == options.mode.options.end() ? "" : it->second);
+  Result<OutputFormat> format =
+      parseOutputFormat(it == options.mode.options.end() ? "" : it->second);
   if (!format.isOk()) return format.status();
   OutputFormat f =
       format.value() == OutputFormat::kDefault ? defaultFormat(options.data) : format.value();
@@ -155,10 +154,9 @@ Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
   if (mode.name.empty() || mode.name == "pcsampling") return {};
   if (mode.name == "periodic_flushing") return periodicFormat(options).status();
-  return {StatusCode::kUnavailable, "[PROTON] mode='" + mode.toString() +
-                                        "' is not supported by backend '" +
-                                        backendKindName(options.backend) +
-                                        "' in this build of Proton."};
+  return {StatusCode::kUnavailable,
+          "[PROTON] mode='" + mode.toString() + "' is not supported by backend '" +
+              backendKindName(options.backend) + "' in this build of Proton."};
 }
 
 bool needsGpuBackend(const SessionOptions &options) {
@@ -301,6 +299,10 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
   m.phase = phase.value;
   m.rank = s.options().rank.rank;
   m.worldSize = s.options().rank.worldSize;
+  if (m.rank >= 0) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
+  }
   m.stats = Stats::global().snapshot();
   s.metricAggregations(m.exclusiveMetrics, m.propertyMetrics);
   return m;

@@ -123,9 +123,9 @@ class SessionManager {
   // Lock order: writeMu_, then mu_, then a session's own lock.
   std::mutex writeMu_;  // serialises writing part files (flusher, advancePhase) with finalize
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Session>> sessions_;  // index = id; never shrinks
+  std::vector<std::unique_ptr<Session>> sessions_;      // index = id; never shrinks
   std::vector<std::vector<std::string>> partsWritten_;  // per session, by periodic flushing
-  std::mutex flusherMu_;  // the background writer's wake-up
+  std::mutex flusherMu_;                                // the background writer's wake-up
   std::condition_variable flusherWake_;
   bool flusherStarted_ = false;  // mu_ held
   bool gpuUsed_ = false;         // mu_ held: a GPU backend was acquired in this process

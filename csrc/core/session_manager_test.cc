@@ -4,15 +4,14 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <thread>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "backends/runtime_probe.h"
 #include "core/stats.h"
@@ -356,8 +355,8 @@ TEST(SessionManagerTest, PeriodicFlushingWritesEachCompletePhaseAtAdvanceAndFree
   std::vector<std::string> written;
   // finalize's format does not change the parts' format: one run, one format.
   ASSERT_TRUE(mgr().finalize(id, "hatchet_msgpack", &written).isOk());
-  EXPECT_EQ(written, (std::vector<std::string>{o.path + ".part_0.hatchet",
-                                               o.path + ".part_1.hatchet"}));
+  EXPECT_EQ(written,
+            (std::vector<std::string>{o.path + ".part_0.hatchet", o.path + ".part_1.hatchet"}));
   std::string part1 = readFile(o.path + ".part_1.hatchet");
   EXPECT_NE(part1.find("\"name\":\"step1\""), std::string::npos);
   EXPECT_EQ(part1.find("step0"), std::string::npos);
@@ -404,8 +403,12 @@ TEST(SessionManagerTest, RankFromTheEnvironmentNamesTheFileAndTheMetadata) {
   std::vector<std::string> written;
   ASSERT_TRUE(mgr().finalize(r.value().id, "", &written).isOk());
   EXPECT_EQ(written, (std::vector<std::string>{o.path + ".rank1.hatchet"}));
-  EXPECT_NE(readFile(written[0]).find("\"phase\":0,\"rank\":1,\"world_size\":2,"),
-            std::string::npos);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_NE(
+      readFile(written[0])
+          .find("\"phase\":0,\"rank\":1,\"world_size\":2,\"host\":\"" + std::string(host) + "\","),
+      std::string::npos);
   EXPECT_FALSE(fileExists(o.path + ".hatchet"));
 }
 

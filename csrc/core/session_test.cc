@@ -212,8 +212,8 @@ TEST_F(SessionTest, ReleaseDataLeavesATombstone) {
 }
 
 TEST_F(SessionTest, TakeCompletePhasesLeavesTheCurrentAndPendingPhases) {
-  s.advancePhase();  // 1
-  s.advancePhase();  // 2 (current)
+  s.advancePhase();              // 1
+  s.advancePhase();              // 2 (current)
   s.notePending(PhaseId{1}, 3);  // three kernels of phase 1 still on the device
   NodeId n = s.child(PhaseId{2}, kRootNode, S("kept"));
   std::vector<std::unique_ptr<PhaseData>> done = s.takeCompletePhases();

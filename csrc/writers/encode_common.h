@@ -40,7 +40,7 @@ void encodeStringList(Encoder &e, const std::vector<std::string> &list) {
 template <typename Encoder>
 void encodeMetadata(Encoder &e, const ProfileMetadata &m) {
   bool ranked = m.rank >= 0;
-  e.beginMap(ranked ? 14 : 12);
+  e.beginMap(ranked ? 15 : 12);
   e.key("tool");
   e.string("proton");
   e.key("version");
@@ -66,6 +66,8 @@ void encodeMetadata(Encoder &e, const ProfileMetadata &m) {
     e.unsignedInteger(static_cast<uint64_t>(m.rank));
     e.key("world_size");
     e.unsignedInteger(static_cast<uint64_t>(m.worldSize));
+    e.key("host");
+    e.string(m.host);
   }
   e.key("stats");
   e.beginMap(m.stats.size());

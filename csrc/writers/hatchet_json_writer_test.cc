@@ -84,6 +84,25 @@ TEST(HatchetJsonWriterTest, KernelKeysAreZeroFilledOnRoot) {
   EXPECT_EQ(out.substr(out.size() - devices.size()), devices);
 }
 
+TEST(HatchetJsonWriterTest, DeviceBlockNamesThePhysicalGpuAndMetadataTheRank) {
+  PhaseData phase{PhaseId{0}};
+  phase.kernelAt(phase.tree.child(kRootNode, S("k"))).add(5, 1, DeviceType::kCuda);
+  phase.noteDevice(DeviceType::kCuda, 1);
+  ProfileMetadata m;
+  m.rank = 3;
+  m.worldSize = 8;
+  m.host = "node7";
+  DeviceTable d;
+  d.set({DeviceType::kCuda, 1, "90", 132, 1980000, 2619000, 5120, "0000:1b:00.0"});
+  std::string out = write({phase, m, d, StringTable::global()});
+  EXPECT_NE(out.find("\"phase\":0,\"rank\":3,\"world_size\":8,\"host\":\"node7\","),
+            std::string::npos);
+  std::string devices =
+      "},{\"CUDA\":{\"1\":{\"arch\":\"90\",\"num_sms\":132,\"clock_rate\":1980000,"
+      "\"memory_clock_rate\":2619000,\"bus_width\":5120,\"pci_bus_id\":\"0000:1b:00.0\"}}}]\n";
+  EXPECT_EQ(out.substr(out.size() - devices.size()), devices);
+}
+
 TEST(HatchetJsonWriterTest, EmptyPhaseHasAnEmptyRoot) {
   PhaseData phase{PhaseId{0}};
   ProfileMetadata m;

@@ -153,7 +153,7 @@ class HatchetEmitter {
         fallback.type = type;
         fallback.index = index;
         DeviceInfo info = v_.devices.get(type, index).value_or(fallback);
-        e_.beginMap(5);
+        e_.beginMap(info.pciBusId.empty() ? 5 : 6);
         e_.key("arch");
         e_.string(info.arch);
         e_.key("num_sms");
@@ -164,6 +164,10 @@ class HatchetEmitter {
         e_.unsignedInteger(info.memoryClockRateKhz);
         e_.key("bus_width");
         e_.unsignedInteger(info.busWidthBits);
+        if (!info.pciBusId.empty()) {
+          e_.key("pci_bus_id");
+          e_.string(info.pciBusId);
+        }
         e_.endMap();
       }
       e_.endMap();

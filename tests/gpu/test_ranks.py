@@ -75,18 +75,29 @@ def test_torchrun_two_gpus_writes_rank_files_with_nccl_kernels(tmp_path):
         assert (meta["rank"], meta["world_size"]) == (rank, 2)
         # The device block names the GPU this rank used.
         assert list(devices["CUDA"]) == [str(rank)]
-        nccl = [
-            (n, c) for n, c in kernels_under(_under(root, "step", "all_reduce")) if "nccl" in n
-        ]
+        nccl = [(n, c) for n, c in kernels_under(_under(root, "step", "all_reduce")) if "nccl" in n]
         assert nccl and sum(c for _, c in nccl) == STEPS, nccl
-        ids = {c["metrics"]["device_id"] for c in _under(root, "step", "all_reduce")["children"]
-               if "device_id" in c["metrics"]}
+        ids = {
+            c["metrics"]["device_id"]
+            for c in _under(root, "step", "all_reduce")["children"]
+            if "device_id" in c["metrics"]
+        }
         assert ids == {str(rank)}
     # The viewer merges the rank files: the NCCL kernel shows, with the spread across ranks.
     viewer = subprocess.run(
-        [sys.executable, "-m", "proton.viewer.main", "-m", "time/ms", "ddp.rank0.hatchet",
-         "ddp.rank1.hatchet"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "proton.viewer.main",
+            "-m",
+            "time/ms",
+            "ddp.rank0.hatchet",
+            "ddp.rank1.hatchet",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": PYTHON_DIR},
     )
     assert viewer.returncode == 0, viewer.stderr

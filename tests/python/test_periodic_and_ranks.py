@@ -1,6 +1,7 @@
 """Periodic flushing (part files, bounded memory) and per-rank file names, without a GPU."""
 
 import json
+import socket
 
 import proton
 import pytest
@@ -25,9 +26,7 @@ def test_each_advance_writes_the_finished_phase_and_frees_it(tmp_path):
     with proton.scope("last"):
         pass
     proton.finalize()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"run.part_{i}.hatchet" for i in range(4)
-    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"run.part_{i}.hatchet" for i in range(4)]
     assert _child_names(tmp_path / "run.part_3.hatchet") == ["last"]
     meta = load_hatchet(tmp_path / "run.part_1.hatchet")[0]["proton_metadata"]
     assert (meta["phase"], meta["mode"]) == (1, "periodic_flushing")
@@ -98,6 +97,7 @@ def test_rank_in_the_environment_names_the_file(tmp_path, env, expected, rank):
     assert [p.name for p in tmp_path.iterdir()] == [expected]
     meta = load_hatchet(tmp_path / expected)[0]["proton_metadata"]
     assert (meta.get("rank"), meta.get("world_size")) == (rank or (None, None))
+    assert meta.get("host") == (socket.gethostname() if rank else None)
 
 
 def test_two_ranks_with_one_name_do_not_clobber_each_other(tmp_path):
