@@ -115,8 +115,6 @@ CuptiApi *tryLoad(const std::string &path, bool viaLoaderPath, std::string &trie
   resolve(handle, api->pcSamplingEnable, "cuptiPCSamplingEnable", &api->pcSamplingMissing);
   resolve(handle, api->pcSamplingDisable, "cuptiPCSamplingDisable", &api->pcSamplingMissing);
   resolve(handle, api->pcSamplingGetData, "cuptiPCSamplingGetData", &api->pcSamplingMissing);
-  resolve(handle, api->pcSamplingStart, "cuptiPCSamplingStart", &api->pcSamplingMissing);
-  resolve(handle, api->pcSamplingStop, "cuptiPCSamplingStop", &api->pcSamplingMissing);
   resolve(handle, api->pcSamplingSetConfiguration, "cuptiPCSamplingSetConfigurationAttribute",
           &api->pcSamplingMissing);
   resolve(handle, api->pcSamplingGetNumStallReasons, "cuptiPCSamplingGetNumStallReasons",

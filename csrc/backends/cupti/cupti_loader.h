@@ -50,8 +50,6 @@ struct CuptiApi {
   decltype(&::cuptiPCSamplingEnable) pcSamplingEnable = nullptr;
   decltype(&::cuptiPCSamplingDisable) pcSamplingDisable = nullptr;
   decltype(&::cuptiPCSamplingGetData) pcSamplingGetData = nullptr;
-  decltype(&::cuptiPCSamplingStart) pcSamplingStart = nullptr;
-  decltype(&::cuptiPCSamplingStop) pcSamplingStop = nullptr;
   decltype(&::cuptiPCSamplingSetConfigurationAttribute) pcSamplingSetConfiguration = nullptr;
   decltype(&::cuptiPCSamplingGetNumStallReasons) pcSamplingGetNumStallReasons = nullptr;
   decltype(&::cuptiPCSamplingGetStallReasons) pcSamplingGetStallReasons = nullptr;

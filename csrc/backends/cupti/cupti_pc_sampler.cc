@@ -82,8 +82,6 @@ Status PcSampler::start(const CuptiApi &api, uint32_t periodLog2,
   }
   const char *debug = std::getenv("PROTON_PCSAMPLING_DEBUG");
   debug_ = debug && std::strcmp(debug, "1") == 0;
-  const char *ranges = std::getenv("PROTON_PCSAMPLING_RANGES");
-  ranges_ = ranges && std::strcmp(ranges, "1") == 0;
   {
     std::lock_guard lock(mu_);
     api_ = &api;
@@ -187,7 +185,7 @@ bool PcSampler::enableLocked(Context &c) {
 
 bool PcSampler::configureLocked(Context &c) {
   c.range.clearCounts();
-  CUpti_PCSamplingConfigurationInfo info[6] = {};
+  CUpti_PCSamplingConfigurationInfo info[5] = {};
   info[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   info[0].attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
@@ -200,8 +198,6 @@ bool PcSampler::configureLocked(Context &c) {
   info[3].attributeData.scratchBufferSizeData.scratchBufferSize = kScratchBytes;
   info[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
   info[4].attributeData.samplingDataBufferData.samplingDataBuffer = &c.range.data;
-  info[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  info[5].attributeData.enableStartStopControlData.enableStartStopControl = ranges_ ? 1 : 0;
   CUpti_PCSamplingConfigurationInfoParams params{};
   params.size = CUpti_PCSamplingConfigurationInfoParamsSize;
   params.ctx = c.context;
@@ -210,27 +206,7 @@ bool PcSampler::configureLocked(Context &c) {
   CUptiResult rc = api_->pcSamplingSetConfiguration(&params);
   for (size_t i = 0; rc == CUPTI_SUCCESS && i < std::size(info); ++i)
     if (info[i].attributeStatus != CUPTI_SUCCESS) rc = info[i].attributeStatus;
-  if (rc != CUPTI_SUCCESS) {
-    report(rc, "cuptiPCSamplingSetConfigurationAttribute");
-    return false;
-  }
-  return !ranges_ || rangeLocked(c, true);
-}
-
-bool PcSampler::rangeLocked(Context &c, bool start) {
-  CUptiResult rc;
-  if (start) {
-    CUpti_PCSamplingStartParams params{};
-    params.size = CUpti_PCSamplingStartParamsSize;
-    params.ctx = c.context;
-    rc = api_->pcSamplingStart(&params);
-  } else {
-    CUpti_PCSamplingStopParams params{};
-    params.size = CUpti_PCSamplingStopParamsSize;
-    params.ctx = c.context;
-    rc = api_->pcSamplingStop(&params);
-  }
-  if (rc != CUPTI_SUCCESS) stat("pc_sampling_read_errors").add();
+  if (rc != CUPTI_SUCCESS) report(rc, "cuptiPCSamplingSetConfigurationAttribute");
   return rc == CUPTI_SUCCESS;
 }
 
@@ -255,17 +231,6 @@ void PcSampler::disableLocked(Context &c) {
 
 void PcSampler::readLocked(Context &c) {
   if (!c.enabled) return;
-  if (ranges_) {
-    // Samples are handed over when a range ends: end it, read, and start the next.
-    rangeLocked(c, false);
-    readAllLocked(c);
-    rangeLocked(c, true);
-    return;
-  }
-  readAllLocked(c);
-}
-
-void PcSampler::readAllLocked(Context &c) {
   for (int i = 0; i < kMaxReadsPerContext; ++i) {
     CUpti_PCSamplingGetDataParams params{};
     params.size = CUpti_PCSamplingGetDataParamsSize;
@@ -334,9 +299,8 @@ void PcSampler::collect() {
   std::lock_guard lock(mu_);
   for (auto &c : contexts_) {
     readLocked(*c);
-    if (ranges_) continue;  // ending the range handed everything over
-    // In one continuous range, what CUPTI holds comes out at disable; sampling then resumes
-    // with the same configuration.
+    // CUPTI hands most samples over only when the range ends, here at disable; sampling then
+    // resumes with the same configuration.
     disableLocked(*c);
     enableLocked(*c);
   }

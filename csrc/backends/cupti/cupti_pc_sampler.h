@@ -11,10 +11,14 @@
 // Per context: cuptiPCSamplingEnable, then its stall reasons, then the configuration:
 // continuous collection (kernels keep running concurrently), period 2^k cycles, every stall
 // reason, a 16 MB scratch buffer and a parsed-data buffer CUPTI fills when a range ends.
-// A reader thread calls cuptiPCSamplingGetData every 50 ms and files what it gets; collect()
-// also disables and re-enables sampling so that CUPTI hands over what its worker threads
-// still hold. Contexts that refuse (no permission to read counters, unsupported GPU) are
-// reported once on stderr and counted; kernel timing goes on regardless.
+// A reader thread calls cuptiPCSamplingGetData every 50 ms, which hands samples over when
+// CUPTI's scratch buffer spills; the rest comes when a range ends, so collect() disables and
+// re-enables sampling (seen on an H100 with CUDA 13: every sample of a short run arrives
+// there). What that costs is CUPTI's: decoding the samples at disable (about 8 million a
+// second seen, so seconds at 2^10 cycles after a busy run) and preparing each kernel at its
+// first launch while sampling (about 0.3 s seen for a Triton kernel); the launches between
+// run at full speed. Contexts that refuse (no permission to read counters, unsupported GPU)
+// are reported once on stderr and counted; kernel timing goes on regardless.
 //
 // Buffers per context (CUpti_PCSamplingData, PARSED format):
 //   data { collectNumPcs, totalNumPcs, remainingNumPcs, pPcData } -> pcs[collectNumPcs]
@@ -67,8 +71,6 @@ class PcSampler {
   bool configureLocked(Context &c);
   void disableLocked(Context &c);
   void readLocked(Context &c);
-  void readAllLocked(Context &c);
-  bool rangeLocked(Context &c, bool start);
   void fileBuffer(Context &c, const CUpti_PCSamplingData &data);
   void closeWindow(bool final);
   void readerLoop();
@@ -81,7 +83,6 @@ class PcSampler {
   uint32_t periodLog2_ = 0;
   std::atomic<bool> running_{false};
   bool debug_ = false;
-  bool ranges_ = false;  // PROTON_PCSAMPLING_RANGES=1: a range per read (start/stop control)
 
   std::mutex mu_;
   std::vector<std::unique_ptr<Context>> contexts_;
