@@ -133,3 +133,16 @@ def test_malformed_metric_aggregation_does_not_break_the_viewer(tmp_path):
     profile = load(path)
     assert reader_checks.malformed_aggregation(profile.metadata)
     assert "- t\n" in list_metrics(profile)
+
+
+def test_msgpack_nested_deeper_than_the_recursion_limit_is_a_messagepack_error():
+    # 3000 nested arrays: unpackb raised RecursionError; the msgpack package raises its
+    # ValueError, which decode() turns into MessagePackError too.
+    data = (FUZZ_DIR / "regressions/msgpack/deep_nesting").read_bytes()
+    assert sys.getrecursionlimit() < 3000
+    with pytest.raises(MessagePackError, match="nested too deeply"):
+        unpackb(data)
+    value = unpackb(b"\x91" * 100 + b"\xc0")  # nesting within the limit still decodes
+    for _ in range(100):
+        (value,) = value
+    assert value is None

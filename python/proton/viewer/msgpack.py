@@ -113,7 +113,10 @@ def unpackb(data: bytes):
                 raise MessagePackError(f"unhashable map key at offset {pos}") from e
         return out, pos
 
-    value, pos = read(0)
+    try:
+        value, pos = read(0)
+    except RecursionError:  # as the msgpack package, which stops at a fixed depth
+        raise MessagePackError("nested too deeply") from None
     if pos != end:
         raise MessagePackError(f"{end - pos} unexpected bytes after the value")
     return value
