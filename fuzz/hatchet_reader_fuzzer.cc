@@ -2,7 +2,7 @@
 // hatchet_json_fuzzer (readHatchetJson) and, with PROTON_FUZZ_MSGPACK=1,
 // hatchet_msgpack_fuzzer (readHatchetMsgpack). Any input must give a Status, never a
 // crash, sanitizer report or hang; an accepted tree must hold tree_check.h's invariants
-// and render.
+// and go through proton-viewer's C++ report.
 //
 //   build/fuzz/hatchet_json_fuzzer -runs=20000 -seed=1 -dict=fuzz/hatchet_json.dict \
 //       fuzz/corpus/hatchet_json
@@ -23,8 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   proton::Status status = PROTON_FUZZ_MSGPACK ? proton::viewer::readHatchetMsgpack(input, &tree)
                                               : proton::viewer::readHatchetJson(input, &tree);
   if (status.isOk()) {
-    // The depth cut varies with the input, so that partly shown trees are rendered too.
-    proton::fuzz::checkAndRender(tree, size == 0 ? 1 : 1 + data[size - 1] % 8);
+    proton::fuzz::checkTree(tree, proton::fuzz::knobsFrom(data, size));
   } else {
     PROTON_FUZZ_REQUIRE(!status.message().empty());
   }

@@ -1,10 +1,12 @@
 // What every libFuzzer target of the Hatchet readers checks on a tree the reader accepted:
 // the TreeColumns invariants that bind_viewer.cc and the renderer index by without checks,
-// then the tree rendered as proton-viewer would (time column, depth cut) and the text
-// checked. A broken invariant aborts, which libFuzzer reports as a crash with the input.
+// the tree rendered (renderTreeRows, the Python renderer's fast path) and proton-viewer's
+// whole C++ report (tree_view.h: hiding, -i/-e, derived columns, -t/-d, colour, sorted
+// list) with options drawn from the input. A broken invariant aborts, which libFuzzer
+// reports as a crash with the input; so do ASan and UBSan.
 //
 //   TreeColumns tree;
-//   if (readHatchetJson(data, &tree).isOk()) checkAndRender(tree, data.size() % 8);
+//   if (readHatchetJson(data, &tree).isOk()) checkTree(tree, knobsFrom(data, size));
 //
 // Single-threaded, like libFuzzer's driver.
 #pragma once
@@ -13,11 +15,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "viewer/text_sink.h"
 #include "viewer/tree_columns.h"
 #include "viewer/tree_render.h"
+#include "viewer/tree_view.h"
 #include "viewer/utf8.h"
 
 namespace proton::fuzz {
@@ -124,6 +130,106 @@ inline void checkAndRender(const viewer::TreeColumns &tree, int maxDepth) {
   PROTON_FUZZ_REQUIRE(countNewlines(text) == newlines);
   std::string_view last = in.names[in.order.back()];
   PROTON_FUZZ_REQUIRE(std::string_view(text).substr(text.size() - last.size()) == last);
+}
+
+// Options for checkReport from the input's first and last bytes and its size, so that the
+// fuzzer explores them along with the file.
+inline uint32_t knobsFrom(const uint8_t *data, size_t size) {
+  if (size == 0) return 0;
+  return data[size - 1] | uint32_t{data[0]} << 8 | static_cast<uint32_t>(size) << 16;
+}
+
+// Nodes in ascending order, each kept, with its parent listed before it (ROOT first).
+inline void checkShown(const viewer::TreeColumns &tree, const std::vector<uint8_t> &keep,
+                       const std::vector<int32_t> &order) {
+  PROTON_FUZZ_REQUIRE(!order.empty() && order[0] == 0);
+  std::vector<uint8_t> shown(tree.size());
+  for (size_t r = 0; r < order.size(); ++r) {
+    int32_t i = order[r];
+    PROTON_FUZZ_REQUIRE(i >= 0 && static_cast<size_t>(i) < tree.size() && keep[i]);
+    PROTON_FUZZ_REQUIRE(r == 0 || (order[r - 1] < i && shown[tree.parents[i]]));
+    shown[i] = 1;
+  }
+}
+
+// proton-viewer's C++ report of the tree as fast_report.show drives it: launch metadata
+// hidden, -i/-e masks over the strings, every column recipe on the numeric metrics, the
+// shown nodes for -t/-d, then the tree (coloured or not) and the sorted list as text.
+inline void checkReport(const viewer::TreeColumns &tree, uint32_t knobs) {
+  using namespace viewer;
+  size_t n = tree.size();
+  std::vector<uint8_t> include(tree.strings.size()), exclude(tree.strings.size());
+  for (size_t s = 0; s < tree.strings.size(); ++s) {
+    include[s] = (s + (knobs >> 8)) % 3 == 0;
+    exclude[s] = (s + (knobs >> 12)) % 7 == 0;
+  }
+  std::vector<uint8_t> keep = selectNodes(
+      tree, {"__proton_launch_metadata", knobs & 1 ? &include : nullptr,
+             knobs & 2 ? &exclude : nullptr});
+  if (keep.empty()) return;  // ROOT hidden: left to Python
+  PROTON_FUZZ_REQUIRE(keep.size() == n && keep[0]);
+  for (size_t i = 1; i < n; ++i) PROTON_FUZZ_REQUIRE(!keep[i] || keep[tree.parents[i]]);
+
+  std::vector<int> numbers;
+  for (const MetricKind &k : keptMetricKinds(tree, keep)) {
+    PROTON_FUZZ_REQUIRE(k.column >= 0 && static_cast<size_t>(k.column) < tree.metrics.size());
+    if (k.number) numbers.push_back(k.column);
+  }
+  std::vector<uint8_t> exclusive(tree.metrics.size());
+  for (size_t c = 0; c < exclusive.size(); ++c) exclusive[c] = (knobs >> (c % 8)) & 4;
+  ColumnEvaluator eval(tree, keep, exclusive);
+  std::vector<std::vector<CellValue>> columns;
+  std::vector<std::string> titles;
+  const ColumnOp ops[] = {ColumnOp::kInclusive, ColumnOp::kOwn,  ColumnOp::kScaled,
+                          ColumnOp::kAverage,   ColumnOp::kRate, ColumnOp::kPercent};
+  const int64_t divisors[] = {1, 1000000000, 1000000000000};
+  for (size_t k = 0; k < numbers.size() && k < 3; ++k) {
+    for (ColumnOp op : ops) {
+      ColumnRecipe recipe{op, numbers[k], numbers[(k + 1) % numbers.size()],
+                          static_cast<int>((knobs >> 16) % 19) - 9, divisors[k % 3]};
+      std::vector<CellValue> out;
+      if (!eval.evaluate(recipe, &out)) continue;  // Python computes this one
+      PROTON_FUZZ_REQUIRE(out.size() == n);
+      columns.push_back(std::move(out));
+      titles.push_back(tree.metrics[numbers[k]].name);
+    }
+  }
+  if (columns.empty()) {  // a profile without metrics: names only, as render.py does
+    columns.emplace_back(n);
+    titles.emplace_back();
+  }
+
+  std::vector<int32_t> depths = nodeDepths(tree.parents);
+  PROTON_FUZZ_REQUIRE(depths.size() == n);
+  std::optional<double> threshold;
+  if (knobs & 8) threshold = static_cast<double>(static_cast<int8_t>(knobs >> 16));
+  std::optional<int64_t> depth;
+  if (knobs & 16) depth = (knobs >> 20) % 6;
+  std::vector<int32_t> order = visibleNodes(tree.parents, depths, keep, columns[0], threshold,
+                                            depth);
+  checkShown(tree, keep, order);
+
+  std::vector<std::string_view> strings(tree.strings.begin(), tree.strings.end());
+  TreeTable table{&tree.parents, &depths, &tree.nameIds, &strings, {}, titles, {}};
+  for (size_t c = 0; c < columns.size(); ++c) {
+    table.columns.push_back(&columns[c]);
+    table.titleLengths.push_back(countCharacters(titles[c]));
+  }
+  std::string text;
+  {
+    TextSink sink(&text);
+    if (writeTreeLines(table, order, (knobs & 32) != 0, &sink)) {
+      writeSortedLines(table, order, &sink);
+    }
+    PROTON_FUZZ_REQUIRE(sink.flush().isOk());
+  }
+  PROTON_FUZZ_REQUIRE(validUtf8(text));
+}
+
+// Everything above on one accepted tree.
+inline void checkTree(const viewer::TreeColumns &tree, uint32_t knobs) {
+  checkAndRender(tree, 1 + (knobs & 0xFF) % 8);
+  checkReport(tree, knobs);
 }
 
 }  // namespace proton::fuzz
