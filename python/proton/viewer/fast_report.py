@@ -94,7 +94,10 @@ def show(args, specs, color: bool) -> bool:
         return False
     names = [name for name, number in selection.metric_kinds() if number]
     agg = metadata.get("metric_aggregation") or {}
-    exclusive = set(agg.get("exclusive") or ()) | set(agg.get("property") or ())
+    lists = [agg.get(k) or () for k in ("exclusive", "property")] if isinstance(agg, dict) else 0
+    if not lists or not all(isinstance(v, (list, tuple)) for v in lists):
+        return False  # malformed metadata: the Python model says what it makes of it
+    exclusive = set(lists[0]) | set(lists[1])
     exclusive |= {m for m in names if m.endswith("(exc)")}
     metrics = _Metrics(names, exclusive, str(path))
     specs = specs if specs is not None else default_metrics(metrics)
