@@ -7,6 +7,7 @@ compare, never fixed numbers.
 """
 
 import inspect
+import time
 
 import proton
 import pytest
@@ -105,17 +106,24 @@ def test_cublas_matmul_gets_samples_on_its_kernel():
     a @ a
     torch.cuda.synchronize()
     proton.start("matmul", mode="pcsampling")
-    with proton.scope("mm"):
+    # Seen on an H100: the samples of library kernels that run right after sampling starts
+    # come without PCs (pc_samples_in_non_user_kernels); a moment later they have them.
+    with proton.scope("warmup"):
         for _ in range(5):
+            a @ a
+    torch.cuda.synchronize()
+    time.sleep(0.5)
+    with proton.scope("mm"):
+        for _ in range(20):
             a @ a
     proton.finalize()
     root = load_hatchet("matmul.hatchet")[0]
     mm = find(root, "mm")
     kernels = [c for c in mm["children"] if c["metrics"].get("count")]
-    assert kernels and sum(k["metrics"]["count"] for k in kernels) % 5 == 0, dump(mm)
+    assert kernels and sum(k["metrics"]["count"] for k in kernels) % 20 == 0, dump(mm)
     slowest = max(kernels, key=lambda k: k["metrics"]["time (ns)"])
     # cuBLAS ships no line information: the samples stay on the kernel and are counted.
-    assert slowest["metrics"].get("num_samples", 0) > 0, f"{dump(mm)}\n{stats(root)}"
+    assert slowest["metrics"].get("num_samples", 0) > 0, f"{dump(root)}\n{stats(root)}"
     assert slowest["metrics"]["num_samples"] == inclusive(slowest), dump(mm)
     assert stats(root)["pc_samples_without_line_info"] >= slowest["metrics"]["num_samples"]
 
