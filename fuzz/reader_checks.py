@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import reprlib
 
 from proton.viewer import ViewerError, load, readers
 from proton.viewer import msgpack as viewer_msgpack
@@ -42,33 +43,49 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def same(a, b) -> bool:
     """Stricter than ==: types must match (1, 1.0 and True differ), NaN equals NaN and
-    dict key order counts (the viewer lists metrics in the file's order)."""
-    if type(a) is not type(b):
-        return False
-    if type(a) is float:
-        return a == b or (math.isnan(a) and math.isnan(b))
-    if type(a) in (list, tuple):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if type(a) is dict:  # items pairwise: a NaN key is found in neither dict by lookup
-        return len(a) == len(b) and all(map(same, a.items(), b.items()))
-    return a == b
+    dict key order counts (the viewer lists metrics in the file's order). Iterative: the
+    values may nest thousands deep."""
+    pairs = [(a, b)]
+    while pairs:
+        a, b = pairs.pop()
+        if type(a) is not type(b):
+            return False
+        if type(a) is float:
+            if a != b and not (math.isnan(a) and math.isnan(b)):
+                return False
+        elif type(a) in (list, tuple, dict):
+            if len(a) != len(b):
+                return False
+            if type(a) is dict:  # items pairwise: a NaN key is found in neither by lookup
+                pairs.extend(zip(a.items(), b.items()))
+            else:
+                pairs.extend(zip(a, b))
+        elif a != b:
+            return False
+    return True
 
 
 def describe(a, b) -> str:
-    """The first place where a and b differ, for the failure message."""
-    if type(a) is dict and type(b) is dict:
-        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+    """Where a and b first differ, for the failure message."""
+    where = ""
+    while True:
+        if type(a) is dict and type(b) is dict and len(a) == len(b):
+            k, ((ka, va), (kb, vb)) = next(
+                (k, p) for k, p in enumerate(zip(a.items(), b.items())) if not same(*p)
+            )
             if not same(ka, kb):
-                return f"key {ka!r} != {kb!r}"
-            if not same(va, vb):
-                return f"[{ka!r}]: {describe(va, vb)}"
-    elif type(a) in (list, tuple) and type(b) is type(a):
-        for k, (x, y) in enumerate(zip(a, b)):
-            if not same(x, y):
-                return f"[{k}]: {describe(x, y)}"
-    else:
-        return f"{a!r} != {b!r}"
-    return f"lengths {len(a)} != {len(b)}"
+                return f"{where} key {k}: {_short(ka)} != {_short(kb)}"
+            where, a, b = f"{where}[{_short(ka)}]", va, vb
+        elif type(a) in (list, tuple) and type(b) is type(a) and len(a) == len(b):
+            k = next(k for k, (x, y) in enumerate(zip(a, b)) if not same(x, y))
+            where, a, b = f"{where}[{k}]", a[k], b[k]
+        else:
+            return f"{where}: {_short(a)} != {_short(b)}"
+
+
+_repr = reprlib.Repr()  # keyword arguments only from Python 3.12
+_repr.maxlevel, _repr.maxstring, _repr.maxother = 4, 80, 80
+_short = _repr.repr
 
 
 def plain_reading(path, data):
