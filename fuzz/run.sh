@@ -80,13 +80,13 @@ start=$SECONDS
 # Two lanes for two cores, each about as long as the other; a lane goes on past a failure,
 # which the summary below reports.
 (
-  fuzz hatchet_json 300000 fuzz/hatchet_json.dict fuzz/corpus/json tests/golden -- \
+  fuzz hatchet_json 600000 fuzz/hatchet_json.dict fuzz/corpus/json tests/golden -- \
     "$OUT/cc/hatchet_json_fuzzer" || true
-  fuzz viewer_load 25000 "$OUT/viewer_load.dict" fuzz/corpus/json fuzz/corpus/msgpack \
+  fuzz viewer_load 100000 "$OUT/viewer_load.dict" fuzz/corpus/json fuzz/corpus/msgpack \
     tests/golden -- "$PY" fuzz/viewer_load_fuzzer.py || true
 ) &
 (
-  fuzz hatchet_msgpack 300000 fuzz/hatchet_msgpack.dict fuzz/corpus/msgpack tests/golden -- \
+  fuzz hatchet_msgpack 600000 fuzz/hatchet_msgpack.dict fuzz/corpus/msgpack tests/golden -- \
     "$OUT/cc/hatchet_msgpack_fuzzer" || true
   fuzz msgpack 40000 fuzz/hatchet_msgpack.dict fuzz/corpus/msgpack tests/golden -- \
     "$PY" fuzz/msgpack_fuzzer.py || true

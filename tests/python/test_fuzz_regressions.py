@@ -62,10 +62,10 @@ def test_json_lone_surrogate_escapes_read_as_replacement_characters(tmp_path):
     assert load(path).names == ["\U0001f600 \\ud800 \\\ufffd"]
 
 
-@pytest.mark.parametrize("child", ['"x"', '{"a":5}', '{"b":[]}', '{"c":[7]}', "[]"])
+@pytest.mark.parametrize("child", ['"x"', '{"a":5}', '{"b":[]}', '{"c":{}}', '{"d":[7]}', "[]"])
 def test_json_child_that_is_not_a_node_is_a_viewer_error(tmp_path, child):
-    # In the layout Proton writes, the first three escaped the JSON rewrite of readers.py
-    # as AttributeError, TypeError and IndexError.
+    # In the layout Proton writes, the first four escaped the JSON rewrite of readers.py
+    # as AttributeError, TypeError, IndexError and KeyError.
     path = tmp_path / "run.hatchet"
     root = '{"frame":{"name":"R","type":"function"},"metrics":{},"children":[%s]}'
     path.write_text(f"[{root % child}]")

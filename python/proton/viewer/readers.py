@@ -183,7 +183,7 @@ def _read_json(path, holder):
             if document is not None:
                 try:
                     result = _from_compact(document)
-                except (AttributeError, TypeError, IndexError):  # a child that is no node
+                except (AttributeError, TypeError, LookupError):  # a child that is no node
                     result = None
                 if result is not None and len(result[0]) == expected:
                     return result
