@@ -131,8 +131,21 @@ def test_malformed_metric_aggregation_does_not_break_the_viewer(tmp_path):
     path = tmp_path / "run.hatchet"
     path.write_bytes(data)
     profile = load(path)
-    assert reader_checks.malformed_aggregation(profile.metadata)
+    assert reader_checks.malformed_metadata(profile.metadata)
     assert "- t\n" in list_metrics(profile)
+
+
+@pytest.mark.xfail(
+    strict=True, raises=TypeError, reason="known issue: render.stats_lines takes stats keys for str"
+)
+def test_stats_with_a_key_that_is_not_a_string_does_not_break_the_viewer(tmp_path):
+    # MessagePack "stats": {7: 1}: len(7) raises TypeError rendering the stats table.
+    data = (FUZZ_DIR / "regressions/viewer_load/msgpack_stats_key_not_a_string").read_bytes()
+    path = tmp_path / "run.hatchet_msgpack"
+    path.write_bytes(data)
+    profile = load(path)
+    assert reader_checks.malformed_metadata(profile.metadata)
+    assert render(profile, [derive(profile, "t")], stats=profile.stats).endswith("  7  1\n")
 
 
 def test_msgpack_nested_deeper_than_the_recursion_limit_is_a_messagepack_error():
