@@ -10,6 +10,7 @@
 
 #include "backends/capture_registry.h"
 #include "backends/cupti/cupti_pc_translate.h"
+#include "backends/cupti/cupti_test_records.h"
 #include "backends/cupti/cupti_translate.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
@@ -120,12 +121,7 @@ class PcSamplingTest : public ::testing::Test {
       entries.push_back(
           LaunchEntry{s, s->child(s->currentPhase(), kRootNode, S(scope)), s->currentPhase()});
     table_.record(corr, entries.data(), uint32_t(entries.size()), false, 0, 0);
-    CUpti_ActivityKernel10 k{};
-    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-    k.correlationId = corr;
-    k.name = name;
-    k.start = startNs;
-    k.end = endNs;
+    CUpti_ActivityKernel10 k = kernelRecord(corr, name, startNs, endNs);
     KernelRecord record;
     ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&k), record));
     kernels_.add(record);
@@ -156,6 +152,21 @@ class PcSamplingTest : public ::testing::Test {
           out[std::string(StringTable::global().view(m.spec.name))] = std::get<int64_t>(m.value);
     });
     return out;
+  }
+  // One PC of `function` seen n times issuing, read and filed at once (a final close).
+  void sampleSelected(const char *function, uint32_t n) {
+    RawBuffer raw;
+    raw.pc(4, function, 0, {{kSelected, n}});
+    read(raw);
+    samples_.closeWindow(10 * ms, true);
+  }
+  // Ends a round at nowNs with samples in it, of another kernel (a round ends only with some).
+  void roundOfOtherSamples(uint64_t nowNs) {
+    kernel("other", "other_kernel", 0, 1 * ms);
+    RawBuffer raw;
+    raw.pc(8, "other_kernel", 0, {{kSelected, 1}});
+    read(raw);
+    samples_.closeWindow(nowNs, false);
   }
   int64_t samplesAt(Session &s, const std::vector<std::string> &path) {
     return metricsAt(s, path)["num_samples"];
@@ -298,11 +309,7 @@ TEST_F(PcSamplingTest, OneFunctionUnderTwoFramesSplitsItsSamplesByKernelTime) {
 
 TEST_F(PcSamplingTest, KernelsOutsideARoundGetNoneOfItsSamples) {
   kernel("early", "k4", 0, 1 * ms);
-  kernel("other", "other_kernel", 0, 1 * ms);
-  RawBuffer first;
-  first.pc(8, "other_kernel", 0, {{kSelected, 1}});
-  read(first);
-  samples_.closeWindow(1000 * ms, false);
+  roundOfOtherSamples(1000 * ms);
   kernel("late", "k4", 1500 * ms, 1501 * ms);
   RawBuffer raw;
   raw.pc(4, "k4", 0, {{kSelected, 3}});
@@ -326,11 +333,7 @@ TEST_F(PcSamplingTest, ARoundWithoutSamplesDoesNotEndTheInterval) {
 
 TEST_F(PcSamplingTest, AtTheFinalCloseSamplesGoToTheNearestKernel) {
   kernel("step", "k5", 0, 1 * ms);
-  kernel("other", "other_kernel", 0, 1 * ms);
-  RawBuffer first;
-  first.pc(8, "other_kernel", 0, {{kSelected, 1}});
-  read(first);
-  samples_.closeWindow(4000 * ms, false);
+  roundOfOtherSamples(4000 * ms);
   RawBuffer raw;
   raw.pc(4, "k5", 0, {{kSelected, 2}});
   read(raw);
@@ -417,10 +420,7 @@ TEST_F(PcSamplingTest, SamplesForAClearedPhaseAreCounted) {
   kernel("step", "k10", 0, 1 * ms);
   session_.clear(PhaseId{0}, false);
   uint64_t before = stat("pc_samples_for_cleared_phase");
-  RawBuffer raw;
-  raw.pc(4, "k10", 0, {{kSelected, 2}});
-  read(raw);
-  samples_.closeWindow(10 * ms, true);
+  sampleSelected("k10", 2);
   EXPECT_EQ(stat("pc_samples_for_cleared_phase"), before + 2);
 }
 
@@ -428,10 +428,7 @@ TEST_F(PcSamplingTest, AForgottenSessionGetsNothingMore) {
   kernel("step", "k11", 0, 1 * ms);
   samples_.forgetSession(session_);
   uint64_t before = stat("pc_samples_of_unrecorded_kernels");
-  RawBuffer raw;
-  raw.pc(4, "k11", 0, {{kSelected, 2}});
-  read(raw);
-  samples_.closeWindow(10 * ms, true);
+  sampleSelected("k11", 2);
   EXPECT_EQ(stat("pc_samples_of_unrecorded_kernels"), before + 2);
   EXPECT_EQ(metricsAt(session_, {"step", "k11"}), kJustTheNode);
 }

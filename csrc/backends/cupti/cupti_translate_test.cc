@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/capture_registry.h"
+#include "backends/cupti/cupti_test_records.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 #include "core/session.h"
@@ -16,20 +17,6 @@ namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
 uint64_t stat(const char *name) { return Stats::global().counter(name).value(); }
-
-CUpti_ActivityKernel10 kernelRecord(uint32_t correlation, const char *name, uint64_t start,
-                                    uint64_t end, uint64_t graphNode = 0) {
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.correlationId = correlation;
-  k.name = name;
-  k.start = start;
-  k.end = end;
-  k.deviceId = 0;
-  k.streamId = 7;
-  k.graphNodeId = graphNode;
-  return k;
-}
 
 class CuptiTranslateTest : public ::testing::Test {
  protected:
