@@ -28,13 +28,12 @@
 
 namespace proton::fuzz {
 
-#define PROTON_FUZZ_REQUIRE(cond)                                                 \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      std::fprintf(stderr, "fuzz invariant failed at %s:%d: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                        \
-      std::abort();                                                               \
-    }                                                                             \
+#define PROTON_FUZZ_REQUIRE(cond)                                                              \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      std::fprintf(stderr, "fuzz invariant failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                            \
+    }                                                                                          \
   } while (0)
 
 inline bool validUtf8(std::string_view s) {
@@ -164,8 +163,8 @@ inline void checkReport(const viewer::TreeColumns &tree, uint32_t knobs) {
     exclude[s] = (s + (knobs >> 12)) % 7 == 0;
   }
   std::vector<uint8_t> keep = selectNodes(
-      tree, {"__proton_launch_metadata", knobs & 1 ? &include : nullptr,
-             knobs & 2 ? &exclude : nullptr});
+      tree,
+      {"__proton_launch_metadata", knobs & 1 ? &include : nullptr, knobs & 2 ? &exclude : nullptr});
   if (keep.empty()) return;  // ROOT hidden: left to Python
   PROTON_FUZZ_REQUIRE(keep.size() == n && keep[0]);
   for (size_t i = 1; i < n; ++i) PROTON_FUZZ_REQUIRE(!keep[i] || keep[tree.parents[i]]);
@@ -205,8 +204,8 @@ inline void checkReport(const viewer::TreeColumns &tree, uint32_t knobs) {
   if (knobs & 8) threshold = static_cast<double>(static_cast<int8_t>(knobs >> 16));
   std::optional<int64_t> depth;
   if (knobs & 16) depth = (knobs >> 20) % 6;
-  std::vector<int32_t> order = visibleNodes(tree.parents, depths, keep, columns[0], threshold,
-                                            depth);
+  std::vector<int32_t> order =
+      visibleNodes(tree.parents, depths, keep, columns[0], threshold, depth);
   checkShown(tree, keep, order);
 
   std::vector<std::string_view> strings(tree.strings.begin(), tree.strings.end());

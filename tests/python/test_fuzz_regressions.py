@@ -2,7 +2,8 @@
 fuzz targets' own properties (fuzz/reader_checks.py): loading any of them gives a Profile
 or a ViewerError, the same as a plain json/MessagePack reading, and renders.
 
-Each bug a fuzz target found also has a test of its own here.
+Each bug a fuzz target found also has a test of its own here; the ones not fixed yet are
+strict xfail tests, so that fixing one shows here.
 """
 
 import sys
@@ -20,7 +21,14 @@ INPUTS = sorted(
 
 if str(FUZZ_DIR) not in sys.path:
     sys.path.insert(0, str(FUZZ_DIR))
-reader_checks = pytest.importorskip("reader_checks")
+import reader_checks  # from fuzz/, which is not a package
+
+
+def saved(tmp_path, name, suffix=".hatchet"):
+    """fuzz/regressions/<name> copied to a profile file named with suffix."""
+    path = tmp_path / f"run{suffix}"
+    path.write_bytes((FUZZ_DIR / "regressions" / name).read_bytes())
+    return path
 
 
 def test_the_fuzz_inputs_are_found():
@@ -36,30 +44,41 @@ def test_fuzz_input_loads_or_raises_viewer_error(path, tmp_path):
 
 def test_msgpack_map_with_unhashable_key_is_a_viewer_error(tmp_path):
     # [{{}: nil}]: the msgpack package raised TypeError, which escaped load().
-    data = (FUZZ_DIR / "regressions/viewer_load/msgpack_unhashable_map_key").read_bytes()
+    path = saved(tmp_path, "viewer_load/msgpack_unhashable_map_key", ".hatchet_msgpack")
     with pytest.raises(MessagePackError, match="unhashable"):
-        decode(data)
+        decode(path.read_bytes())
     with pytest.raises(MessagePackError, match="unhashable"):
-        unpackb(data)
-    path = tmp_path / "run.hatchet_msgpack"
-    path.write_bytes(data)
+        unpackb(path.read_bytes())
     with pytest.raises(ViewerError, match="is not a Hatchet profile"):
         load(path)
 
 
-def test_json_lone_surrogate_escapes_read_as_replacement_characters(tmp_path):
-    # "\udc00" in a name made a string no encoder accepts: rendering raised
-    # UnicodeEncodeError. Pairs and an escaped backslash before "ud800" stay as written.
-    data = (FUZZ_DIR / "regressions/viewer_load/json_lone_surrogate").read_bytes()
-    path = tmp_path / "run.hatchet"
-    path.write_bytes(data)
-    profile = load(path)
+@pytest.mark.parametrize(
+    "name, metric",
+    [
+        # An escape "\udc00" outside a pair, and the bytes ED A0 80 (a surrogate encoded as
+        # UTF-8, which json.loads lets through): both made str no encoder accepts, and
+        # rendering raised UnicodeEncodeError.
+        ("json_lone_surrogate", "\ufffd"),
+        ("json_encoded_surrogate", "t\ufffd"),
+    ],
+)
+def test_json_lone_surrogates_read_as_replacement_characters(tmp_path, name, metric):
+    profile = load(saved(tmp_path, f"viewer_load/{name}"))
     assert profile.names == ["a\ufffd"]
-    assert profile.metric_names == ["\ufffd"]
-    text = render(profile, [derive(profile, "\ufffd")])
-    assert text.encode() == "\ufffd  name\n1  a\ufffd\n".encode()  # stdout can take it
+    assert profile.metric_names == [metric]
+    text = render(profile, [derive(profile, metric)])
+    expected = f"{metric}  name\n{'1'.rjust(len(metric))}  a\ufffd\n"
+    assert text.encode() == expected.encode()  # what stdout needs
+
+
+def test_json_surrogate_pairs_and_escaped_backslashes_read_as_written(tmp_path):
+    path = tmp_path / "run.hatchet"
     path.write_text(r'[{"frame":{"name":"\ud83d\ude00 \\ud800 \\\udfff"}}]')
     assert load(path).names == ["\U0001f600 \\ud800 \\\ufffd"]
+    # A pair encoded as two 3-byte sequences (CESU-8) is not UTF-8 either; U+D7FF is text.
+    path.write_bytes(b'[{"frame":{"name":"\xed\xa0\xbd\xed\xb8\x80 \xed\x9f\xbf"}}]')
+    assert load(path).names == ["\ufffd\ufffd \ud7ff"]
 
 
 @pytest.mark.parametrize("child", ['"x"', '{"a":5}', '{"b":[]}', '{"c":{}}', '{"d":[7]}', "[]"])
@@ -71,6 +90,13 @@ def test_json_child_that_is_not_a_node_is_a_viewer_error(tmp_path, child):
     path.write_text(f"[{root % child}]")
     with pytest.raises(ViewerError, match="a node under R has no frame name"):
         load(path)
+
+
+def test_json_node_body_that_is_a_dict_after_the_rewrite_is_a_viewer_error(tmp_path):
+    # `"name":"R,"type"...` ends the name early; the rewrite made {"R:[x": {}}, and {}[0]
+    # escaped load() as KeyError.
+    with pytest.raises(ViewerError, match="is not valid JSON"):
+        load(saved(tmp_path, "viewer_load/json_compact_body_is_a_dict"))
 
 
 @pytest.mark.xfail(
@@ -87,10 +113,8 @@ def test_json_child_that_is_not_a_node_is_a_viewer_error(tmp_path, child):
     ],
 )
 def test_malformed_json_in_protons_layout_is_a_viewer_error(tmp_path, name, error):
-    data = (FUZZ_DIR / "regressions/viewer_load" / name).read_bytes()
-    assert reader_checks.rewrite_may_accept(data)
-    path = tmp_path / "run.hatchet"
-    path.write_bytes(data)
+    path = saved(tmp_path, f"viewer_load/{name}")
+    assert reader_checks.rewrite_may_accept(path.read_bytes())
     with pytest.raises(ViewerError, match=error):
         load(path)
 
@@ -98,26 +122,9 @@ def test_malformed_json_in_protons_layout_is_a_viewer_error(tmp_path, name, erro
 def test_msgpack_metric_name_that_is_not_a_string_is_a_viewer_error(tmp_path):
     # {"time (ns)": 1, 1.5: 2}: MessagePack keys may be numbers; the viewer then failed on
     # `1.5.endswith` (AttributeError) when listing metrics.
-    data = (FUZZ_DIR / "regressions/viewer_load/msgpack_metric_name_not_a_string").read_bytes()
-    path = tmp_path / "run.hatchet_msgpack"
-    path.write_bytes(data)
+    path = saved(tmp_path, "viewer_load/msgpack_metric_name_not_a_string", ".hatchet_msgpack")
     with pytest.raises(ViewerError, match="a metric name is not a string"):
         load(path)
-
-
-def test_json_utf8_encoded_surrogates_read_as_replacement_characters(tmp_path):
-    # Bytes ED A0 80 (a surrogate encoded as UTF-8, which is not UTF-8): json.loads passes
-    # them through as "\ud800", which then could not be rendered, like the escapes above.
-    data = (FUZZ_DIR / "regressions/viewer_load/json_encoded_surrogate").read_bytes()
-    path = tmp_path / "run.hatchet"
-    path.write_bytes(data)
-    profile = load(path)
-    assert profile.names == ["a\ufffd"]
-    assert profile.metric_names == ["t\ufffd"]
-    text = render(profile, [derive(profile, "t\ufffd")])
-    assert text.encode() == "t\ufffd  name\n 1  a\ufffd\n".encode()
-    path.write_bytes(b'[{"frame":{"name":"\xed\xa0\xbd\xed\xb8\x80 \xed\x9f\xbf"}}]')
-    assert load(path).names == ["\ufffd\ufffd \ud7ff"]  # CESU-8 pairs too; U+D7FF is text
 
 
 @pytest.mark.xfail(
@@ -127,10 +134,7 @@ def test_json_utf8_encoded_surrogates_read_as_replacement_characters(tmp_path):
 )
 def test_malformed_metric_aggregation_does_not_break_the_viewer(tmp_path):
     # "metric_aggregation": {"property": 16}: set(16) raises TypeError listing the metrics.
-    data = (FUZZ_DIR / "regressions/viewer_load/metadata_aggregation_not_lists").read_bytes()
-    path = tmp_path / "run.hatchet"
-    path.write_bytes(data)
-    profile = load(path)
+    profile = load(saved(tmp_path, "viewer_load/metadata_aggregation_not_lists"))
     assert reader_checks.malformed_metadata(profile.metadata)
     assert "- t\n" in list_metrics(profile)
 
@@ -140,9 +144,7 @@ def test_malformed_metric_aggregation_does_not_break_the_viewer(tmp_path):
 )
 def test_stats_with_a_key_that_is_not_a_string_does_not_break_the_viewer(tmp_path):
     # MessagePack "stats": {7: 1}: len(7) raises TypeError rendering the stats table.
-    data = (FUZZ_DIR / "regressions/viewer_load/msgpack_stats_key_not_a_string").read_bytes()
-    path = tmp_path / "run.hatchet_msgpack"
-    path.write_bytes(data)
+    path = saved(tmp_path, "viewer_load/msgpack_stats_key_not_a_string", ".hatchet_msgpack")
     profile = load(path)
     assert reader_checks.malformed_metadata(profile.metadata)
     assert render(profile, [derive(profile, "t")], stats=profile.stats).endswith("  7  1\n")
