@@ -70,11 +70,13 @@ def _under(root, *path):
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_torchrun_two_gpus_writes_rank_files_with_nccl_kernels(tmp_path):
     profiles = _torchrun(tmp_path)
+    pci = []
     for rank, (root, devices) in enumerate(profiles):
         meta = root["proton_metadata"]
         assert (meta["rank"], meta["world_size"]) == (rank, 2)
-        # The device block names the GPU this rank used.
+        # The device block names the GPU this rank used, by index and by PCI address.
         assert list(devices["CUDA"]) == [str(rank)]
+        pci.append(devices["CUDA"][str(rank)]["pci_bus_id"])
         nccl = [(n, c) for n, c in kernels_under(_under(root, "step", "all_reduce")) if "nccl" in n]
         assert nccl and sum(c for _, c in nccl) == STEPS, nccl
         ids = {
@@ -83,6 +85,7 @@ def test_torchrun_two_gpus_writes_rank_files_with_nccl_kernels(tmp_path):
             if "device_id" in c["metrics"]
         }
         assert ids == {str(rank)}
+    assert len(set(pci)) == 2 and all(len(p) == 12 for p in pci), pci
     # The viewer merges the rank files: the NCCL kernel shows, with the spread across ranks.
     viewer = subprocess.run(
         [

@@ -313,6 +313,10 @@ void CuptiBackend::noteDevices() {
     info.clockRateKhz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
     info.memoryClockRateKhz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
     info.busWidthBits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    char pci[32];
+    std::snprintf(pci, sizeof(pci), "%04x:%02x:%02x.0", attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+                  attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID), attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+    info.pciBusId = pci;
     DeviceTable::global().set(info);
   }
 }
