@@ -24,6 +24,8 @@ size_t roundUp(size_t n) {
 
 }  // namespace
 
+static_assert(sizeof(LaunchTable::Slot) == 104, "update the size in launch_table.h");
+
 LaunchTable::LaunchTable(size_t slots)
     : slots_(new Slot[roundUp(slots)]), mask_(roundUp(slots) - 1) {
   overwritten();
@@ -58,50 +60,33 @@ void LaunchTable::settle(Slot &slot, uint64_t key, const LaunchInfo &info) {
 }
 
 LaunchTable::Slot *LaunchTable::find(uint64_t key) {
-  for (size_t i = 0; i < kProbe; ++i) {
-    Slot &slot = slots_[(key - 1 + i) & mask_];
-    if (slot.key.load(std::memory_order_acquire) == key) return &slot;
-  }
-  return nullptr;
+  Slot &slot = slots_[(key - 1) & mask_];
+  return slot.key.load(std::memory_order_acquire) == key ? &slot : nullptr;
 }
 
 LaunchTable::Slot &LaunchTable::claim(uint64_t key) {
-  // The first reusable slot of the probe window: empty, or holding a launch already settled
-  // (its record arrived, or it was cancelled), or a graph launch (never settled: its records
-  // come in a burst) from a whole table of correlation ids ago.
-  for (size_t i = 0; i < kProbe; ++i) {
-    Slot &slot = slots_[(key - 1 + i) & mask_];
-    uint64_t old = slot.key.load(std::memory_order_acquire);
-    if (old == kBusy) continue;
-    bool reusable = old == 0 || slot.settled.load(std::memory_order_acquire) == old ||
-                    (((slot.meta.load(std::memory_order_relaxed) >> 8) & 1) && old + mask_ < key);
-    if (reusable && slot.key.compare_exchange_strong(old, kBusy, std::memory_order_acq_rel)) {
-      if (old != 0) dropUnsettled(slot, old);
-      return slot;
-    }
-  }
-  // Every slot in the window holds a launch still waiting for its record: the home slot's
-  // launch is given up (counted), as a fixed table must.
-  Slot &home = slots_[(key - 1) & mask_];
-  uint64_t old = home.key.load(std::memory_order_acquire);
-  while (old == kBusy || !home.key.compare_exchange_weak(old, kBusy, std::memory_order_acq_rel))
-    old = home.key.load(std::memory_order_acquire);
-  if (old != 0) dropUnsettled(home, old);
-  return home;
+  // The slot's previous launch is a whole table of correlation ids older. If it is still
+  // unsettled, its record is late beyond the table's reach (or never coming): given up.
+  Slot &slot = slots_[(key - 1) & mask_];
+  uint64_t old = slot.key.load(std::memory_order_acquire);
+  while (old == kBusy || !slot.key.compare_exchange_weak(old, kBusy, std::memory_order_acq_rel))
+    old = slot.key.load(std::memory_order_acquire);
+  if (old != 0) dropUnsettled(slot, old);
+  return slot;
 }
 
 void LaunchTable::dropUnsettled(Slot &slot, uint64_t old) {
-  // Called with slot.key == kBusy: the fields still hold the old launch.
-  if (slot.settled.load(std::memory_order_acquire) == old) return;
+  // Called with slot.key == kBusy: the fields still hold the old launch. A resolver that
+  // copied the slot just before it was claimed may be settling it too: one exchange wins.
   uint64_t meta = slot.meta.load(std::memory_order_relaxed);
   if ((meta >> 8) & 1) return;  // a graph launch: nothing pending to settle
+  if (slot.settled.exchange(old, std::memory_order_acq_rel) == old) return;
   overwritten().add();
   uint32_t count = static_cast<uint32_t>(meta & 0xff);
   for (uint32_t i = 0; i < count; ++i) {
     auto *session = reinterpret_cast<Session *>(slot.words[2 * i].load(std::memory_order_relaxed));
     session->notePending(PhaseId{slot.words[2 * i + 1].load(std::memory_order_relaxed) >> 32}, -1);
   }
-  slot.settled.store(old, std::memory_order_release);
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);
 }
 

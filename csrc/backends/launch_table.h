@@ -6,15 +6,16 @@
 //   LaunchInfo info;
 //   if (table.resolve(corr, info)) file(info);                           // record thread
 //
-// Layout: a fixed table of slots. A launch goes to the first reusable slot of the kProbe slots
-// from correlation id mod size (ids grow monotonically but sparsely: every API call takes
-// one, so the table must not assume one id per launch); a slot is reusable once its launch
-// is settled. Its capacity is thus launches awaiting their records, not a span of ids.
+// Layout: a fixed ring of slots, slot = correlation id mod size. Ids grow monotonically but
+// sparsely (every API call takes one), so the ring spans kDefaultSlots ids, not launches.
+// A slot's previous launch, a whole ring of ids older, is given up if still unsettled: its
+// record is most likely never coming, and probing elsewhere would let such launches crowd
+// out young ones.
 //   [ key | meta (count, multi, named) | settled | launchNs | threadId | entries x kMaxEntries ]
 // Each slot is a seqlock: the writer claims it by CAS of key to kBusy, writes, then publishes
 // key = corr+1; a reader copies the slot and accepts the copy only if key did not change
-// meanwhile. A launch whose slot is reused before its record arrives (every slot of its
-// window waiting) is counted (launch_correlations_overwritten); its record counts as unmatched.
+// meanwhile. A launch whose slot is reused before its record arrives is counted
+// (launch_correlations_overwritten); its record counts as unmatched.
 //
 // Thread-safe and lock-free: any thread may record (its own correlation ids), any thread may
 // resolve. No allocation after construction.
@@ -49,7 +50,10 @@ struct LaunchInfo {
 
 class LaunchTable {
  public:
-  explicit LaunchTable(size_t slots = size_t(1) << 16);  // rounded up to a power of two
+  // 2^18 slots of 104 bytes (27 MB): on an H200, 8 threads launching tiny kernels kept more
+  // than 2^16 correlation ids between a launch and its record.
+  static constexpr size_t kDefaultSlots = size_t(1) << 18;
+  explicit LaunchTable(size_t slots = kDefaultSlots);  // rounded up to a power of two
 
   // Records a launch; single launches count as pending in their sessions' phases until
   // resolved or cancelled. Entries beyond kMaxEntries are dropped and counted.
@@ -64,7 +68,7 @@ class LaunchTable {
   int64_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
   size_t capacity() const { return mask_ + 1; }
 
- private:
+ public:
   struct Slot {
     std::atomic<uint64_t> key{0};      // correlation + 1; 0 = empty; kBusy while written
     std::atomic<uint64_t> meta{0};     // count | multi << 8
@@ -73,11 +77,12 @@ class LaunchTable {
     std::atomic<uint64_t> threadId{0};
     std::atomic<uint64_t> words[2 * LaunchInfo::kMaxEntries];  // session*, phase << 32 | node
   };
+
+ private:
   static constexpr uint64_t kBusy = ~uint64_t(0);
-  static constexpr size_t kProbe = 32;
 
   Slot *find(uint64_t key);
-  Slot &claim(uint64_t key);  // returns the slot with key == kBusy
+  Slot &claim(uint64_t key);  // the key's slot, its key set to kBusy
   void dropUnsettled(Slot &slot, uint64_t old);
   bool read(const Slot &slot, uint64_t key, LaunchInfo &out) const;
   void settle(Slot &slot, uint64_t key, const LaunchInfo &info);
