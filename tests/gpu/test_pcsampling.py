@@ -4,9 +4,16 @@ the interval sets how often the GPU samples, and kernel timing goes on meanwhile
 
 Sample counts vary from run to run: the tests assert where samples go and how counts
 compare, never fixed numbers.
+
+They run in a fresh process of their own (test_sampling_in_a_fresh_process): on an H200 with
+CUDA 13, after earlier tests had started and stopped CUPTI in the same process, sampling
+returned samples without PCs (pc_samples_in_non_user_kernels), so that no line got any.
 """
 
 import inspect
+import os
+import subprocess
+import sys
 
 import proton
 import pytest
@@ -18,6 +25,27 @@ triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
 
 N = 1 << 18  # elements chased through: 1 MiB of int32, random order
+
+_FRESH = "PROTON_PCSAMPLING_FRESH_PROCESS"
+in_fresh_process = pytest.mark.skipif(
+    os.environ.get(_FRESH) != "1", reason="runs inside test_sampling_in_a_fresh_process"
+)
+
+
+def test_sampling_in_a_fresh_process():
+    if os.environ.get(_FRESH) == "1":
+        pytest.skip("this is the fresh process")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", __file__],
+        env={**os.environ, _FRESH: "1"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    print(result.stdout[-2000:])
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert "6 passed" in result.stdout, result.stdout[-3000:]
 
 
 @triton.jit
@@ -87,6 +115,7 @@ def hot_line(kernel):
 
 # The module of a kernel loaded before sampling starts is found in Triton's cache; one loaded
 # while sampling runs comes from CUPTI's module-loaded callback.
+@in_fresh_process
 @pytest.mark.parametrize("loaded", ["before_start", "while_sampling"])
 def test_most_samples_land_on_the_dependent_load_line(loaded):
     if loaded == "before_start":
@@ -116,6 +145,7 @@ def test_most_samples_land_on_the_dependent_load_line(loaded):
     print(f"{loaded}: {total} samples, {hot['num_samples']} on the hot line; {stats(root)}")
 
 
+@in_fresh_process
 def test_cublas_matmul_gets_samples_on_its_kernel(half_matrix):
     a = half_matrix
     proton.start("matmul", mode="pcsampling")
@@ -134,6 +164,7 @@ def test_cublas_matmul_gets_samples_on_its_kernel(half_matrix):
     assert stats(root)["pc_samples_without_line_info"] >= slowest["metrics"]["num_samples"]
 
 
+@in_fresh_process
 def test_two_sampling_sessions_at_once(chase):
     a = proton.start("a", mode="pcsampling")
     b = proton.start("b", mode=proton.mode.PCSampling(interval=1000))
@@ -162,6 +193,7 @@ def test_two_sampling_sessions_at_once(chase):
     assert "only_a" not in [c["frame"]["name"] for c in rb["children"]], dump(rb)
 
 
+@in_fresh_process
 def test_a_longer_interval_takes_fewer_samples(chase):
     samples = {}
     for interval in (1 << 10, 1 << 14):
@@ -177,6 +209,7 @@ def test_a_longer_interval_takes_fewer_samples(chase):
     assert 0 < 4 * samples[1 << 14] < samples[1 << 10], samples
 
 
+@in_fresh_process
 def test_trace_data_is_refused_with_the_reason():
     with pytest.raises(ValueError, match=r"mode='pcsampling'.*data='tree'"):
         proton.start("trace_pc", mode="pcsampling", data="trace")
