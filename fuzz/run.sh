@@ -10,10 +10,12 @@
 #                                            against a plain json/MessagePack reading, render
 #   msgpack          atheris (libFuzzer)     proton.viewer.msgpack.unpackb vs `msgpack`
 #
-# Each target also runs every file of fuzz/regressions/<target>/ and its seed corpora once.
-# On a fresh Debian machine (what CI needs on top of .ci/run's g++ cmake ninja-build):
+# Each target also runs every file of fuzz/regressions/<target>/ and its seed corpora once
+# (the C++ readers also get the Python loader's regressions, which are profile files too).
+# On a fresh Debian machine (what CI needs on top of .ci/run's g++ cmake ninja-build;
+# libclang-rt-dev holds libFuzzer and the sanitizer runtimes, which clang only recommends):
 #
-#   apt-get install -y -qq clang python3-dev
+#   apt-get install -y -qq clang libclang-rt-dev python3-dev
 #   python3 -m pip install -q --disable-pip-version-check atheris nanobind msgpack
 #   bash fuzz/run.sh
 #
@@ -37,6 +39,11 @@ build() {
   { cmake -B "$dir" "${GENERATOR[@]}" -DCMAKE_CXX_COMPILER=clang++ "$@" &&
     cmake --build "$dir" --target "$target" -j2; } >"$dir.log" 2>&1 || { cat "$dir.log" && return 1; }
 }
+
+for module in atheris nanobind; do
+  "$PY" -c "import $module" 2>/dev/null ||
+    { echo "fuzz/run.sh needs $module: $PY -m pip install atheris nanobind msgpack" && exit 1; }
+done
 
 echo "== build the C++ fuzz targets and proton._C with clang in $OUT"
 build "$OUT/cc" all -S fuzz
@@ -80,13 +87,15 @@ start=$SECONDS
 # Two lanes for two cores, each about as long as the other; a lane goes on past a failure,
 # which the summary below reports.
 (
-  fuzz hatchet_json 600000 fuzz/hatchet_json.dict fuzz/corpus/json tests/golden -- \
+  fuzz hatchet_json 600000 fuzz/hatchet_json.dict fuzz/corpus/json tests/golden \
+    fuzz/regressions/viewer_load -- \
     "$OUT/cc/hatchet_json_fuzzer" || true
   fuzz viewer_load 100000 "$OUT/viewer_load.dict" fuzz/corpus/json fuzz/corpus/msgpack \
     tests/golden -- "$PY" fuzz/viewer_load_fuzzer.py || true
 ) &
 (
-  fuzz hatchet_msgpack 600000 fuzz/hatchet_msgpack.dict fuzz/corpus/msgpack tests/golden -- \
+  fuzz hatchet_msgpack 600000 fuzz/hatchet_msgpack.dict fuzz/corpus/msgpack tests/golden \
+    fuzz/regressions/viewer_load -- \
     "$OUT/cc/hatchet_msgpack_fuzzer" || true
   fuzz msgpack 40000 fuzz/hatchet_msgpack.dict fuzz/corpus/msgpack tests/golden -- \
     "$PY" fuzz/msgpack_fuzzer.py || true
