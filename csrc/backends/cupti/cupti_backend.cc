@@ -2,6 +2,7 @@
 
 #include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -74,6 +75,7 @@ class CuptiBackend final : public GpuBackend {
 
  private:
   CuptiBackend() : attributor_(launches_, captures_) {
+    freeBuffers_.reserve(kKeptBuffers);
     for (const char *name : {"activity_buffers_unavailable", "activity_records_dropped",
                              "cupti_callback_errors", "nvtx_ranges_unmatched", "flush_timeouts"})
       statCounter(name);
@@ -490,14 +492,22 @@ uint8_t *CuptiBackend::takeBuffer() {
     return b;
   }
   if (buffersAlive_ >= kMaxBuffers) return nullptr;
-  auto *b = static_cast<uint8_t *>(std::aligned_alloc(8, kBufferBytes));
-  if (b) ++buffersAlive_;
-  return b;
+  // Mapped directly, so that a buffer given back past kKeptBuffers returns to the system:
+  // memory follows the records in flight, not the largest burst ever seen.
+  void *b = mmap(nullptr, kBufferBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (b == MAP_FAILED) return nullptr;
+  ++buffersAlive_;
+  return static_cast<uint8_t *>(b);
 }
 
 void CuptiBackend::giveBuffer(uint8_t *buffer) {
   std::lock_guard lock(poolMu_);
-  freeBuffers_.push_back(buffer);
+  if (freeBuffers_.size() < kKeptBuffers) {
+    freeBuffers_.push_back(buffer);  // capacity reserved up front: no allocation here
+    return;
+  }
+  munmap(buffer, kBufferBytes);
+  --buffersAlive_;
 }
 
 void CUPTIAPI CuptiBackend::onBufferRequested(uint8_t **buffer, size_t *size,

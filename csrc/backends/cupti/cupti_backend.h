@@ -31,5 +31,7 @@ namespace proton::cupti {
 // drops records, which are counted (activity_buffers_unavailable, activity_records_dropped).
 inline constexpr size_t kBufferBytes = size_t(4) << 20;
 inline constexpr size_t kMaxBuffers = 64;
+// Free buffers kept for reuse; more are unmapped when CUPTI gives them back.
+inline constexpr size_t kKeptBuffers = 4;
 
 }  // namespace proton::cupti
