@@ -3,12 +3,14 @@
 import glob
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import proton
 import pytest
 from gpu_tree import kernels_under
-from proton_test_utils import find, load_hatchet
+from proton_test_utils import PYTHON_DIR, find, load_hatchet
 
 torch = pytest.importorskip("torch")
 
@@ -17,34 +19,51 @@ TOTAL_KERNELS = int(os.environ.get("PROTON_LONG_RUN_KERNELS", "10000000"))
 PER_PHASE = 10_000
 
 
-def _rss_mb():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def _kernel_count(path):
     root = load_hatchet(path)[0]
     return sum(count for _, count in kernels_under(root))
 
 
+LONG_RUN = """
+import os, sys, torch, proton
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+phases, per_phase = int(sys.argv[1]), int(sys.argv[2])
+x = torch.zeros(16, device="cuda")
+torch.cuda.synchronize()
+session = proton.start("long", backend="cupti", mode="periodic_flushing")
+warmup = max(1, phases // 10)
+for phase in range(phases):
+    with proton.scope("step"):
+        for _ in range(per_phase):
+            x.add_(1)
+    proton.data.advance_phase(session)
+    if phase + 1 == warmup:
+        torch.cuda.synchronize()
+        after_warmup = rss_mb()
+torch.cuda.synchronize()
+print(f"growth {rss_mb() - after_warmup:.1f}")
+proton.finalize()
+"""
+
+
 def test_ten_million_kernels_with_periodic_flushing_keep_memory_bounded(tmp_path):
-    x = torch.zeros(16, device="cuda")
-    torch.cuda.synchronize()
-    session = proton.start("long", backend="cupti", mode="periodic_flushing")
+    # Its own process, as a long job is: CUPTI clients of earlier tests in this process
+    # (torch.profiler's among them) change what CUPTI keeps in memory.
     phases = TOTAL_KERNELS // PER_PHASE
-    warmup = max(1, phases // 10)
-    rss_after_warmup = None
-    for phase in range(phases):
-        with proton.scope("step"):
-            for _ in range(PER_PHASE):
-                x.add_(1)
-        proton.data.advance_phase(session)
-        if phase + 1 == warmup:
-            torch.cuda.synchronize()
-            rss_after_warmup = _rss_mb()
-    torch.cuda.synchronize()
-    growth = _rss_mb() - rss_after_warmup
-    proton.finalize()
+    env = {**os.environ, "PYTHONPATH": PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    result = subprocess.run(
+        [sys.executable, "-c", LONG_RUN, str(phases), str(PER_PHASE)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    growth = float(result.stdout.split("growth ")[1].split()[0])
     parts = sorted(glob.glob("long.part_*.hatchet"))
     # One file per phase, plus the empty phase after the last advance.
     assert len(parts) == phases + 1
