@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test this machine can run: format checks, C++ unit tests, Python tests
+# Runs every test this machine can run: format checks, C++ unit tests, Python tests, fuzzing
 # (GPU tests are skipped without an NVIDIA GPU). Run from anywhere inside the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,3 +20,14 @@ ctest --test-dir build/tests --output-on-failure
 echo "== Python tests"
 # From tests/, so that `import proton` finds the installed package, not the source tree.
 "$PY" -m pytest tests -q -p no:cacheprovider
+
+echo "== fuzz every profile reader (fixed number of executions)"
+# Needs clang with libFuzzer and atheris (see fuzz/run.sh); .ci/run installs them and sets
+# PROTON_REQUIRE_FUZZ=1 so that a missing tool fails instead of skipping.
+if command -v clang++ >/dev/null && "$PY" -c "import atheris" 2>/dev/null; then
+  bash fuzz/run.sh
+elif [ "${PROTON_REQUIRE_FUZZ:-0}" = 1 ]; then
+  echo "fuzzing needs clang++ and atheris" && exit 1
+else
+  echo "skipped: needs clang++ (with libFuzzer) and atheris; see fuzz/run.sh"
+fi
