@@ -401,8 +401,8 @@ class ViewerSelection {
         sink.emplace(&text);
       }
       if (done) {
-        std::vector<int32_t> order = viewer::visibleNodes(tree_->parents, depths, keep_,
-                                                          values[0], threshold, depth);
+        std::vector<int32_t> order =
+            viewer::visibleNodes(tree_->parents, depths, keep_, values[0], threshold, depth);
         done = viewer::writeTreeLines(table, order, color, &*sink);
         if (done && printSorted) {
           if (depth) {  // the sorted list is not cut by depth

@@ -19,7 +19,9 @@ class MsgpackParser {
       : begin_(reinterpret_cast<const uint8_t *>(data.data())),
         p_(begin_),
         end_(begin_ + data.size()),
-        tree_(out, estimateNodes(data, "\xA5" "frame")),
+        tree_(out, estimateNodes(data,
+                                 "\xA5"
+                                 "frame")),
         out_(out) {}
 
   Status parse() {

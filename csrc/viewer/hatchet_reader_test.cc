@@ -110,8 +110,8 @@ TEST(TreeRender, DrawsTheTree) {
   in.names = {"ROOT", "a", "b", "c"};
   in.parents = {-1, 0, 1, 0};
   in.depths = {0, 1, 2, 1};
-  in.columns = {{CellValue::ofInt(10), CellValue::ofInt(5), CellValue::none(),
-                 CellValue::ofDouble(2.0)}};
+  in.columns = {
+      {CellValue::ofInt(10), CellValue::ofInt(5), CellValue::none(), CellValue::ofDouble(2.0)}};
   in.titles = {"t"};
   in.titleLengths = {1};
   EXPECT_EQ(renderTreeRows(in),

@@ -45,7 +45,8 @@ bool formatFixedFast(double v, char *buf, int *length) {
 // Python's format_value into buf (48 bytes); returns the length.
 int formatValue(const CellValue &v, char *buf) {
   if (v.kind == CellValue::kNone) return buf[0] = '-', 1;
-  if (v.kind == CellValue::kInt) return static_cast<int>(std::to_chars(buf, buf + 48, v.i).ptr - buf);
+  if (v.kind == CellValue::kInt)
+    return static_cast<int>(std::to_chars(buf, buf + 48, v.i).ptr - buf);
   double d = v.d;
   if (std::isnan(d)) return buf[0] = '-', 1;
   if (std::isinf(d)) {

@@ -21,9 +21,9 @@
 namespace proton::viewer {
 
 struct TreeTable {
-  const std::vector<int32_t> *parents = nullptr;  // per node
-  const std::vector<int32_t> *depths = nullptr;   // per node, ROOT is 0
-  const std::vector<uint32_t> *nameIds = nullptr;  // per node; null: node i is names[i]
+  const std::vector<int32_t> *parents = nullptr;         // per node
+  const std::vector<int32_t> *depths = nullptr;          // per node, ROOT is 0
+  const std::vector<uint32_t> *nameIds = nullptr;        // per node; null: node i is names[i]
   const std::vector<std::string_view> *names = nullptr;  // UTF-8
   std::vector<const std::vector<CellValue> *> columns;   // per column, one value per node
   std::vector<std::string> titles;                       // per column, UTF-8

@@ -73,7 +73,8 @@ void includeFrames(const TreeColumns &tree, const std::vector<uint8_t> &match,
   std::vector<uint8_t> inMatch(n), below(n);
   auto matches = [&](size_t i) { return (*keep)[i] && match[tree.nameIds[i]]; };
   inMatch[0] = matches(0);
-  for (size_t i = 1; i < n; ++i) inMatch[i] = (*keep)[i] && (matches(i) || inMatch[tree.parents[i]]);
+  for (size_t i = 1; i < n; ++i)
+    inMatch[i] = (*keep)[i] && (matches(i) || inMatch[tree.parents[i]]);
   for (size_t i = n; i-- > 1;) {
     if ((*keep)[i] && (matches(i) || below[i])) below[tree.parents[i]] = 1;
   }
@@ -122,8 +123,7 @@ std::vector<uint8_t> selectNodes(const TreeColumns &tree, const NodeSelection &s
   return keep;
 }
 
-std::vector<MetricKind> keptMetricKinds(const TreeColumns &tree,
-                                        const std::vector<uint8_t> &keep) {
+std::vector<MetricKind> keptMetricKinds(const TreeColumns &tree, const std::vector<uint8_t> &keep) {
   struct Seen {
     size_t first;
     int column;

@@ -28,8 +28,8 @@ TreeColumns sample() {
   std::string doc = "[" +
                     node("ROOT", R"("t":0,"c":0)",
                          node("fwd", R"("t":1)", meta + "," + node("gemm", R"("t":4,"c":2)")) +
-                             "," + node("wrapper", "", node("__proton_launch_metadata", "")) +
-                             "," + node("bwd", R"("t":8,"c":1)")) +
+                             "," + node("wrapper", "", node("__proton_launch_metadata", "")) + "," +
+                             node("bwd", R"("t":8,"c":1)")) +
                     ",{}]";
   TreeColumns tree;
   EXPECT_TRUE(readHatchetJson(doc, &tree).isOk());
@@ -115,9 +115,9 @@ TEST(TreeView, DerivedColumnsUsePythonArithmetic) {
 
 TEST(TreeView, IntegerOverflowHandsOverToPython) {
   std::string big = std::to_string(INT64_MAX);
-  std::string doc = "[" +
-                    node("ROOT", R"("t":0)", node("a", "\"t\":" + big) + "," + node("b", R"("t":1)")) +
-                    ",{}]";
+  std::string doc =
+      "[" + node("ROOT", R"("t":0)", node("a", "\"t\":" + big) + "," + node("b", R"("t":1)")) +
+      ",{}]";
   TreeColumns tree;
   ASSERT_TRUE(readHatchetJson(doc, &tree).isOk());
   std::vector<uint8_t> keep(tree.size(), 1);
@@ -142,8 +142,10 @@ TEST(TreeView, ThresholdKeepsAncestorsAndDepthCutsBelow) {
 
 TEST(TreeView, PythonComparisonOfIntsAndFloats) {
   EXPECT_TRUE(lessThan(CellValue::ofInt(INT64_MAX), CellValue::ofDouble(9.3e18)));
-  EXPECT_FALSE(lessThan(CellValue::ofInt((int64_t{1} << 53) + 1), CellValue::ofDouble(9007199254740992.0)));
-  EXPECT_TRUE(lessThan(CellValue::ofDouble(9007199254740992.0), CellValue::ofInt((int64_t{1} << 53) + 1)));
+  EXPECT_FALSE(
+      lessThan(CellValue::ofInt((int64_t{1} << 53) + 1), CellValue::ofDouble(9007199254740992.0)));
+  EXPECT_TRUE(
+      lessThan(CellValue::ofDouble(9007199254740992.0), CellValue::ofInt((int64_t{1} << 53) + 1)));
   EXPECT_FALSE(lessThan(CellValue::ofDouble(0.0 / 0.0), CellValue::ofInt(1)));
   CellValue q;
   EXPECT_FALSE(trueDivide(CellValue::ofInt((int64_t{1} << 53) + 1), CellValue::ofInt(3), &q));
