@@ -90,6 +90,7 @@ TEST(LaunchTableTest, ManyLaunchingThreadsAndALaggingResolverLoseNothing) {
   LaunchTable table(1 << 16);
   uint64_t before = overwritten();
   std::atomic<uint64_t> nextId{1};
+  std::mutex idMu;
   std::mutex mu;
   std::deque<uint64_t> inFlight;  // launch ids in submission order, as the GPU runs them
   std::atomic<int> running{8};
@@ -100,6 +101,10 @@ TEST(LaunchTableTest, ManyLaunchingThreadsAndALaggingResolverLoseNothing) {
       for (int i = 0; i < 250'000; ++i) {
         // A launch queue is bounded: launching waits while 5,000 records are outstanding.
         while (table.outstanding() > 5'000) std::this_thread::yield();
+        // Taken, recorded and queued for the "GPU" in one step: a thread descheduled in
+        // between on a busy machine would otherwise hold a launch back from the resolver
+        // while a whole ring of newer ids went by. Recording still races with resolving.
+        std::lock_guard ids(idMu);
         uint64_t id = nextId.fetch_add(1 + i % 5);  // other API calls take ids too
         table.record(id, &e, 1, false, 0, 0);
         std::lock_guard lock(mu);
