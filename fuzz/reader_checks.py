@@ -134,25 +134,7 @@ def _check_same(what, got, expected):
             raise AssertionError(f"{what}: {field} differ: {describe(got[k], expected[k])}")
 
 
-def malformed_metadata(metadata) -> bool:
-    """Known issues, not fixed yet: the viewer trusts the shape of proton_metadata.
-    model.Profile.exclusive_metrics and fast_report.show take "metric_aggregation" for a
-    dict of lists of names, render.stats_lines takes the keys of "stats" for strings, and
-    other values raise TypeError or AttributeError (xfail tests in
-    tests/python/test_fuzz_regressions.py). True where the metadata is not so shaped."""
-    agg = metadata.get("metric_aggregation") or {}
-    if not isinstance(agg, dict):
-        return True
-    lists = (agg.get("exclusive") or [], agg.get("property") or [])
-    if not all(type(v) is list and all(type(x) is str for x in v) for v in lists):
-        return True
-    stats = metadata.get("stats")
-    return isinstance(stats, dict) and not all(type(k) is str for k in stats)
-
-
 def _check_render(profile):
-    if malformed_metadata(profile.metadata):
-        return
     profile = hide_launch_metadata(profile)
     list_metrics(profile)
     tree, columns = build_view([profile], default_metrics(profile))

@@ -97,7 +97,7 @@ def show(args, specs, color: bool) -> bool:
     lists = [agg.get(k) or () for k in ("exclusive", "property")] if isinstance(agg, dict) else 0
     if not lists or not all(isinstance(v, (list, tuple)) for v in lists):
         return False  # malformed metadata: the Python model says what it makes of it
-    exclusive = set(lists[0]) | set(lists[1])
+    exclusive = {n for listed in lists for n in listed if isinstance(n, str)}  # as the model
     exclusive |= {m for m in names if m.endswith("(exc)")}
     metrics = _Metrics(names, exclusive, str(path))
     specs = specs if specs is not None else default_metrics(metrics)

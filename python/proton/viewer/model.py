@@ -179,15 +179,23 @@ class Profile:
     @property
     def exclusive_metrics(self) -> set:
         """Metrics that readers do not sum into parents (`(exc)` scopes, properties)."""
-        agg = self.metadata.get("metric_aggregation") or {}
-        names = set(agg.get("exclusive") or ()) | set(agg.get("property") or ())
+        agg = self.metadata.get("metric_aggregation")
+        names = set()
+        if isinstance(agg, dict):  # anything else is a damaged file: no aggregation hints
+            for kind in ("exclusive", "property"):
+                listed = agg.get(kind)
+                if isinstance(listed, list):
+                    names.update(n for n in listed if isinstance(n, str))
         return names | {m for m in self.metric_names if m.endswith("(exc)")}
 
     @property
     def stats(self) -> dict:
         """The profile's data-loss counters (empty for files that carry none)."""
         stats = self.metadata.get("stats")
-        return stats if isinstance(stats, dict) else {}
+        if not isinstance(stats, dict):
+            return {}
+        # Names as text whatever a damaged file holds, so the table always prints.
+        return {k if isinstance(k, str) else str(k): v for k, v in stats.items()}
 
     def column(self, metric: str) -> list:
         """The metric's value on each node as written, None where absent."""

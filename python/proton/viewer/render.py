@@ -125,6 +125,7 @@ def stats_lines(stats) -> list:
     """The stats table's lines (a blank line first), or none when every counter is 0."""
     if not stats or not any(v for v in stats.values() if isinstance(v, (int, float))):
         return []
+    stats = {str(k): v for k, v in stats.items()}  # a damaged file may key them otherwise
     width = max(map(len, stats))
     return [
         "",
