@@ -18,6 +18,11 @@ _DEPTHS = getattr(_C, "viewer_depths", None)
 _RENDER_ROWS = getattr(_C, "viewer_render_rows", None)
 
 
+def can_read() -> bool:
+    """Whether the C++ reader exists (a file it gave back is one it could not read)."""
+    return _READ is not None
+
+
 def read(path, msgpack: bool):
     if _READ is None or not isinstance(path, str):
         return None
