@@ -676,7 +676,7 @@ Result<PhaseId> SessionManager::advancePhase(SessionId id) {
   return next;
 }
 
-Status SessionManager::writeCompletedPhases(std::vector<std::string> *written) {
+Status SessionManager::writeCompletedPhases() {
   struct Pending {
     SessionId session;
     std::unique_ptr<PhaseData> phase;
@@ -708,7 +708,6 @@ Status SessionManager::writeCompletedPhases(std::vector<std::string> *written) {
     std::lock_guard lock(mu_);
     if (status.isOk()) {
       partsWritten_[p.session.value].push_back(p.path);
-      if (written) written->push_back(p.path);
     } else {
       // Keep the data: finalize tries again and reports the error if it persists.
       sessions_[p.session.value]->restorePhase(std::move(p.phase));
@@ -721,26 +720,21 @@ Status SessionManager::writeCompletedPhases(std::vector<std::string> *written) {
 void SessionManager::startFlusherLocked() {
   if (flusherStarted_) return;
   flusherStarted_ = true;
-  // Detached and never stopped: the manager is never destroyed, and the thread only waits
-  // on its condition variable between polls.
+  // Detached and never stopped: the manager is never destroyed, and the thread sleeps
+  // between polls.
   std::thread([this] { flusherLoop(); }).detach();
 }
 
 void SessionManager::flusherLoop() {
-  std::unique_lock wake(flusherMu_);
+  bool warned = false;  // one line, not one per poll; finalize reports the error again
   for (;;) {
-    flusherWake_.wait_for(wake, std::chrono::milliseconds(kFlushPollMs));
-    wake.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(kFlushPollMs));
     Status status = writeCompletedPhases();
-    if (!status.isOk()) {
-      std::lock_guard writing(writeMu_);
-      if (!flushWarned_) {
-        flushWarned_ = true;  // one line, not one per poll; finalize reports it again
-        std::fprintf(stderr, "%s (periodic flushing keeps the phase in memory)\n",
-                     status.message().c_str());
-      }
+    if (!status.isOk() && !warned) {
+      warned = true;
+      std::fprintf(stderr, "%s (periodic flushing keeps the phase in memory)\n",
+                   status.message().c_str());
     }
-    wake.lock();
   }
 }
 

@@ -16,7 +16,6 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,8 +76,8 @@ class SessionManager {
   // background thread as soon as their last record is filed.
   Result<PhaseId> advancePhase(SessionId id);
   // Writes and frees every complete phase of every periodic_flushing session (what the
-  // background thread does every kFlushPollMs). Paths written are appended.
-  Status writeCompletedPhases(std::vector<std::string> *written = nullptr);
+  // background thread does every kFlushPollMs).
+  Status writeCompletedPhases();
   Result<bool> isPhaseComplete(SessionId id, PhaseId phase);
   Status clear(SessionId id, PhaseId phase, bool upTo);
   Result<std::string> serialize(SessionId id, PhaseId phase, std::string_view format);
@@ -125,12 +124,9 @@ class SessionManager {
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Session>> sessions_;      // index = id; never shrinks
   std::vector<std::vector<std::string>> partsWritten_;  // per session, by periodic flushing
-  std::mutex flusherMu_;                                // the background writer's wake-up
-  std::condition_variable flusherWake_;
-  bool flusherStarted_ = false;  // mu_ held
-  bool gpuUsed_ = false;         // mu_ held: a GPU backend was acquired in this process
-  bool gpuForbidden_ = false;    // set in a fork child of a process with gpuUsed_
-  bool flushWarned_ = false;     // writeMu_ held
+  bool flusherStarted_ = false;                         // mu_ held
+  bool gpuUsed_ = false;       // mu_ held: a GPU backend was acquired in this process
+  bool gpuForbidden_ = false;  // set in a fork child of a process with gpuUsed_
   std::vector<bool> finalized_;
   std::vector<GpuBackend *> backends_;  // per session: the GPU backend it holds, or nullptr
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};

@@ -22,24 +22,29 @@ from .flags import flags
 _ours = {}  # signal number -> the handler ours replaced (SIG_DFL)
 
 
-def _writes_on(signum: int, current) -> bool:
-    if signum == signal.SIGTERM:
-        return current == signal.SIG_DFL
-    return signum == signal.SIGINT and current == signal.SIG_DFL
+def write_all(when: str = "", hint: str = "", announce: bool = True) -> None:
+    """Finalizes every live session and says where the files went; never raises, since the
+    program's own outcome (its exit, its signal) matters more. when: "at exit", "on SIGTERM"."""
+    try:
+        written = _C.finalize(None, "")
+    except Exception as e:  # noqa: BLE001
+        print(
+            f"[PROTON] could not write the profile{' ' + when if when else ''}: {e}",
+            file=sys.stderr,
+        )
+        return
+    finally:
+        flags.profiling_on = False
+    hooks.registry.unregister(None)
+    suffix = f" ({when}{hint})" if when else ""
+    for path in written if announce else ():
+        if path != "-":
+            print(f"[PROTON] profile written to {path}{suffix}", file=sys.stderr)
 
 
 def _on_signal(signum, frame):
-    previous = _ours.pop(signum, signal.SIG_DFL)
-    signal.signal(signum, previous)
-    try:
-        written = _C.finalize(None, "")
-        flags.profiling_on = False
-        for path in written:
-            if path != "-":
-                name = signal.Signals(signum).name
-                print(f"[PROTON] profile written to {path} (on {name})", file=sys.stderr)
-    except Exception as e:  # noqa: BLE001 (the signal's action must still happen)
-        print(f"[PROTON] could not write the profile on signal {signum}: {e}", file=sys.stderr)
+    signal.signal(signum, _ours.pop(signum, signal.SIG_DFL))
+    write_all(f"on {signal.Signals(signum).name}")
     os.kill(os.getpid(), signum)  # the default action, now that our handler is gone
 
 
@@ -52,7 +57,7 @@ def install_signal_handlers() -> None:
             continue
         try:
             current = signal.getsignal(signum)
-            if _writes_on(signum, current):
+            if current == signal.SIG_DFL:
                 signal.signal(signum, _on_signal)
                 _ours[signum] = current
         except (ValueError, OSError):  # e.g. an embedded interpreter that forbids it

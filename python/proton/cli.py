@@ -26,7 +26,7 @@ import sys
 import types
 import warnings
 
-from . import _C
+from . import _C, _process
 from .flags import flags
 from .profile import start
 
@@ -152,19 +152,6 @@ def _user_traceback(tb):
     return tb
 
 
-def _finalize() -> None:
-    try:
-        written = _C.finalize(None, "")
-    except Exception as e:  # noqa: BLE001 (the program's own outcome matters more)
-        print(f"[PROTON] could not write the profile: {e}", file=sys.stderr)
-        return
-    finally:
-        flags.profiling_on = False
-    for path in written:
-        if path != "-":
-            print(f"[PROTON] profile written to {path}", file=sys.stderr)
-
-
 def _prefixed(message: str) -> str:
     return message if message.startswith("[PROTON]") else f"[PROTON] {message}"
 
@@ -193,14 +180,14 @@ def main(argv=None) -> None:
     try:
         code = _run_program(kind, target, args)
     except SystemExit:
-        _finalize()
+        _process.write_all()
         raise  # Python itself turns it into the exit status (and prints a message if any)
     except BaseException as e:  # noqa: BLE001 (written, then passed on like Python would)
-        _finalize()
+        _process.write_all()
         tb = _user_traceback(e.__traceback__)
         sys.excepthook(type(e), e.with_traceback(tb), tb)
         sys.exit(130 if isinstance(e, KeyboardInterrupt) else 1)
-    _finalize()
+    _process.write_all()
     sys.exit(code)
 
 

@@ -3,7 +3,6 @@
 import atexit
 import functools
 import os
-import sys
 import warnings
 from typing import Optional, Union
 
@@ -133,23 +132,9 @@ def profile(
 
 def _finalize_at_exit() -> None:
     """Writes sessions the program left unfinalized, so no data is lost at exit."""
-    if not _C.live_sessions():
-        return
-    try:
-        written = _C.finalize(None, "")
-    except Exception as e:  # never turn a clean exit into a failure
-        print(f"[PROTON] could not write the profile at exit: {e}", file=sys.stderr)
-        return
-    flags.profiling_on = False
-    hooks.registry.unregister(None)
-    if not flags.command_line:
-        for path in written:
-            if path != "-":
-                print(
-                    f"[PROTON] profile written to {path} (at exit; call proton.finalize() "
-                    "to write it earlier)",
-                    file=sys.stderr,
-                )
+    if _C.live_sessions():
+        hint = "; call proton.finalize() to write it earlier"
+        _process.write_all("at exit", hint, announce=not flags.command_line)
 
 
 atexit.register(_finalize_at_exit)
