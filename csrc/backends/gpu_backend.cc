@@ -29,6 +29,20 @@ std::vector<std::string> librarySearchDirs() {
 
 #ifndef PROTON_HAS_CUPTI
 GpuBackend *cuptiBackend() { return nullptr; }
+
+namespace {
+Status noInstrumentation() {
+  return {StatusCode::kUnavailable,
+          "[PROTON] backend='instrumentation' needs the CUPTI backend, which this build lacks"};
+}
+}  // namespace
+
+Status allocateInstrumentationBuffer(size_t, bool, uint64_t, uint64_t *devicePtr) {
+  *devicePtr = 0;
+  return noInstrumentation();
+}
+Status registerInstrumentationTable(std::string_view) { return noInstrumentation(); }
+void setInstrumentationLimits(uint64_t, uint64_t, uint32_t) {}
 #endif
 
 }  // namespace proton

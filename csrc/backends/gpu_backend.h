@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -35,6 +36,16 @@ class GpuBackend {
 };
 
 GpuBackend *cuptiBackend();
+
+// Intra-kernel instrumentation (backend="instrumentation"), on the launching thread: a device
+// buffer for the next kernel this thread launches (0: record nothing for it). `bytes` is the
+// launch's trace buffer size; tree buffers have a fixed size.
+Status allocateInstrumentationBuffer(size_t bytes, bool trace, uint64_t stream,
+                                     uint64_t *devicePtr);
+// A kernel's scope table (instrumentation::encodeTable's text), from compile or cache load.
+Status registerInstrumentationTable(std::string_view text);
+void setInstrumentationLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
+                              uint32_t traceCapacity);
 
 // Extra directories to search for vendor libraries (e.g. the CUPTI inside an installed
 // Triton or NVIDIA wheel), found by the Python layer. Thread-safe.

@@ -24,7 +24,9 @@ Counter &uncaptured() {
   return c;
 }
 
-std::string demangle(const char *name) {
+}  // namespace
+
+std::string readableKernelName(const char *name) {
   if (!name || !*name) return "<unnamed kernel>";
   if (name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
@@ -33,8 +35,6 @@ std::string demangle(const char *name) {
   std::free(out);
   return result;
 }
-
-}  // namespace
 
 KernelAttributor::KernelAttributor(LaunchTable &launches, CaptureRegistry &captures)
     : launches_(launches),
@@ -49,13 +49,14 @@ StringId KernelAttributor::kernelName(const char *name) {
   // The vendor keeps one string per kernel; check the text in case an unloaded module's
   // string was freed and its address reused by another kernel.
   if (it != names_.end() && name && it->second.text == name) return it->second.id;
-  std::string readable = demangle(name);
+  std::string readable = readableKernelName(name);
   StringId id = StringTable::global().intern(readable);
   names_[name] = CachedName{name ? name : "", id};
   return id;
 }
 
 void KernelAttributor::add(const KernelRecord &r) {
+  if (observer_) observer_(r);
   LaunchInfo launch;
   if (!launches_.resolve(r.correlation, launch)) {
     unmatched().add();

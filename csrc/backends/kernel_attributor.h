@@ -37,6 +37,9 @@ struct KernelRecord {
 
 class PcSampleAttributor;
 
+// A kernel's name as users read it: demangled when it is a mangled C++ name.
+std::string readableKernelName(const char *name);
+
 class KernelAttributor {
  public:
   KernelAttributor(LaunchTable &launches, CaptureRegistry &captures);
@@ -44,6 +47,9 @@ class KernelAttributor {
   void add(const KernelRecord &record);
   // Kernels of sampling sessions are noted in `samples` from now on (nullptr: no longer).
   void sampleKernelsInto(PcSampleAttributor *samples) { samples_ = samples; }
+  // Called with every record before it is filed (intra-kernel buffers align their slices to
+  // the kernel's start); nullptr: none.
+  void observeRecords(void (*observer)(const KernelRecord &)) { observer_ = observer; }
   // The readable (demangled) name of a kernel, interned; cached by the vendor's pointer.
   StringId kernelName(const char *name);
 
@@ -56,6 +62,7 @@ class KernelAttributor {
   LaunchTable &launches_;
   CaptureRegistry &captures_;
   PcSampleAttributor *samples_ = nullptr;
+  void (*observer_)(const KernelRecord &) = nullptr;
   std::unordered_map<const char *, CachedName> names_;
   StringId capturedAt_;
   bool warnedUncaptured_ = false;

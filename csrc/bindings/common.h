@@ -36,5 +36,6 @@ void bindScope(nb::module_ &m);
 void bindData(nb::module_ &m);
 void bindContext(nb::module_ &m);
 void bindViewer(nb::module_ &m);
+void bindInstrumentation(nb::module_ &m);
 
 }  // namespace proton::bindings

@@ -9,5 +9,6 @@ NB_MODULE(_C, m) {
   proton::bindings::bindData(m);
   proton::bindings::bindContext(m);
   proton::bindings::bindViewer(m);
+  proton::bindings::bindInstrumentation(m);
   m.attr("__version__") = PROTON_VERSION;
 }

@@ -25,9 +25,14 @@ namespace proton {
 
 // Where a trace event is drawn.
 struct Lane {
-  enum class Kind : uint8_t { kCpuThread, kGpuStream } kind = Kind::kCpuThread;
+  // kWarp: one warp (or the first warp of a recording unit) of one CTA, inside kernels.
+  enum class Kind : uint8_t { kCpuThread, kGpuStream, kWarp } kind = Kind::kCpuThread;
   uint32_t device = 0;  // GPU lanes
-  uint64_t id = 0;      // OS thread id, or stream id
+  uint64_t id = 0;      // OS thread id, stream id, or warpLaneId(cta, warp)
+
+  static uint64_t warpLaneId(uint32_t cta, uint32_t warp) { return uint64_t{cta} << 16 | warp; }
+  static uint32_t ctaOf(uint64_t id) { return static_cast<uint32_t>(id >> 16); }
+  static uint32_t warpOf(uint64_t id) { return static_cast<uint32_t>(id & 0xffff); }
 };
 
 struct TraceEvent {

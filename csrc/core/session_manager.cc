@@ -153,6 +153,10 @@ Result<OutputFormat> periodicFormat(const SessionOptions &options) {
 Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
   if (mode.name.empty() || mode.name == "pcsampling") return {};
+  // Intra-kernel modes: their fields are checked by the Python layer, which compiles them in.
+  if (options.backend == BackendKind::kInstrumentation &&
+      (mode.name == "default" || mode.name == "mma"))
+    return {};
   if (mode.name == "periodic_flushing") return periodicFormat(options).status();
   return {StatusCode::kUnavailable,
           "[PROTON] mode='" + mode.toString() + "' is not supported by backend '" +
@@ -160,7 +164,8 @@ Status checkMode(const SessionOptions &options) {
 }
 
 bool needsGpuBackend(const SessionOptions &options) {
-  return options.backend == BackendKind::kCupti || options.mode.name == "pcsampling";
+  return options.backend == BackendKind::kCupti ||
+         options.backend == BackendKind::kInstrumentation || options.mode.name == "pcsampling";
 }
 
 }  // namespace
@@ -168,7 +173,9 @@ bool needsGpuBackend(const SessionOptions &options) {
 Status SessionManager::selectBackend(Session &session, std::string &warning, GpuBackend **out) {
   *out = nullptr;
   const SessionOptions &options = session.options();
-  if (options.backend != BackendKind::kAuto && options.backend != BackendKind::kCupti) {
+  // backend="instrumentation" is kernel tracing plus intra-kernel buffers: the CUPTI backend.
+  if (options.backend != BackendKind::kAuto && options.backend != BackendKind::kCupti &&
+      options.backend != BackendKind::kInstrumentation) {
     return {StatusCode::kUnavailable, std::string("[PROTON] backend='") +
                                           backendKindName(options.backend) +
                                           "' is not available in this build of Proton."};

@@ -8,7 +8,9 @@
 //    "otherData": {"proton_metadata": {...}}}
 //
 // CPU scopes sit on pid 0 with one tid per OS thread; a GPU device d is pid d + 1 with one tid
-// per stream, named "GPU <d> Stream <s>". Times are microseconds from the earliest event.
+// per stream, named "GPU <d> Stream <s>", and, for intra-kernel instrumentation, one tid per
+// (CTA, warp), named "CTA <c> Warp <w>" and ordered by CTA then warp. Times are microseconds
+// from the earliest event.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -22,6 +24,20 @@ namespace proton {
 namespace {
 
 constexpr uint64_t kCpuPid = 0;
+// Warp lanes sit after every stream lane of their GPU (stream ids are far below this).
+constexpr uint64_t kWarpTidBase = uint64_t{1} << 40;
+
+uint64_t tidOf(const Lane &lane) {
+  return lane.kind == Lane::Kind::kWarp ? kWarpTidBase + lane.id : lane.id;
+}
+
+std::string laneName(uint64_t pid, uint64_t tid) {
+  if (pid == kCpuPid) return "Thread " + std::to_string(tid);
+  if (tid >= kWarpTidBase)
+    return "CTA " + std::to_string(Lane::ctaOf(tid - kWarpTidBase)) + " Warp " +
+           std::to_string(Lane::warpOf(tid - kWarpTidBase));
+  return "GPU " + std::to_string(pid - 1) + " Stream " + std::to_string(tid);
+}
 
 uint64_t pidOf(const Lane &lane) {
   return lane.kind == Lane::Kind::kCpuThread ? kCpuPid : uint64_t{lane.device} + 1;
@@ -87,7 +103,7 @@ class ChromeTraceEmitter {
     std::set<std::pair<uint64_t, uint64_t>> lanes;  // (pid, tid)
     std::set<uint64_t> pids;
     for (const TraceEvent &ev : events()) {
-      lanes.insert({pidOf(ev.lane), ev.lane.id});
+      lanes.insert({pidOf(ev.lane), tidOf(ev.lane)});
       pids.insert(pidOf(ev.lane));
       if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) {
         lanes.insert({kCpuPid, ev.launchThread});
@@ -97,23 +113,20 @@ class ChromeTraceEmitter {
     for (uint64_t pid : pids)
       metadataEvent("process_name", pid, nullptr,
                     pid == kCpuPid ? std::string("CPU") : "GPU " + std::to_string(pid - 1));
-    for (const auto &[pid, tid] : lanes) {
-      std::string name = pid == kCpuPid
-                             ? "Thread " + std::to_string(tid)
-                             : "GPU " + std::to_string(pid - 1) + " Stream " + std::to_string(tid);
-      metadataEvent("thread_name", pid, &tid, name);
-    }
+    for (const auto &[pid, tid] : lanes) metadataEvent("thread_name", pid, &tid, laneName(pid, tid));
   }
 
   void emitSlice(const TraceEvent &ev) {
-    bool gpu = ev.lane.kind == Lane::Kind::kGpuStream;
+    const char *category = ev.lane.kind == Lane::Kind::kGpuStream ? "kernel"
+                           : ev.lane.kind == Lane::Kind::kWarp    ? "warp"
+                                                                  : "scope";
     e_.beginMap(0);
     e_.key("ph");
     e_.string("X");
     e_.key("name");
     e_.string(v_.strings.view(ev.name));
     e_.key("cat");
-    e_.string(gpu ? "kernel" : "scope");
+    e_.string(category);
     e_.key("ts");
     micros(ev.beginNs);
     e_.key("dur");
@@ -121,7 +134,7 @@ class ChromeTraceEmitter {
     e_.key("pid");
     e_.unsignedInteger(pidOf(ev.lane));
     e_.key("tid");
-    e_.unsignedInteger(ev.lane.id);
+    e_.unsignedInteger(tidOf(ev.lane));
     e_.key("args");
     e_.beginMap(0);
     e_.key("call_stack");

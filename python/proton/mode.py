@@ -44,16 +44,105 @@ class PeriodicFlushing(BaseMode):
         return f"{self.name}:format={self.format}"
 
 
+_INSTRUMENTATION_CHOICES = {
+    "metric_type": ("cycle",),
+    "sampling_strategy": ("none", "selective"),
+    "granularity": (
+        "cta",
+        "warp",
+        "warp_2",
+        "warp_4",
+        "warp_8",
+        "warp_group",
+        "warp_group_2",
+        "warp_group_4",
+        "warp_group_8",
+    ),
+    "buffer_strategy": ("circular", "flush"),
+    "buffer_type": ("shared", "global"),
+}
+OPTIMIZATIONS = ("clock32", "time_shift", "sched_stores", "sched_barriers")
+
+
+def _config_error(message: str):
+    from .errors import ConfigError
+
+    return ConfigError(f"[PROTON] {message}")
+
+
+def _choice(value) -> str:
+    # Triton's enums (and ours) print as their name; plain strings are used as they are.
+    return str(getattr(value, "value", value)).lower()
+
+
 @dataclass(frozen=True)
-class Default(BaseMode):
+class InstrumentationMode(BaseMode):
+    """Intra-kernel instrumentation (backend="instrumentation"); triton.profiler's fields."""
+
+    metric_type: str = "cycle"
+    sampling_strategy: str = "none"
+    sampling_options: str = ""
+    granularity: str = "warp"
+    buffer_strategy: str = "circular"
+    buffer_type: str = "shared"
+    buffer_size: int = 0
+    optimizations: object = ()
+
+    def __post_init__(self):
+        for name, allowed in _INSTRUMENTATION_CHOICES.items():
+            value = _choice(getattr(self, name))
+            if value not in allowed:
+                raise _config_error(
+                    f"Unknown {name}: {getattr(self, name)!r}. Allowed values: {', '.join(allowed)}"
+                )
+            object.__setattr__(self, name, value)
+        opts = self.optimizations
+        if isinstance(opts, str):
+            opts = [o.strip() for o in opts.split(",") if o.strip()]
+        opts = tuple(_choice(o) for o in opts)
+        for o in opts:
+            if o not in OPTIMIZATIONS:
+                raise _config_error(
+                    f"Unknown optimization: {o!r}. Allowed values: {', '.join(OPTIMIZATIONS)}"
+                )
+        object.__setattr__(self, "optimizations", opts)
+        if not isinstance(self.buffer_size, int) or self.buffer_size < 0:
+            raise _config_error(f"buffer_size must be a non-negative int, got {self.buffer_size!r}")
+        units = self.selected_units()
+        if self.sampling_strategy == "selective" and not units:
+            raise _config_error("sampling_strategy='selective' needs sampling_options, e.g. '0,4'")
+
+    def selected_units(self) -> tuple:
+        text = str(self.sampling_options or "").strip()
+        if not text:
+            return ()
+        try:
+            return tuple(int(part) for part in text.split(",") if part.strip())
+        except ValueError:
+            raise _config_error(
+                f"sampling_options must list warp (or unit) ids like '0,4', got {text!r}"
+            ) from None
+
+    def __str__(self) -> str:
+        return (
+            f"{self.name}:metric_type={self.metric_type}:sampling_strategy={self.sampling_strategy}"
+            f":sampling_options={self.sampling_options.replace(',', ';')}"
+            f":granularity={self.granularity}:buffer_strategy={self.buffer_strategy}"
+            f":buffer_type={self.buffer_type}:buffer_size={self.buffer_size}"
+            f":optimizations={';'.join(self.optimizations)}"
+        )
+
+
+@dataclass(frozen=True)
+class Default(InstrumentationMode):
     """Intra-kernel instrumentation with default settings."""
 
     name: str = field(default="default", init=False)
 
 
 @dataclass(frozen=True)
-class MMA(BaseMode):
-    """Intra-kernel instrumentation of MMA regions."""
+class MMA(InstrumentationMode):
+    """Intra-kernel instrumentation of MMA regions (same fields as Default)."""
 
     name: str = field(default="mma", init=False)
 

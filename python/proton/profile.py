@@ -6,7 +6,7 @@ import os
 import warnings
 from typing import Optional, Union
 
-from . import _C, _libraries, _process, hooks
+from . import _C, _libraries, _process, hooks, instrumentation
 from . import mode as _mode
 from .flags import flags
 
@@ -49,11 +49,16 @@ def start(
         raise ValueError(f"Unsupported hook: {hook!r}")
     if hook == "triton":
         hooks.triton_hook_owner()  # a clear error before any session exists
-    if backend in (None, "cupti"):
+    if backend in (None, "cupti", "instrumentation"):
         _C.set_library_search_dirs(_libraries.cupti_dirs())
-    session, _, warning = _C.start(
-        os.fspath(name), context or "shadow", data or "tree", backend or "", _mode.to_string(mode)
+    mode_text = _mode.to_string(mode)
+    if backend == "instrumentation":
+        mode_text = instrumentation.prepare(mode, data)
+    session, created, warning = _C.start(
+        os.fspath(name), context or "shadow", data or "tree", backend or "", mode_text
     )
+    if backend == "instrumentation" and created:
+        instrumentation.activate(session)
     flags.profiling_on = True
     _process.install_signal_handlers()
     if hook is not None:
@@ -92,6 +97,8 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     live = _C.live_sessions()
     for finalized in hooks.registry.sessions() - set(live):
         hooks.registry.unregister(finalized)
+    for finalized in instrumentation.live_sessions() - set(live):
+        instrumentation.deactivate(finalized)
     if session is None or not live:
         flags.profiling_on = False
     if not live:

@@ -18,6 +18,7 @@
 #include "backends/cupti/cupti_pc_sampler.h"
 #include "backends/cupti/cupti_pc_translate.h"
 #include "backends/cupti/cupti_translate.h"
+#include "backends/cupti/intra_kernel_buffers.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 #include "backends/pc_sample_attributor.h"
@@ -65,6 +66,8 @@ class CuptiBackend final : public GpuBackend {
   Status acquire(Session &session) override;
   void release(Session &session) override;
   void flush() override;
+  Status allocateInstrumented(size_t bytes, bool trace, uint64_t stream, uint64_t *devicePtr);
+  static void onInstrumentedRecord(const KernelRecord &record);
 
   static void CUPTIAPI onCallback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                   const void *data) noexcept;
@@ -139,6 +142,11 @@ Status CuptiBackend::acquire(Session &session) {
   std::lock_guard lock(mu_);
   if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
   ++users_;
+  if (session.options().backend == BackendKind::kInstrumentation) {
+    IntraKernelBuffers::global().addUser();
+    std::lock_guard processLock(processMu_);
+    attributor_.observeRecords(&CuptiBackend::onInstrumentedRecord);
+  }
   if (!sampling) return {};
   Status status = startSampling(session, periodLog2);
   if (!status.isOk()) {
@@ -192,6 +200,14 @@ void CuptiBackend::stopSampling(Session &session) {
 void CuptiBackend::release(Session &session) {
   std::lock_guard lock(mu_);
   if (PcSampleAttributor::samples(session)) stopSampling(session);
+  if (session.options().backend == BackendKind::kInstrumentation) {
+    IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+    buffers.removeUser();
+    if (!buffers.inUse()) {
+      std::lock_guard processLock(processMu_);
+      attributor_.observeRecords(nullptr);
+    }
+  }
   if (users_ > 0 && --users_ == 0) stop();
 }
 
@@ -200,6 +216,26 @@ void CuptiBackend::flush() {
   if (users_ == 0) return;
   flushLocked();
   sampler_.collect();  // after the kernels: their samples need their frames
+  // Every instrumented launch has finished and its record was filed: its buffers can be read.
+  IntraKernelBuffers::global().drain(*driver_);
+}
+
+void CuptiBackend::onInstrumentedRecord(const KernelRecord &record) {
+  IntraKernelBuffers::global().noteKernel(record.correlation, record.startNs);
+}
+
+Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t stream,
+                                          uint64_t *devicePtr) {
+  *devicePtr = 0;
+  if (!driver_) return {};
+  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+  using Alloc = IntraKernelBuffers::Alloc;
+  Alloc result = buffers.allocate(*driver_, bytes, trace, stream, devicePtr);
+  if (result != Alloc::kFull) return {};
+  flush();  // every earlier launch finishes and is filed; the ring starts over
+  if (buffers.allocate(*driver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
+    statCounter("instrumentation_launches_unrecorded").add();
+  return {};
 }
 
 Status CuptiBackend::start() {
@@ -413,6 +449,8 @@ void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
     launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n),
                      isGraphLaunch(domain, cbid), launchNs, threadId);
+    // An instrumented launch (its buffer was just handed out on this thread).
+    IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName);
     return;
   }
   if (t.depth == 0 || --t.depth > 0) return;
@@ -556,5 +594,22 @@ void CuptiBackend::processBuffer(CUcontext context, uint32_t streamId, uint8_t *
 }  // namespace cupti
 
 GpuBackend *cuptiBackend() { return &cupti::CuptiBackend::instance(); }
+
+Status allocateInstrumentationBuffer(size_t bytes, bool trace, uint64_t stream,
+                                     uint64_t *devicePtr) {
+  return cupti::CuptiBackend::instance().allocateInstrumented(bytes, trace, stream, devicePtr);
+}
+
+Status registerInstrumentationTable(std::string_view text) {
+  Result<instrumentation::ScopeTable> table = instrumentation::decodeTable(text);
+  if (!table.isOk()) return table.status();
+  cupti::IntraKernelBuffers::global().tables().add(std::move(table.value()));
+  return {};
+}
+
+void setInstrumentationLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
+                              uint32_t traceCapacity) {
+  cupti::IntraKernelBuffers::global().setLimits(traceRingBytes, maxTraceEvents, traceCapacity);
+}
 
 }  // namespace proton

@@ -219,6 +219,11 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->ctxPopCurrent, "cuCtxPopCurrent_v2", &missing);
   resolve(handle, api->ctxSynchronize, "cuCtxSynchronize", &missing);
   resolve(handle, api->ctxGetCurrent, "cuCtxGetCurrent", &missing);
+  resolve(handle, api->ctxGetDevice, "cuCtxGetDevice", &missing);
+  resolve(handle, api->memAlloc, "cuMemAlloc_v2", &missing);
+  resolve(handle, api->memsetD8, "cuMemsetD8_v2", &missing);
+  resolve(handle, api->memcpyDtoH, "cuMemcpyDtoH_v2", &missing);
+  resolve(handle, api->streamIsCapturing, "cuStreamIsCapturing", &missing);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

@@ -68,6 +68,12 @@ struct CudaDriverApi {
   decltype(&::cuCtxPopCurrent_v2) ctxPopCurrent = nullptr;
   decltype(&::cuCtxSynchronize) ctxSynchronize = nullptr;
   decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
+  // Intra-kernel instrumentation buffers.
+  decltype(&::cuCtxGetDevice) ctxGetDevice = nullptr;
+  decltype(&::cuMemAlloc_v2) memAlloc = nullptr;
+  decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
+  decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
+  decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
 };
 
 // The CUPTI major version a library must have to be used by this build.

@@ -1,0 +1,93 @@
+// IntraKernelBuffers: the device memory that instrumented kernels record into, one ring per
+// CUDA context, and the launches each part of it belongs to.
+//
+//   uint64_t ptr = buffers.allocate(driver, bytes, trace, stream);  // launching thread
+//   buffers.bindLaunch(correlation, entries, n, symbol);            // its launch callback
+//   ...
+//   buffers.drain(driver);  // every launch finished and flushed: read back, file, reset
+//
+// A launch gets one slot: a fixed-size block of on-GPU sums (tree) or its per-CTA event
+// buffers (trace, `bytes` as Triton's launcher computed them). The slot is tied to the next
+// launch on the same thread; its context comes from that launch's callback, so scopes land
+// under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
+// launch that cannot get a slot, or is being captured into a CUDA graph (replays would write
+// into memory reused by later launches), runs with recording off and is counted.
+//
+// Thread-safe: one mutex, taken by instrumented launches and by drains only.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/instrumentation/intra_decoder.h"
+#include "backends/launch_table.h"
+
+namespace proton::cupti {
+
+struct CudaDriverApi;
+
+class IntraKernelBuffers {
+ public:
+  static IntraKernelBuffers &global();
+
+  // Instrumentation sessions using the buffers (under the backend's lock).
+  void addUser();
+  void removeUser();
+  bool inUse() const;
+  instrumentation::ScopeTables &tables() { return tables_; }
+  // Ring size for trace buffers, the trace's cap on slices, and events per recording unit
+  // (the mode's buffer size: it fixes the layout the decoder walks).
+  void setLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents, uint32_t traceCapacity);
+
+  enum class Alloc { kOk, kFull, kOff };
+  // A slot of at least `bytes` for the next launch on this thread, in the current context.
+  Alloc allocate(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
+                 uint64_t *devicePtr);
+  // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any.
+  void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
+                  const char *symbol);
+  // A kernel record arrived (its start aligns trace slices).
+  void noteKernel(uint64_t correlation, uint64_t startNs);
+  // Every bound launch has completed: copy the used part of each ring back, file each slot
+  // into its sessions, zero it for reuse.
+  void drain(const CudaDriverApi &driver);
+
+ private:
+  struct SlotRecord {
+    size_t offset = 0;
+    size_t bytes = 0;
+    bool trace = false;
+    uint64_t correlation = 0;
+    uint64_t startNs = 0;
+    const char *symbol = nullptr;
+    uint32_t numEntries = 0;
+    LaunchEntry entries[LaunchInfo::kMaxEntries];
+  };
+  struct Ring {
+    CUcontext context = nullptr;
+    int device = 0;
+    CUdeviceptr base = 0;
+    size_t capacity = 0;
+    size_t used = 0;
+    double cyclesPerNs = 0;
+    std::vector<SlotRecord> slots;
+  };
+
+  Ring *ringFor(const CudaDriverApi &driver, CUcontext context, bool trace);  // mu_ held
+  void fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data);
+
+  mutable std::mutex mu_;
+  int users_ = 0;
+  uint64_t traceRingBytes_ = uint64_t{256} << 20;
+  uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
+  std::vector<Ring> rings_;
+  std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
+  instrumentation::ScopeTables tables_;
+  instrumentation::IntraDecoder decoder_{tables_};
+};
+
+}  // namespace proton::cupti

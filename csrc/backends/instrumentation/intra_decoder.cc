@@ -1,0 +1,261 @@
+#include "backends/instrumentation/intra_decoder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/session.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton::instrumentation {
+namespace {
+
+Counter &stat(const char *name) { return Stats::global().counter(name); }
+
+template <typename T>
+T load(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+std::vector<std::string> components(const std::string &path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size() && !path.empty()) {
+    size_t end = path.find('\x1f', start);
+    if (end == std::string::npos) end = path.size();
+    out.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string lastComponent(const std::string &path) {
+  size_t at = path.rfind('\x1f');
+  return at == std::string::npos ? path : path.substr(at + 1);
+}
+
+MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, bool withCount) {
+  static const MetricSpec kCycles = MetricSpec::parse("cycles");
+  static const MetricSpec kNormalized = MetricSpec::parse("normalized_cycles");
+  static const MetricSpec kCount = MetricSpec::parse("count");
+  MetricList m;
+  m.push_back({kCycles, static_cast<int64_t>(cycles)});
+  m.push_back({kNormalized, warps ? static_cast<double>(cycles) / static_cast<double>(warps) : 0.0});
+  if (withCount) m.push_back({kCount, static_cast<int64_t>(count)});
+  return m;
+}
+
+}  // namespace
+
+void ScopeTables::add(ScopeTable table) {
+  std::lock_guard lock(mu_);
+  uint32_t hash = table.hash;
+  tables_[hash] = std::move(table);
+}
+
+bool ScopeTables::find(uint32_t hash, ScopeTable &out) const {
+  std::lock_guard lock(mu_);
+  auto it = tables_.find(hash);
+  if (it == tables_.end()) return false;
+  out = it->second;
+  return true;
+}
+
+IntraDecoder::IntraDecoder(const ScopeTables &tables) : tables_(tables) {
+  for (const char *name :
+       {"instrumentation_buffers_without_table", "instrumentation_events_overwritten",
+        "instrumentation_unmatched_scopes", "instrumentation_crossing_scopes",
+        "instrumentation_trace_events_capped"})
+    stat(name);
+}
+
+NodeId IntraDecoder::scopeNode(Session &s, PhaseId phase, NodeId kernelNode,
+                               const std::string &path) {
+  NodeId node = kernelNode;
+  for (const std::string &name : components(path)) {
+    if (node == kNoNode) break;
+    node = s.child(phase, node, StringTable::global().intern(name));
+  }
+  return node;
+}
+
+void IntraDecoder::noteMismatch(const ScopeTable &table, uint64_t unmatched, uint64_t crossing) {
+  if (unmatched == 0 && crossing == 0) return;
+  stat("instrumentation_unmatched_scopes").add(unmatched);
+  stat("instrumentation_crossing_scopes").add(crossing);
+  std::string perKernel = "instrumentation_unmatched_scopes[" + table.kernel + "]";
+  stat(perKernel.c_str()).add(unmatched + crossing);
+  if (!warned_.insert(table.kernel).second) return;
+  std::string scopes;
+  for (size_t i = 1; i < table.paths.size(); ++i)
+    scopes += (scopes.empty() ? "" : ", ") + lastComponent(table.paths[i]);
+  std::fprintf(stderr,
+               "[PROTON] kernel %s: %llu scope exits had no matching enter and %llu scopes "
+               "were closed by an enclosing exit (scopes: %s); their cycles are not counted "
+               "(stats: instrumentation_unmatched_scopes).\n",
+               table.kernel.c_str(), static_cast<unsigned long long>(unmatched),
+               static_cast<unsigned long long>(crossing), scopes.c_str());
+}
+
+void IntraDecoder::fileSums(const ScopeTable &table, const std::vector<ScopeSums> &sums,
+                            const IntraLaunch &launch) {
+  for (size_t t = 0; t < launch.numTargets; ++t) {
+    const IntraTarget &target = launch.targets[t];
+    Session &s = *target.session;
+    if (s.options().data == DataKind::kTrace) continue;  // trace sessions get slices only
+    for (size_t i = 0; i < sums.size() && i < table.paths.size(); ++i) {
+      if (sums[i].warps == 0) continue;
+      NodeId node = scopeNode(s, target.phase, target.kernelNode, table.paths[i]);
+      if (node == kNoNode) continue;
+      // The kernel's own node already has the launch count from kernel tracing.
+      (void)s.addMetrics(target.phase, node,
+                         sumMetrics(sums[i].cycles, sums[i].count, sums[i].warps, i != 0));
+    }
+  }
+}
+
+void IntraDecoder::fileTree(const uint8_t *slot, size_t size, const IntraLaunch &launch) {
+  if (size < kTreeHeaderBytes) return;
+  uint32_t hash = load<uint32_t>(slot);
+  if (hash == 0) return;  // no recording warp returned (or recording was off)
+  ScopeTable table;
+  if (!tables_.find(hash, table)) {
+    stat("instrumentation_buffers_without_table").add();
+    return;
+  }
+  std::vector<ScopeSums> sums(table.paths.size());
+  for (size_t i = 0; i < sums.size(); ++i) {
+    size_t at = kTreeHeaderBytes + kTreeScopeBytes * i;
+    if (at + kTreeScopeBytes > size) break;
+    sums[i].cycles = load<uint64_t>(slot + at);
+    sums[i].count = load<uint32_t>(slot + at + 8);
+    sums[i].warps = load<uint32_t>(slot + at + 12);
+  }
+  noteMismatch(table, load<uint32_t>(slot + 4) + table.staticUnmatched,
+               load<uint32_t>(slot + 8) + table.staticCrossing);
+  fileSums(table, sums, launch);
+}
+
+struct IntraDecoder::Unit {
+  const uint8_t *header;
+  uint32_t cta, unit;
+};
+
+void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes,
+                             const IntraLaunch &launch) {
+  if (unitBytes <= kTraceUnitHeaderBytes) return;
+  std::vector<Unit> units;
+  ScopeTable table;
+  bool haveTable = false;
+  uint64_t clocks = 0, nanos = 0, firstNs = UINT64_MAX;
+  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
+    const uint8_t *h = slot + off;
+    uint32_t hash = load<uint32_t>(h + 40);
+    if (hash == 0) continue;  // a unit that does not record, or never returned
+    if (!haveTable) {
+      if (!tables_.find(hash, table)) {
+        stat("instrumentation_buffers_without_table").add();
+        return;
+      }
+      haveTable = true;
+    }
+    uint32_t index = static_cast<uint32_t>(off / unitBytes);
+    units.push_back({h, index / table.unitsPerCta, index % table.unitsPerCta});
+    uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 24);
+    uint64_t c0 = load<uint64_t>(h + 16), c1 = load<uint64_t>(h + 32);
+    firstNs = std::min(firstNs, gt0);
+    if (gt1 > gt0 && c1 > c0) {
+      clocks += c1 - c0;
+      nanos += gt1 - gt0;
+    }
+  }
+  if (!haveTable) return;
+  double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
+                          : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
+  int64_t shift = launch.kernelStartNs ? static_cast<int64_t>(launch.kernelStartNs) -
+                                             static_cast<int64_t>(firstNs)
+                                       : 0;
+  std::vector<ScopeSums> sums(table.paths.size());
+  std::vector<uint64_t> lastUnitSeen(table.paths.size(), UINT64_MAX);
+  uint64_t unmatched = 0, crossing = 0;
+  struct Open {
+    uint32_t id;
+    uint64_t clock;
+  };
+  for (size_t u = 0; u < units.size(); ++u) {
+    const uint8_t *h = units[u].header;
+    uint32_t written = load<uint32_t>(h), smid = load<uint32_t>(h + 4);
+    uint32_t shiftCycles = load<uint32_t>(h + 44);
+    uint64_t gt0 = load<uint64_t>(h + 8), c0 = load<uint64_t>(h + 16);
+    uint32_t kept = std::min(written, table.capacity);
+    if (written > kept) stat("instrumentation_events_overwritten").add(written - kept);
+    std::vector<Open> stack;
+    for (uint32_t j = written - kept; j < written; ++j) {
+      const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
+      uint32_t tag = load<uint32_t>(ev), low = load<uint32_t>(ev + 4);
+      uint64_t clock = c0 + static_cast<uint32_t>(low - static_cast<uint32_t>(c0));
+      uint32_t id = tag >> 1;
+      if (id >= table.paths.size()) {
+        ++unmatched;
+        continue;
+      }
+      if (!(tag & 1)) {
+        stack.push_back({id, clock});
+        continue;
+      }
+      auto open = std::find_if(stack.rbegin(), stack.rend(),
+                               [&](const Open &o) { return o.id == id; });
+      if (open == stack.rend()) {
+        ++unmatched;
+        continue;
+      }
+      crossing += static_cast<uint64_t>(open - stack.rbegin());
+      uint64_t begin = open->clock;
+      stack.erase(std::next(open).base(), stack.end());
+      uint64_t cycles = clock > begin ? clock - begin : 0;
+      cycles -= std::min<uint64_t>(cycles, shiftCycles);
+      sums[id].cycles += cycles;
+      sums[id].count += 1;
+      if (lastUnitSeen[id] != u) {
+        lastUnitSeen[id] = u;
+        sums[id].warps += 1;
+      }
+      auto toNs = [&](uint64_t c) {
+        double ns = static_cast<double>(gt0) + static_cast<double>(c - c0) / rate;
+        return static_cast<uint64_t>(ns + static_cast<double>(shift));
+      };
+      for (size_t t = 0; t < launch.numTargets; ++t) {
+        const IntraTarget &target = launch.targets[t];
+        Session &s = *target.session;
+        if (s.options().data != DataKind::kTrace) continue;
+        if (events_ >= maxEvents_) {
+          stat("instrumentation_trace_events_capped").add();
+          continue;
+        }
+        ++events_;
+        TraceEvent event;
+        event.name = StringTable::global().intern(id == 0 ? table.kernel
+                                                          : lastComponent(table.paths[id]));
+        event.context = scopeNode(s, target.phase, target.kernelNode, table.paths[id]);
+        event.lane.kind = Lane::Kind::kWarp;
+        event.lane.device = static_cast<uint32_t>(launch.device);
+        event.lane.id = Lane::warpLaneId(units[u].cta, units[u].unit * table.unitWarps);
+        event.beginNs = toNs(begin);
+        event.endNs = std::max(event.beginNs, toNs(clock));
+        static const MetricSpec kSm = MetricSpec::parse("sm");
+        static const MetricSpec kCycles = MetricSpec::parse("cycles");
+        (void)s.addEvent(target.phase, event,
+                         {{kSm, static_cast<int64_t>(smid)},
+                          {kCycles, static_cast<int64_t>(cycles)}});
+      }
+    }
+    unmatched += stack.size();  // still open when the warp returned
+  }
+  noteMismatch(table, unmatched + table.staticUnmatched, crossing + table.staticCrossing);
+  fileSums(table, sums, launch);
+}
+
+}  // namespace proton::instrumentation

@@ -1,0 +1,92 @@
+// Intra-kernel decoding: turns the device buffers that instrumented kernels wrote (layouts in
+// ptx_rewrite.h) into metrics under each launch's kernel node and, for trace sessions, into
+// per-warp slices.
+//
+//   ScopeTables tables;  tables.add(decodeTable(metadataText).value());
+//   IntraDecoder decoder(tables);
+//   decoder.fileTree(slotBytes, size, launches, n);    // one launch's slot, after it ran
+//
+// Tree: the kernel node gets `cycles` (sum over recording warps) and `normalized_cycles`
+// (per recording warp); each scope is a child (nested scopes nested) with `cycles`,
+// `normalized_cycles` and `count`. Trace: one slice per scope execution on the lane
+// "CTA <c> Warp <w>" of the launch's GPU, in ns on the kernel's own clock (aligned so that the
+// earliest warp starts when the kernel's record says it started), with `sm` and `cycles` in
+// its args; tree sessions fed from trace buffers get the same sums as above.
+// Losses are counted: events overwritten in a circular buffer, unmatched or crossing
+// enter/exit pairs (also per kernel, with one warning per kernel), buffers with no table.
+//
+// ScopeTables is thread-safe; IntraDecoder is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/instrumentation/ptx_rewrite.h"
+#include "core/ids.h"
+
+namespace proton {
+class Session;
+}
+
+namespace proton::instrumentation {
+
+class ScopeTables {
+ public:
+  void add(ScopeTable table);
+  // Copy of the table with this hash; false if none was registered.
+  bool find(uint32_t hash, ScopeTable &out) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<uint32_t, ScopeTable> tables_;
+};
+
+// Where one launch's data goes in one session.
+struct IntraTarget {
+  Session *session = nullptr;
+  PhaseId phase;
+  NodeId kernelNode;
+};
+
+struct IntraLaunch {
+  const IntraTarget *targets = nullptr;
+  size_t numTargets = 0;
+  int32_t device = 0;
+  uint64_t kernelStartNs = 0;  // from the kernel's own record; 0 if unknown
+  double cyclesPerNs = 0;      // fallback clock when warps ran too briefly to measure it
+};
+
+class IntraDecoder {
+ public:
+  explicit IntraDecoder(const ScopeTables &tables);
+
+  void fileTree(const uint8_t *slot, size_t size, const IntraLaunch &launch);
+  void fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes, const IntraLaunch &launch);
+  // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
+  void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
+  uint64_t traceEvents() const { return events_; }
+
+ private:
+  struct ScopeSums {
+    uint64_t cycles = 0;
+    uint64_t count = 0;
+    uint64_t warps = 0;
+  };
+  struct Unit;
+
+  void fileSums(const ScopeTable &table, const std::vector<ScopeSums> &sums,
+                const IntraLaunch &launch);
+  NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::string &path);
+  void noteMismatch(const ScopeTable &table, uint64_t unmatched, uint64_t crossing);
+
+  const ScopeTables &tables_;
+  uint64_t maxEvents_ = 1u << 22;
+  uint64_t events_ = 0;
+  std::set<std::string> warned_;
+};
+
+}  // namespace proton::instrumentation

@@ -1,0 +1,476 @@
+#include "backends/instrumentation/ptx_rewrite.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <sstream>
+
+namespace proton::instrumentation {
+namespace {
+
+constexpr std::string_view kMarker = "// @proton:";
+
+std::vector<std::string_view> splitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string_view trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return {};
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+bool parseU32(std::string_view s, uint32_t &out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string hexEncode(std::string_view s) {
+  static const char *digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+bool hexDecode(std::string_view hex, std::string &out) {
+  if (hex.size() % 2) return false;
+  out.clear();
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    uint32_t v = 0;
+    auto [p, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
+    if (ec != std::errc() || p != hex.data() + i + 2) return false;
+    out += static_cast<char>(v);
+  }
+  return true;
+}
+
+uint32_t fnv1a(std::string_view s, uint32_t h = 2166136261u) {
+  for (unsigned char c : s) h = (h ^ c) * 16777619u;
+  return h;
+}
+
+struct Marker {
+  char kind = 0;  // E X C U
+  std::string path;
+};
+
+bool parseMarker(std::string_view line, Marker &m) {
+  size_t at = line.find(kMarker);
+  if (at == std::string_view::npos) return false;
+  std::string_view rest = trim(line.substr(at + kMarker.size()));
+  if (rest.size() < 2 || rest[1] != ':') return false;
+  m.kind = rest[0];
+  return std::string_view("EXCU").find(m.kind) != std::string_view::npos &&
+         hexDecode(rest.substr(2), m.path);
+}
+
+// The PTX that the rewrite inserts, written into one string.
+class Emitter {
+ public:
+  Emitter(const RewriteConfig &c, const ScopeTable &t) : c_(c), t_(t) {}
+
+  std::string declarations() const {
+    std::ostringstream o;
+    size_t k = t_.paths.size();
+    o << "\t.reg .pred \t%pt_q<4>;\n\t.reg .pred \t%pt_lead;\n"
+      << "\t.reg .b32 \t%pt_w<12>;\n\t.reg .b64 \t%pt_d<8>;\n"
+      << "\t.reg .b32 \t%pt_u, %pt_x, %pt_sh, %pt_n;\n";
+    if (!c_.trace) {
+      o << "\t.reg ." << (c_.clock32 ? "b32" : "b64") << " \t%pt_s<" << k << ">;\n"
+        << "\t.reg .b64 \t%pt_a<" << k << ">;\n\t.reg .b32 \t%pt_c<" << k << ">;\n"
+        << "\t.reg .b32 \t%pt_o<" << k << ">;\n";
+    }
+    return o.str();
+  }
+
+  std::string prologue(std::string_view param) const {
+    std::ostringstream o;
+    o << "\t// proton: instrumentation prologue\n"
+      << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
+      << "\tmov.u32 \t%pt_w0, %tid.x;\n"
+      << "\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
+      << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
+      << "\tsetp.ne.u64 \t%pt_q0, %pt_d0, 0;\n"
+      << "\tsetp.eq.u32 \t%pt_q1, %pt_w2, 0;\n"
+      << "\tand.pred \t%pt_q0, %pt_q0, %pt_q1;\n"
+      << "\tand.b32 \t%pt_w3, %pt_w1, " << (t_.unitWarps - 1) << ";\n"
+      << "\tsetp.eq.u32 \t%pt_q1, %pt_w3, 0;\n"
+      << "\tand.pred \t%pt_q0, %pt_q0, %pt_q1;\n"
+      << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
+    if (c_.selectedUnits.empty()) {
+      o << "\tmov.pred \t%pt_lead, %pt_q0;\n";
+    } else {
+      o << "\tsetp.ne.u32 \t%pt_q1, %pt_w3, %pt_w3;\n";  // false
+      for (uint32_t u : c_.selectedUnits)
+        o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
+      o << "\tand.pred \t%pt_lead, %pt_q0, %pt_q1;\n";
+    }
+    o << "\tmov.u32 \t%pt_u, 0;\n\tmov.u32 \t%pt_x, 0;\n\tmov.u32 \t%pt_n, 0;\n";
+    if (c_.timeShift) {
+      o << "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"
+        << "\tsub.u32 \t%pt_sh, %pt_w5, %pt_w4;\n";
+    } else {
+      o << "\tmov.u32 \t%pt_sh, 0;\n";
+    }
+    if (c_.trace) {
+      traceHeaderStart(o);
+    } else {
+      for (size_t i = 0; i < t_.paths.size(); ++i)
+        o << "\tmov.u64 \t%pt_a" << i << ", 0;\n\tmov.u32 \t%pt_c" << i << ", 0;\n"
+          << "\tmov.u32 \t%pt_o" << i << ", 0;\n";
+    }
+    o << enter(0);
+    return o.str();
+  }
+
+  std::string enter(size_t id) const {
+    std::ostringstream o;
+    if (c_.trace) {
+      event(o, static_cast<uint32_t>(id << 1));
+      return o.str();
+    }
+    if (c_.clock32)
+      o << "\tmov.u32 \t%pt_s" << id << ", %clock;\n";
+    else
+      o << "\tmov.u64 \t%pt_s" << id << ", %clock64;\n";
+    o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << id << ", 0;\n"
+      << "\t@%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n"
+      << "\tmov.u32 \t%pt_o" << id << ", 1;\n";
+    return o.str();
+  }
+
+  std::string exit(size_t id, bool crossing) const {
+    std::ostringstream o;
+    if (crossing) o << "\tadd.u32 \t%pt_x, %pt_x, 1;\n";
+    if (c_.trace) {
+      event(o, static_cast<uint32_t>(id << 1 | 1));
+      return o.str();
+    }
+    if (c_.clock32) {
+      o << "\tmov.u32 \t%pt_w6, %clock;\n"
+        << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_s" << id << ";\n"
+        << "\tmin.u32 \t%pt_w7, %pt_w6, %pt_sh;\n"
+        << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_w7;\n"
+        << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n";
+    } else {
+      o << "\tmov.u64 \t%pt_d6, %clock64;\n"
+        << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_s" << id << ";\n"
+        << "\tcvt.u64.u32 \t%pt_d7, %pt_sh;\n"
+        << "\tmin.u64 \t%pt_d7, %pt_d6, %pt_d7;\n"
+        << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_d7;\n";
+    }
+    o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << id << ", 0;\n"
+      << "\t@%pt_q2 add.u64 \t%pt_a" << id << ", %pt_a" << id << ", %pt_d6;\n"
+      << "\t@%pt_q2 add.u32 \t%pt_c" << id << ", %pt_c" << id << ", 1;\n"
+      << "\t@!%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n"
+      << "\tmov.u32 \t%pt_o" << id << ", 0;\n";
+    return o.str();
+  }
+
+  std::string unmatched() const { return "\tadd.u32 \t%pt_u, %pt_u, 1;\n"; }
+
+  std::string epilogue(size_t retIndex) const {
+    std::ostringstream o;
+    o << "\t// proton: instrumentation epilogue\n" << exit(0, false);
+    std::string skip = "$pt_skip" + std::to_string(retIndex);
+    if (c_.trace) {
+      o << "\t@!%pt_lead bra \t" << skip << ";\n"
+        << "\tst.global.u32 \t[%pt_d1], %pt_n;\n"
+        << "\tmov.u64 \t%pt_d6, %globaltimer;\n"
+        << "\tst.global.u64 \t[%pt_d1+24], %pt_d6;\n"
+        << "\tmov.u64 \t%pt_d6, %clock64;\n"
+        << "\tst.global.u64 \t[%pt_d1+32], %pt_d6;\n"
+        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+        << "\tst.global.u32 \t[%pt_d1+40], %pt_w6;\n"
+        << "\tst.global.u32 \t[%pt_d1+44], %pt_sh;\n";
+    } else {
+      for (size_t i = 1; i < t_.paths.size(); ++i)
+        o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << i << ", 0;\n"
+          << "\t@%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n";
+      o << "\t@!%pt_lead bra \t" << skip << ";\n"
+        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+        << "\tst.global.u32 \t[%pt_d0], %pt_w6;\n"
+        << "\tred.global.add.u32 \t[%pt_d0+4], %pt_u;\n"
+        << "\tred.global.add.u32 \t[%pt_d0+8], %pt_x;\n";
+      for (size_t i = 0; i < t_.paths.size(); ++i) {
+        size_t at = kTreeHeaderBytes + kTreeScopeBytes * i;
+        o << "\tred.global.add.u64 \t[%pt_d0+" << at << "], %pt_a" << i << ";\n"
+          << "\tred.global.add.u32 \t[%pt_d0+" << at + 8 << "], %pt_c" << i << ";\n"
+          << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
+          << "\t@%pt_q2 red.global.add.u32 \t[%pt_d0+" << at + 12 << "], 1;\n";
+      }
+    }
+    o << skip << ":\n";
+    return o.str();
+  }
+
+ private:
+  static uint32_t log2(uint32_t v) {
+    uint32_t r = 0;
+    while ((1u << r) < v) ++r;
+    return r;
+  }
+
+  void traceHeaderStart(std::ostringstream &o) const {
+    // CTA-linear index, then this unit's header and event area.
+    o << "\tmov.u32 \t%pt_w4, %ctaid.z;\n\tmov.u32 \t%pt_w5, %nctaid.y;\n"
+      << "\tmov.u32 \t%pt_w6, %ctaid.y;\n"
+      << "\tmad.lo.u32 \t%pt_w4, %pt_w4, %pt_w5, %pt_w6;\n"
+      << "\tmov.u32 \t%pt_w5, %nctaid.x;\n\tmov.u32 \t%pt_w6, %ctaid.x;\n"
+      << "\tmad.lo.u32 \t%pt_w4, %pt_w4, %pt_w5, %pt_w6;\n"
+      << "\tmul.wide.u32 \t%pt_d1, %pt_w4, " << t_.slotBytes << ";\n"
+      << "\tadd.u64 \t%pt_d1, %pt_d0, %pt_d1;\n"
+      << "\tmul.wide.u32 \t%pt_d2, %pt_w3, " << t_.unitBytes << ";\n"
+      << "\tadd.u64 \t%pt_d1, %pt_d1, %pt_d2;\n"
+      << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
+      << "\t@%pt_lead mov.u32 \t%pt_w6, %smid;\n"
+      << "\t@%pt_lead st.global.u32 \t[%pt_d1+4], %pt_w6;\n"
+      << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
+      << "\t@%pt_lead st.global.u64 \t[%pt_d1+8], %pt_d6;\n"
+      << "\t@%pt_lead mov.u64 \t%pt_d6, %clock64;\n"
+      << "\t@%pt_lead st.global.u64 \t[%pt_d1+16], %pt_d6;\n";
+  }
+
+  void event(std::ostringstream &o, uint32_t tag) const {
+    o << "\tmov.u32 \t%pt_w8, %clock;\n"
+      << "\tand.b32 \t%pt_w9, %pt_n, " << (t_.capacity - 1) << ";\n"
+      << "\tmul.wide.u32 \t%pt_d5, %pt_w9, 8;\n"
+      << "\tadd.u64 \t%pt_d5, %pt_d2, %pt_d5;\n"
+      << "\tmov.u32 \t%pt_w10, " << tag << ";\n"
+      << "\t@%pt_lead st.global.v2.u32 \t[%pt_d5], {%pt_w10, %pt_w8};\n"
+      << "\tadd.u32 \t%pt_n, %pt_n, 1;\n";
+  }
+
+  const RewriteConfig &c_;
+  const ScopeTable &t_;
+};
+
+struct EntryInfo {
+  size_t begin = 0, open = 0, end = 0;  // lines: ".entry", its "{", its closing "}"
+  std::string name, lastParam;
+  uint32_t threads = 0;
+};
+
+Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
+  EntryInfo e;
+  bool found = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view t = trim(lines[i]);
+    size_t at = t.find(".entry ");
+    if (at == std::string_view::npos || startsWith(t, "//")) continue;
+    if (found) return invalidArgument("[PROTON] PTX with more than one kernel entry");
+    found = true;
+    e.begin = i;
+    std::string_view rest = trim(t.substr(at + 7));
+    e.name = std::string(rest.substr(0, rest.find_first_of("( \t")));
+  }
+  if (!found) return invalidArgument("[PROTON] PTX without a kernel entry");
+  size_t i = e.begin;
+  for (; i < lines.size(); ++i) {
+    std::string_view t = trim(lines[i]);
+    size_t p = t.find(".param ");
+    if (p != std::string_view::npos) {
+      std::string_view rest = trim(t.substr(p));
+      if (!rest.empty() && rest.back() == ',') rest.remove_suffix(1);
+      rest = trim(rest);
+      e.lastParam = std::string(rest.substr(rest.find_last_of(" \t") + 1));
+    }
+    for (std::string_view key : {".reqntid ", ".maxntid "}) {
+      size_t k = t.find(key);
+      if (k == std::string_view::npos) continue;
+      uint32_t n = 1;
+      for (std::string_view part : split(trim(t.substr(k + key.size())), ',')) {
+        uint32_t v = 0;
+        if (parseU32(trim(part), v)) n *= v;
+      }
+      e.threads = n;
+    }
+    if (t == "{") break;
+  }
+  if (i == lines.size()) return invalidArgument("[PROTON] kernel entry without a body");
+  e.open = i;
+  for (++i; i < lines.size(); ++i)
+    if (lines[i] == "}" || trim(lines[i]) == "}") break;
+  e.end = i;
+  if (e.lastParam.empty()) return invalidArgument("[PROTON] kernel without a buffer parameter");
+  if (e.threads == 0 || e.threads % 32)
+    return invalidArgument("[PROTON] kernel without a fixed block size (.reqntid)");
+  return e;
+}
+
+}  // namespace
+
+Result<RewriteConfig> parseInstrumentationMode(std::string_view mode) {
+  std::vector<std::string_view> f = split(mode, ':');
+  if (f.size() != 6 || f[0] != "proton")
+    return invalidArgument("[PROTON] malformed instrumentation mode: " + std::string(mode));
+  RewriteConfig c;
+  c.text = std::string(mode);
+  if (f[1] != "tree" && f[1] != "trace")
+    return invalidArgument("[PROTON] instrumentation data must be tree or trace");
+  c.trace = f[1] == "trace";
+  if (!parseU32(f[2], c.unitWarps) || (c.unitWarps & (c.unitWarps - 1)))
+    return invalidArgument("[PROTON] instrumentation unit must be 0 or a power of two warps");
+  if (!parseU32(f[3], c.capacity) || c.capacity == 0 || (c.capacity & (c.capacity - 1)))
+    return invalidArgument("[PROTON] events per unit must be a power of two");
+  if (f[4] != "*") {
+    for (std::string_view part : split(f[4], ',')) {
+      uint32_t u = 0;
+      if (!parseU32(part, u)) return invalidArgument("[PROTON] bad selected unit list");
+      c.selectedUnits.push_back(u);
+    }
+  }
+  for (std::string_view opt : split(f[5], ',')) {
+    if (opt.empty()) continue;
+    if (opt == "clock32")
+      c.clock32 = true;
+    else if (opt == "clock64")
+      c.clock32 = false;
+    else if (opt == "time_shift")
+      c.timeShift = true;
+    else if (opt != "sched_stores")
+      return invalidArgument("[PROTON] unknown instrumentation optimization: " +
+                             std::string(opt));
+  }
+  return c;
+}
+
+Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &config) {
+  std::vector<std::string_view> lines = splitLines(ptx);
+  Result<EntryInfo> found = findEntry(lines);
+  if (!found.isOk()) return found.status();
+  const EntryInfo &e = found.value();
+
+  ScopeTable t;
+  t.kernel = e.name;
+  t.trace = config.trace;
+  t.numWarps = e.threads / 32;
+  t.unitWarps = config.unitWarps == 0 ? t.numWarps : std::min(config.unitWarps, t.numWarps);
+  t.unitsPerCta = (t.numWarps + t.unitWarps - 1) / t.unitWarps;
+  t.paths.push_back("");
+  std::map<std::string, size_t> ids{{"", 0}};
+  std::vector<Marker> markers(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!parseMarker(lines[i], markers[i])) continue;
+    if (i <= e.open || i >= e.end) {
+      ++t.droppedMarkers;
+      markers[i].kind = 'D';
+      continue;
+    }
+    if (markers[i].kind == 'U') {
+      ++t.staticUnmatched;
+      continue;
+    }
+    if (markers[i].kind == 'C') ++t.staticCrossing;
+    if (ids.count(markers[i].path)) continue;
+    if (t.paths.size() >= kMaxScopes) {
+      markers[i].kind = 'D';
+      ++t.droppedMarkers;
+      continue;
+    }
+    ids[markers[i].path] = t.paths.size();
+    t.paths.push_back(markers[i].path);
+  }
+  if (config.trace) {
+    t.capacity = config.capacity;
+    t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
+    t.slotBytes = t.unitBytes * t.unitsPerCta;
+  } else {
+    t.slotBytes = kTreeHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
+  }
+  uint32_t h = fnv1a(config.text, fnv1a(e.name));
+  for (const std::string &p : t.paths) h = fnv1a(p, fnv1a("\x1e", h));
+  t.hash = h == 0 ? 1 : h;
+
+  Emitter emit(config, t);
+  std::string out;
+  out.reserve(ptx.size() + 4096);
+  size_t insertAt = e.open + 1;
+  while (insertAt < e.end) {
+    std::string_view s = trim(lines[insertAt]);
+    if (!(s.empty() || startsWith(s, ".reg") || startsWith(s, ".local") ||
+          startsWith(s, ".shared")))
+      break;
+    ++insertAt;
+  }
+  size_t rets = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i == insertAt) out += emit.declarations() + emit.prologue(e.lastParam);
+    const Marker &m = markers[i];
+    bool inEntry = i > e.open && i < e.end;
+    if (m.kind == 0 && inEntry && trim(lines[i]) == "ret;") out += emit.epilogue(rets++);
+    out += lines[i];
+    out += '\n';
+    if (m.kind == 0 || m.kind == 'D') continue;
+    auto id = ids.find(m.path);
+    if (m.kind == 'U' || id == ids.end())
+      out += emit.unmatched();
+    else if (m.kind == 'E')
+      out += emit.enter(id->second);
+    else
+      out += emit.exit(id->second, m.kind == 'C');
+  }
+  if (rets == 0) return invalidArgument("[PROTON] kernel entry without a return");
+  return RewriteResult{std::move(out), std::move(t)};
+}
+
+std::string encodeTable(const ScopeTable &t) {
+  std::ostringstream o;
+  o << "v1\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
+    << t.numWarps << '\t' << t.unitWarps << '\t' << t.unitsPerCta << '\t' << t.capacity << '\t'
+    << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t'
+    << t.staticCrossing << '\t' << t.droppedMarkers;
+  for (const std::string &p : t.paths) o << '\t' << hexEncode(p);
+  return o.str();
+}
+
+Result<ScopeTable> decodeTable(std::string_view text) {
+  std::vector<std::string_view> f = split(text, '\t');
+  ScopeTable t;
+  uint32_t trace = 0;
+  bool ok = f.size() >= 14 && f[0] == "v1" && hexDecode(f[1], t.kernel) &&
+            parseU32(f[2], t.hash) && parseU32(f[3], trace) && parseU32(f[4], t.numWarps) &&
+            parseU32(f[5], t.unitWarps) && parseU32(f[6], t.unitsPerCta) &&
+            parseU32(f[7], t.capacity) && parseU32(f[8], t.unitBytes) &&
+            parseU32(f[9], t.slotBytes) && parseU32(f[10], t.staticUnmatched) &&
+            parseU32(f[11], t.staticCrossing) && parseU32(f[12], t.droppedMarkers);
+  for (size_t i = 13; ok && i < f.size(); ++i) {
+    std::string path;
+    ok = hexDecode(f[i], path);
+    t.paths.push_back(std::move(path));
+  }
+  if (!ok || t.paths.empty() || t.unitWarps == 0 || t.unitsPerCta == 0)
+    return invalidArgument("[PROTON] malformed instrumentation table");
+  t.trace = trace != 0;
+  return t;
+}
+
+}  // namespace proton::instrumentation

@@ -1,0 +1,85 @@
+// PTX rewrite: turns the scope markers that proton.language (or proton/instrument.cuh's
+// marker form) leaves in a kernel's PTX into clock reads and stores into a per-launch
+// device buffer, and adds one implicit scope around the whole kernel.
+//
+//   RewriteConfig config = parseInstrumentationMode("proton:tree:warp:...").value();
+//   Result<RewriteResult> r = rewritePtx(ptx, config);
+//   // r.value().ptx goes on to ptxas; r.value().table describes the buffer layout.
+//
+// A marker is one inline-assembly line `mov.u32 %rN, 0; // @proton:<K>:<hex path>`, K one of
+// E (enter), X (exit), C (exit forced by a crossing pair), U (exit of a scope not open). The
+// path is the scope's name and those of its enclosing scopes, joined by '\x1f', hex-encoded.
+//
+// The buffer is the kernel's last parameter (Triton's profile scratch pointer; the launcher
+// passes what Proton's allocator returned). A null pointer turns recording off.
+//
+// Tree layout (one slot per launch, reduced on the GPU: each recording warp keeps per-scope
+// sums in registers and adds them with atomics when it returns):
+//   [ u32 hash | u32 unmatched | u32 crossing | u32 0 ] then per scope i (0 = the kernel):
+//   [ u64 cycles | u32 count | u32 warps ]                 (16 + 16 * scopes bytes)
+// Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
+//   unit header, 48 bytes:
+//   [ u32 events | u32 smid | u64 globaltimer0 | u64 clock0 | u64 globaltimer1 | u64 clock1 |
+//     u32 hash | u32 shift ]
+//   then `capacity` events of [ u32 tag = scope << 1 | exit | u32 clock ], written circularly.
+//
+// Pure text processing: thread-safe, no vendor headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace proton::instrumentation {
+
+struct RewriteConfig {
+  bool trace = false;         // per-warp events (data="trace") instead of on-GPU sums
+  bool clock32 = true;        // tree: 32-bit clock deltas (scopes shorter than 2^32 cycles)
+  bool timeShift = false;     // subtract the cost of one clock read from every scope
+  uint32_t unitWarps = 1;     // warps per recording unit; 0 = the whole CTA
+  std::vector<uint32_t> selectedUnits;  // empty: every unit records
+  uint32_t capacity = 256;    // trace: events per unit (power of two)
+  std::string text;           // the mode string this config came from (part of the hash)
+};
+
+// "proton:<data>:<granularity>:<buffer events>:<selected units or '*'>:<optimizations>".
+Result<RewriteConfig> parseInstrumentationMode(std::string_view mode);
+
+struct ScopeTable {
+  std::string kernel;               // the entry's name
+  uint32_t hash = 0;                // identifies this table in device buffers
+  bool trace = false;
+  std::vector<std::string> paths;   // by scope id; 0 is the kernel itself ("")
+  uint32_t numWarps = 0;
+  uint32_t unitWarps = 1;
+  uint32_t unitsPerCta = 1;
+  uint32_t capacity = 0;            // trace: events per unit
+  uint32_t unitBytes = 0;           // trace: 48 + 8 * capacity
+  uint32_t slotBytes = 0;           // tree: bytes per launch; trace: bytes per CTA
+  uint32_t staticUnmatched = 0;     // U markers: exits of scopes never opened
+  uint32_t staticCrossing = 0;      // C markers: scopes closed by an outer exit
+  uint32_t droppedMarkers = 0;      // markers outside the entry function (not recorded)
+};
+
+struct RewriteResult {
+  std::string ptx;
+  ScopeTable table;
+};
+
+constexpr uint32_t kTraceUnitHeaderBytes = 48;
+constexpr uint32_t kTreeHeaderBytes = 16;
+constexpr uint32_t kTreeScopeBytes = 16;
+constexpr uint32_t kMaxScopes = 255;  // per kernel, the kernel's own scope included
+
+// Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.
+Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &config);
+
+// Serialised form of a table (one line, fields separated by '\t', paths hex-encoded), kept
+// in the kernel's metadata so that a binary loaded from a compile cache can be decoded.
+std::string encodeTable(const ScopeTable &table);
+Result<ScopeTable> decodeTable(std::string_view text);
+
+}  // namespace proton::instrumentation

@@ -1,0 +1,138 @@
+#include "backends/instrumentation/ptx_rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace proton::instrumentation {
+namespace {
+
+// PTX as Triton 3.6 emitted it for sm_90: a vector add without markers, and a matmul whose
+// K loop has pl.scope("load") and pl.enter_scope/exit_scope("mma") (software-pipelined).
+std::string golden(const std::string &name) {
+  std::ifstream f(std::string(PROTON_GOLDEN_DIR) + "/" + name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+RewriteResult rewrite(const std::string &ptx, const std::string &mode) {
+  Result<RewriteConfig> config = parseInstrumentationMode(mode);
+  EXPECT_TRUE(config.isOk()) << config.status().message();
+  Result<RewriteResult> r = rewritePtx(ptx, config.value());
+  EXPECT_TRUE(r.isOk()) << r.status().message();
+  return r.value();
+}
+
+TEST(PtxRewrite, TreeModeSumsEveryScopeOnTheGpu) {
+  RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:tree:1:256:*:");
+  const ScopeTable &t = r.table;
+  EXPECT_EQ(t.kernel, "mm");
+  ASSERT_EQ(t.paths, (std::vector<std::string>{"", "load", "mma"}));
+  EXPECT_EQ(t.numWarps, 8u);
+  EXPECT_EQ(t.unitsPerCta, 8u);
+  EXPECT_EQ(t.slotBytes, kTreeHeaderBytes + 3 * kTreeScopeBytes);
+  // One return: three scopes flushed with one 64-bit and two 32-bit atomics each.
+  EXPECT_EQ(count(r.ptx, "red.global.add.u64"), 3u);
+  EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
+  // Each marker keeps its line and gets one clock read; the kernel scope adds two more.
+  EXPECT_EQ(count(r.ptx, "// @proton:"), 4u);
+  EXPECT_EQ(count(r.ptx, "%clock;"), 6u);
+  EXPECT_EQ(count(r.ptx, "$pt_skip0:"), 1u);
+  EXPECT_EQ(t.staticUnmatched + t.staticCrossing + t.droppedMarkers, 0u);
+}
+
+TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
+  RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"),
+                            "proton:trace:4:64:1:time_shift");
+  const ScopeTable &t = r.table;
+  EXPECT_TRUE(t.trace);
+  EXPECT_EQ(t.unitWarps, 4u);
+  EXPECT_EQ(t.unitsPerCta, 2u);
+  EXPECT_EQ(t.capacity, 64u);
+  EXPECT_EQ(t.unitBytes, kTraceUnitHeaderBytes + 8 * 64);
+  EXPECT_EQ(t.slotBytes, 2 * t.unitBytes);
+  // Four markers and the kernel's enter and exit: six event stores, all by the unit leader.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 6u);
+  EXPECT_EQ(count(r.ptx, "setp.eq.or.u32 \t%pt_q1, %pt_w3, 1, %pt_q1;"), 1u);
+  EXPECT_EQ(count(r.ptx, "%globaltimer;"), 2u);
+  EXPECT_EQ(count(r.ptx, "sub.u32 \t%pt_sh, %pt_w5, %pt_w4;"), 1u);
+}
+
+TEST(PtxRewrite, UneditedKernelGetsTheKernelScopeOnly) {
+  RewriteResult r = rewrite(golden("instrumentation_vadd.ptx"), "proton:tree:0:256:*:clock64");
+  EXPECT_EQ(r.table.kernel, "add_kernel");
+  EXPECT_EQ(r.table.paths, (std::vector<std::string>{""}));
+  EXPECT_EQ(r.table.numWarps, 4u);
+  EXPECT_EQ(r.table.unitWarps, 4u);  // cta granularity: one recording warp per CTA
+  EXPECT_EQ(r.table.unitsPerCta, 1u);
+  EXPECT_EQ(count(r.ptx, "%clock64;"), 2u);
+  EXPECT_EQ(count(r.ptx, "[add_kernel_param_5]"), 1u);
+}
+
+TEST(PtxRewrite, HashDependsOnModeAndScopes) {
+  std::string ptx = golden("instrumentation_matmul_markers.ptx");
+  uint32_t a = rewrite(ptx, "proton:tree:1:256:*:").table.hash;
+  uint32_t b = rewrite(ptx, "proton:tree:1:256:*:time_shift").table.hash;
+  uint32_t c = rewrite(golden("instrumentation_vadd.ptx"), "proton:tree:1:256:*:").table.hash;
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(a, rewrite(ptx, "proton:tree:1:256:*:").table.hash);
+}
+
+TEST(PtxRewrite, StaticMismatchesAreCountedNotRecorded) {
+  std::string ptx = golden("instrumentation_matmul_markers.ptx");
+  // "mma" closed by its enclosing exit (C), then an exit of a scope never opened (U).
+  size_t at = ptx.find("// @proton:X:6d6d61");
+  ASSERT_NE(at, std::string::npos);
+  ptx.replace(at, 19, "// @proton:C:6d6d61");
+  at = ptx.find("// @proton:E:6c6f6164");
+  ptx.replace(at, 21, "// @proton:U:7a7a");
+  RewriteResult r = rewrite(ptx, "proton:tree:1:256:*:");
+  EXPECT_EQ(r.table.staticUnmatched, 1u);
+  EXPECT_EQ(r.table.staticCrossing, 1u);
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_x, %pt_x, 1;"), 1u);
+}
+
+TEST(PtxRewrite, RejectsWhatItCannotInstrument) {
+  Result<RewriteConfig> config = parseInstrumentationMode("proton:tree:1:256:*:");
+  ASSERT_TRUE(config.isOk());
+  EXPECT_FALSE(rewritePtx(".version 8.7\n", config.value()).isOk());
+  std::string noBlock = golden("instrumentation_vadd.ptx");
+  noBlock.erase(noBlock.find(".reqntid"), 12);
+  EXPECT_FALSE(rewritePtx(noBlock, config.value()).isOk());
+}
+
+TEST(PtxRewrite, ModeStringsAreValidated) {
+  EXPECT_FALSE(parseInstrumentationMode("proton:tree:3:256:*:").isOk());
+  EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:100:*:").isOk());
+  EXPECT_FALSE(parseInstrumentationMode("proton:graph:1:256:*:").isOk());
+  EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:256:*:fast").isOk());
+  Result<RewriteConfig> c = parseInstrumentationMode("proton:trace:8:512:0,4:clock64,time_shift");
+  ASSERT_TRUE(c.isOk());
+  EXPECT_TRUE(c.value().trace);
+  EXPECT_FALSE(c.value().clock32);
+  EXPECT_TRUE(c.value().timeShift);
+  EXPECT_EQ(c.value().selectedUnits, (std::vector<uint32_t>{0, 4}));
+}
+
+TEST(PtxRewrite, TableTextRoundTrips) {
+  RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:trace:1:64:*:");
+  Result<ScopeTable> back = decodeTable(encodeTable(r.table));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_EQ(back.value().paths, r.table.paths);
+  EXPECT_EQ(back.value().hash, r.table.hash);
+  EXPECT_EQ(back.value().unitBytes, r.table.unitBytes);
+  EXPECT_FALSE(decodeTable("v1\tzz").isOk());
+}
+
+}  // namespace
+}  // namespace proton::instrumentation

@@ -1,0 +1,48 @@
+// Intra-kernel instrumentation (backend="instrumentation"): the PTX rewrite that Proton's
+// Triton compile step calls, scope tables of loaded kernels, and the per-launch device
+// buffers that Triton's launcher asks for through Proton's profile allocator.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include "backends/gpu_backend.h"
+#include "backends/instrumentation/ptx_rewrite.h"
+#include "bindings/common.h"
+
+namespace proton::bindings {
+
+void bindInstrumentation(nb::module_ &m) {
+  m.def(
+      "instrument_ptx",
+      [](std::string_view ptx, std::string_view mode) {
+        auto config = valueOrThrow(instrumentation::parseInstrumentationMode(mode));
+        instrumentation::RewriteResult r;
+        {
+          nb::gil_scoped_release release;
+          Result<instrumentation::RewriteResult> result = instrumentation::rewritePtx(ptx, config);
+          throwIfError(result.status());
+          r = std::move(result.value());
+        }
+        return std::make_pair(std::move(r.ptx), instrumentation::encodeTable(r.table));
+      },
+      nb::arg("ptx"), nb::arg("mode"),
+      "Instrumented PTX and its scope table (text), or ConfigError if the PTX cannot be "
+      "instrumented.");
+  m.def(
+      "register_instrumentation_table",
+      [](std::string_view text) { throwIfError(registerInstrumentationTable(text)); },
+      nb::arg("table"));
+  m.def(
+      "instrumentation_alloc",
+      [](size_t bytes, bool trace, uint64_t stream) {
+        uint64_t ptr = 0;
+        throwIfError(allocateInstrumentationBuffer(bytes, trace, stream, &ptr));
+        return ptr;
+      },
+      nb::arg("bytes"), nb::arg("trace"), nb::arg("stream"),
+      "Device address of the next launch's buffer on this thread; 0 records nothing.");
+  m.def("set_instrumentation_limits", &setInstrumentationLimits, nb::arg("trace_ring_bytes"),
+        nb::arg("max_trace_events"), nb::arg("trace_capacity"));
+}
+
+}  // namespace proton::bindings

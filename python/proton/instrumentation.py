@@ -1,0 +1,220 @@
+"""backend="instrumentation": compiles Triton kernels with Proton's intra-kernel recording.
+
+While an instrumentation session is live:
+- `triton.knobs.compilation.instrumentation_mode` holds Proton's mode string, so Triton's
+  in-memory and on-disk caches keep instrumented binaries apart from plain ones (kernels
+  compiled before start() are compiled again; after finalize() the plain ones are used);
+- a compile step after Triton's PTX stage rewrites the scope markers (proton.language) and
+  adds one implicit scope around the kernel (ptx_rewrite.cc);
+- each loaded kernel's scope table is handed to the core (from its compile metadata, so
+  binaries from Triton's cache decode too);
+- Triton's profile allocator hands each launch its slice of Proton's device buffer.
+Everything is put back as it was when the last instrumentation session is finalized.
+"""
+
+import json
+import warnings
+
+from . import _C
+from . import mode as _mode
+
+_PREFIX = "proton:"
+_METADATA_KEY = "proton_instrumentation"
+_DEFAULT_UNIT_BYTES = 2048
+_UNIT_WARPS = {
+    "cta": 0,
+    "warp": 1,
+    "warp_2": 2,
+    "warp_4": 4,
+    "warp_8": 8,
+    "warp_group": 4,
+    "warp_group_2": 8,
+    "warp_group_4": 16,
+    "warp_group_8": 32,
+}
+# Trace buffers: GPU memory per device; slices kept in a trace (beyond: dropped, counted).
+TRACE_RING_BYTES = 256 << 20
+MAX_TRACE_EVENTS = 1 << 22
+
+
+class _State:
+    sessions: set = set()
+    config: str = ""
+    trace: bool = False
+    saved: dict = {}
+    warned: set = set()
+    pending: tuple = ("", None)
+
+
+def _as_mode(mode) -> _mode.InstrumentationMode:
+    if mode is None or mode == "":
+        return _mode.Default()
+    if isinstance(mode, _mode.InstrumentationMode):
+        return mode
+    if isinstance(mode, str):
+        name, _, rest = mode.partition(":")
+        fields = {}
+        for item in filter(None, rest.split(":")):
+            key, _, value = item.partition("=")
+            fields[key] = value.replace(";", ",")
+        if "buffer_size" in fields:
+            fields["buffer_size"] = int(fields["buffer_size"] or 0)
+        cls = {"default": _mode.Default, "mma": _mode.MMA}.get(name)
+        if cls is None:
+            from .errors import ConfigError
+
+            raise ConfigError(
+                f"[PROTON] backend='instrumentation' takes mode 'default' or 'mma', got {mode!r}"
+            )
+        return cls(**fields)
+    raise TypeError(f"[PROTON] mode must be a str or proton.mode object, got {type(mode).__name__}")
+
+
+def capacity_of(mode: _mode.InstrumentationMode) -> int:
+    """Events per recording unit: buffer_size bytes (8 per event), a power of two."""
+    events = max(8, (mode.buffer_size or _DEFAULT_UNIT_BYTES) // 8)
+    return 1 << (events.bit_length() - 1)
+
+
+def config_string(mode: _mode.InstrumentationMode, data: str) -> str:
+    """The compile-time configuration: what ptx_rewrite.cc parses; it keys Triton's caches."""
+    units = ",".join(str(u) for u in mode.selected_units())
+    if mode.sampling_strategy != "selective":
+        units = "*"
+    opts = [o for o in mode.optimizations if o in ("clock32", "time_shift")]
+    return (
+        f"{_PREFIX}{'trace' if data == 'trace' else 'tree'}:{_UNIT_WARPS[mode.granularity]}"
+        f":{capacity_of(mode)}:{units}:{','.join(opts)}"
+    )
+
+
+def prepare(mode, data: str) -> str:
+    """Checks the mode before the session starts; returns the mode string for the core."""
+    m = _as_mode(mode)
+    config = config_string(m, data or "tree")
+    if _State.sessions and config != _State.config:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            "[PROTON] another instrumentation session compiles kernels with "
+            f"{_State.config!r}; one configuration per process at a time (finalize it first)"
+        )
+    _State.pending = (config, m)
+    return str(m)
+
+
+def activate(session: int) -> None:
+    """The session started: install the compile step, the load hook and the allocator."""
+    config, m = _State.pending
+    first = not _State.sessions
+    _State.sessions.add(session)
+    if not first:
+        return
+    _State.config = config
+    _State.trace = config.split(":")[1] == "trace"
+    _C.set_instrumentation_limits(TRACE_RING_BYTES, MAX_TRACE_EVENTS, capacity_of(m))
+    try:
+        import triton
+        from triton.runtime import _allocation
+    except ImportError:
+        return  # no Triton: only kernels built with proton/instrument.cuh record
+    knobs = triton.knobs
+    _State.saved = {
+        "mode": knobs.compilation.instrumentation_mode,
+        "stages": knobs.runtime.add_stages_inspection_hook,
+        "allocator": _allocation._profile_allocator.get(),
+    }
+    knobs.compilation.instrumentation_mode = config
+    previous = _State.saved["stages"]
+
+    def stages_hook(backend, stages, options, language, capability):
+        if previous is not None:
+            previous(backend, stages, options, language, capability)
+        _add_ptx_step(stages, getattr(options, "instrumentation_mode", ""))
+
+    knobs.runtime.add_stages_inspection_hook = stages_hook
+    knobs.runtime.kernel_load_end_hook.add(_on_kernel_load)
+    _allocation.set_profile_allocator(_allocate)
+
+
+def live_sessions() -> set:
+    return set(_State.sessions)
+
+
+def deactivate(session=None) -> None:
+    """Sessions were finalized (None: all): the last one puts Triton back as it was."""
+    if session is None:
+        _State.sessions.clear()
+    else:
+        _State.sessions.discard(session)
+    if _State.sessions or not _State.saved:
+        return
+    import triton
+    from triton.runtime import _allocation
+
+    knobs = triton.knobs
+    knobs.compilation.instrumentation_mode = _State.saved["mode"]
+    knobs.runtime.add_stages_inspection_hook = _State.saved["stages"]
+    knobs.runtime.kernel_load_end_hook.remove(_on_kernel_load)
+    _allocation.set_profile_allocator(_State.saved["allocator"])
+    _State.saved = {}
+
+
+def _warn_once(kernel: str, message: str) -> None:
+    if kernel not in _State.warned:
+        _State.warned.add(kernel)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _add_ptx_step(stages: dict, config: str) -> None:
+    if not config.startswith(_PREFIX) or "ptx" not in stages:
+        return
+    make_ptx = stages["ptx"]
+
+    def ptx_with_instrumentation(src, metadata):
+        ptx = make_ptx(src, metadata)
+        name = metadata.get("name", "?")
+        try:
+            new_ptx, table = _C.instrument_ptx(ptx, config)
+        except _C.ProfilerError as e:
+            _warn_once(name, f"[PROTON] kernel {name} runs without instrumentation: {e}")
+            return ptx
+        fields = table.split("\t")
+        trace, slot_bytes = fields[3] == "1", int(fields[9])
+        # Triton's launcher asks the profile allocator for grid * this many bytes per launch.
+        metadata["profile_scratch_size"] = slot_bytes if trace else 1
+        metadata["profile_scratch_align"] = 256
+        metadata[_METADATA_KEY] = table
+        _C.register_instrumentation_table(table)
+        return new_ptx
+
+    stages["ptx"] = ptx_with_instrumentation
+
+
+def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> None:
+    """Registers the scope table of a kernel loaded from Triton's cache (or just compiled)."""
+    for path in (metadata_group or {}).values():
+        if not str(path).endswith(".json"):
+            continue
+        try:
+            with open(path) as f:
+                table = json.load(f).get(_METADATA_KEY)
+        except (OSError, ValueError):
+            continue
+        if table:
+            _C.register_instrumentation_table(table)
+
+
+class _Buffer:
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+def _allocate(size: int, alignment: int, stream):
+    ptr = _C.instrumentation_alloc(size, _State.trace, int(stream or 0))
+    return _Buffer(ptr) if ptr else None

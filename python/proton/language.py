@@ -1,0 +1,143 @@
+"""Scopes inside Triton kernels: `import proton.language as pl`.
+
+    @triton.jit
+    def kernel(...):
+        with pl.scope("load"):
+            a = tl.load(a_ptrs)
+        pl.enter_scope("mma")
+        acc = tl.dot(a, b, acc)
+        pl.exit_scope("mma")
+
+Names are compile-time strings. While a session with backend="instrumentation" is live,
+each call compiles to a marker (an inline-assembly no-op naming the scope) that Proton's PTX
+step turns into clock reads and buffer stores; otherwise the calls compile to nothing, so
+the kernel's binary is the one it would be without them. Nesting is taken from the order of
+the calls in the kernel's source, as the compiler sees it.
+
+Thread-safety: compile-time only; the nesting stacks are per kernel being compiled.
+"""
+
+import threading
+
+_MARKER_PREFIX = "@proton"
+_INSTRUMENTATION_PREFIX = "proton:"
+_stacks = threading.local()
+
+
+def _triton_core():
+    import triton.language.core as core
+
+    return core
+
+
+def _name(name) -> str:
+    core = _triton_core()
+    value = core._unwrap_if_constexpr(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"[PROTON] a scope name must be a non-empty constant string, got {value!r}")
+    return value
+
+
+def _instrumenting(semantic) -> bool:
+    options = getattr(semantic.builder, "options", None)
+    mode = getattr(options, "instrumentation_mode", "") or ""
+    return mode.startswith(_INSTRUMENTATION_PREFIX)
+
+
+def _stack(semantic) -> list:
+    """The open scopes of the kernel `semantic` compiles (one code generator per kernel)."""
+    stacks = getattr(_stacks, "by_builder", None)
+    if stacks is None:
+        stacks = _stacks.by_builder = {}
+    key = id(semantic.builder)
+    entry = stacks.get(key)
+    if entry is None or entry[0] is not semantic.builder:
+        entry = stacks[key] = (semantic.builder, [])
+    return entry[1]
+
+
+def _marker(kind: str, path: list, semantic) -> None:
+    core = _triton_core()
+    encoded = "\x1f".join(path).encode("utf-8").hex()
+    core.inline_asm_elementwise(
+        f"mov.u32 $0, 0; // {_MARKER_PREFIX}:{kind}:{encoded}",
+        "=r",
+        [],
+        dtype=core.int32,
+        is_pure=False,
+        pack=1,
+        _semantic=semantic,
+    )
+
+
+def _enter(name, semantic) -> None:
+    if not _instrumenting(semantic):
+        return
+    stack = _stack(semantic)
+    stack.append(_name(name))
+    _marker("E", stack, semantic)
+
+
+def _exit(name, semantic) -> None:
+    if not _instrumenting(semantic):
+        return
+    stack = _stack(semantic)
+    name = _name(name)
+    if name in stack:
+        # Exiting an outer scope closes the ones opened inside it (crossing pairs are marked
+        # as such, so the decoder counts them).
+        while stack[-1] != name:
+            _marker("C", list(stack), semantic)
+            stack.pop()
+        _marker("X", list(stack), semantic)
+        stack.pop()
+    else:
+        _marker("U", stack + [name], semantic)
+
+
+def _builtin(fn):
+    from triton.language.core import builtin
+
+    return builtin(fn)
+
+
+class _Scope:
+    def __init__(self, name, semantic):
+        self.name = name
+        self.semantic = semantic
+
+    def __enter__(self):
+        _enter(self.name, self.semantic)
+
+    def __exit__(self, *exc):
+        _exit(self.name, self.semantic)
+        return False
+
+
+def _define():
+    @_builtin
+    def enter_scope(name, _semantic=None):
+        """Opens the scope `name` (a constant string) for the calling warp."""
+        _enter(name, _semantic)
+
+    @_builtin
+    def exit_scope(name, _semantic=None):
+        """Closes the scope `name`, which must be the innermost one open."""
+        _exit(name, _semantic)
+
+    @_builtin
+    def scope(name, _semantic=None):
+        """`with pl.scope("name"):` in a kernel: enter_scope and exit_scope around the block."""
+        return _Scope(name, _semantic)
+
+    return enter_scope, exit_scope, scope
+
+
+try:
+    enter_scope, exit_scope, scope = _define()
+except ImportError:  # no Triton: the names exist, and say what is missing when used
+
+    def _missing(*_args, **_kwargs):
+        raise ImportError("[PROTON] proton.language needs Triton: pip install triton")
+
+    enter_scope = exit_scope = scope = _missing
