@@ -24,6 +24,11 @@ Counter &uncaptured() {
   return c;
 }
 
+Counter &typeConflicts() {
+  static Counter &c = Stats::global().counter("metrics_dropped_type_conflict");
+  return c;
+}
+
 }  // namespace
 
 std::string readableKernelName(const char *name) {
@@ -42,6 +47,7 @@ KernelAttributor::KernelAttributor(LaunchTable &launches, CaptureRegistry &captu
       capturedAt_(StringTable::global().intern("<captured_at>")) {
   unmatched();
   uncaptured();
+  typeConflicts();
 }
 
 StringId KernelAttributor::kernelName(const char *name) {
@@ -70,7 +76,9 @@ void KernelAttributor::add(const KernelRecord &r) {
   StringId name = kernelName(r.name);
   SampleTarget sampled[LaunchInfo::kMaxEntries];
   size_t numSampled = 0;
-  std::shared_ptr<const CaptureStack> captured;
+  // A graph's kernel: filed under <captured_at>/<capture context>, named as the launch
+  // metadata evaluated at capture named it, with its metrics, in the sessions recording then.
+  std::shared_ptr<const CaptureContext> captured;
   if (r.graphNodeId != 0) {
     captured = captures_.find(r.graphNodeId);
     if (!captured) {
@@ -78,9 +86,9 @@ void KernelAttributor::add(const KernelRecord &r) {
       if (!warnedUncaptured_) {
         warnedUncaptured_ = true;
         std::fprintf(stderr,
-                     "[PROTON] Kernels of a CUDA graph captured before profiling started are "
-                     "filed under the graph's launch context only (counted in "
-                     "graph_kernels_without_capture_context).\n");
+                     "[PROTON] Kernels of a CUDA graph whose capture Proton did not see "
+                     "(captured before profiling started) are filed under the graph's launch "
+                     "context only (counted in graph_kernels_without_capture_context).\n");
       }
     }
   }
@@ -88,15 +96,15 @@ void KernelAttributor::add(const KernelRecord &r) {
     const LaunchEntry &e = launch.entries[i];
     Session &s = *e.session;
     NodeId parent = e.node;
+    StringId frame = e.named ? launch.name : name;
     if (captured) {
+      if (!captured->records(s.id())) continue;  // deactivated when the graph was captured
       parent = s.child(e.phase, parent, capturedAt_);
-      for (StringId frame : *captured)
-        if (parent != kNoNode) parent = s.child(e.phase, parent, frame);
+      for (StringId f : captured->names)
+        if (parent != kNoNode) parent = s.child(e.phase, parent, f);
+      frame = captured->kernelName != StringId{} ? captured->kernelName : name;
     }
-    // A launch renamed by its launch metadata was filed at the kernel's own node already.
-    NodeId node = e.named && !captured ? e.node
-                  : parent == kNoNode  ? kNoNode
-                                       : s.child(e.phase, parent, name);
+    NodeId node = parent == kNoNode ? kNoNode : s.child(e.phase, parent, frame);
     if (s.options().data == DataKind::kTrace) {
       TraceEvent event;
       event.name = name;
@@ -111,6 +119,9 @@ void KernelAttributor::add(const KernelRecord &r) {
     } else {
       s.addKernel(e.phase, node, r.endNs > r.startNs ? r.endNs - r.startNs : 0, r.device,
                   r.deviceType);
+      if (captured && !captured->metrics.empty() && node != kNoNode &&
+          !s.addMetrics(e.phase, node, captured->metrics).isOk())
+        typeConflicts().add();
       if (samples_ && node != kNoNode && PcSampleAttributor::samples(s))
         sampled[numSampled++] = SampleTarget{&s, e.phase, node};
     }

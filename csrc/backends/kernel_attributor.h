@@ -5,11 +5,14 @@
 //   attributor.add(KernelRecord{corr, startNs, endNs, device, stream, "vadd_kernel", 0});
 //
 // Tree data: ROOT/.../<launch context>/[<captured_at>/<capture context>/]<kernel> gets
-// time (ns) and count. Trace data: one slice on the device's stream lane, pointing at that
-// node for its call stack, with the launch time and thread for the launch->kernel arrow.
-// Records whose launch is unknown are counted (kernel_records_unmatched), never guessed.
-// While instruction sampling runs, every kernel is also noted in the PcSampleAttributor with
-// the nodes it was filed under in sampling sessions, where its samples then go.
+// time (ns) and count; <kernel> is the name launch metadata gave (at launch, or at capture
+// for a graph's kernel, whose metadata metrics are then added at every replay). A graph's
+// kernel is not filed in sessions that were deactivated when it was captured. Trace data: one slice
+// on the device's stream lane, pointing at that node for its call stack, with the launch time and
+// thread for the launch->kernel arrow. Records whose launch is unknown are counted
+// (kernel_records_unmatched), never guessed. While instruction sampling runs, every kernel is also
+// noted in the PcSampleAttributor with the nodes it was filed under in sampling sessions, where its
+// samples then go.
 //
 // Not thread-safe: the backend processes one activity buffer at a time.
 #pragma once

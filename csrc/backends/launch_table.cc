@@ -39,6 +39,7 @@ bool LaunchTable::read(const Slot &slot, uint64_t key, LaunchInfo &out) const {
   out.multi = (meta >> 8) & 1;
   out.launchNs = slot.launchNs.load(std::memory_order_relaxed);
   out.threadId = slot.threadId.load(std::memory_order_relaxed);
+  out.name = StringId{static_cast<uint32_t>(meta >> 32)};
   for (uint32_t i = 0; i < out.count; ++i) {
     out.entries[i].session =
         reinterpret_cast<Session *>(slot.words[2 * i].load(std::memory_order_relaxed));
@@ -91,7 +92,7 @@ void LaunchTable::dropUnsettled(Slot &slot, uint64_t old) {
 }
 
 void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint32_t count,
-                         bool multi, uint64_t launchNs, uint64_t threadId) {
+                         bool multi, uint64_t launchNs, uint64_t threadId, StringId name) {
   uint64_t key = correlation + 1;
   Slot &slot = claim(key);  // key is kBusy from here until published below
   if (count > LaunchInfo::kMaxEntries) {
@@ -99,7 +100,7 @@ void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint3
     count = LaunchInfo::kMaxEntries;
   }
   std::atomic_thread_fence(std::memory_order_release);
-  uint64_t meta = count | (uint64_t(multi) << 8);
+  uint64_t meta = count | (uint64_t(multi) << 8) | (uint64_t(name.value) << 32);
   for (uint32_t i = 0; i < count; ++i) meta |= uint64_t(entries[i].named) << (16 + i);
   slot.meta.store(meta, std::memory_order_relaxed);
   slot.launchNs.store(launchNs, std::memory_order_relaxed);

@@ -11,7 +11,7 @@
 // A slot's previous launch, a whole ring of ids older, is given up if still unsettled: its
 // record is most likely never coming, and probing elsewhere would let such launches crowd
 // out young ones.
-//   [ key | meta (count, multi, named) | settled | launchNs | threadId | entries x kMaxEntries ]
+//   [ key | meta (count, multi, named, name) | settled | launchNs | threadId | entries x 4 ]
 // Each slot is a seqlock: the writer claims it by CAS of key to kBusy, writes, then publishes
 // key = corr+1; a reader copies the slot and accepts the copy only if key did not change
 // meanwhile. A launch whose slot is reused before its record arrives is counted
@@ -36,7 +36,7 @@ struct LaunchEntry {
   Session *session = nullptr;
   NodeId node;
   PhaseId phase;
-  bool named = false;  // node already is the kernel's own node (renamed by launch metadata)
+  bool named = false;  // the kernel goes at <node>/<LaunchInfo::name> (launch metadata)
 };
 
 struct LaunchInfo {
@@ -45,6 +45,7 @@ struct LaunchInfo {
   bool multi = false;  // one launch, many records (a graph launch)
   uint64_t launchNs = 0;
   uint64_t threadId = 0;
+  StringId name;  // the kernel's name given by launch metadata, for `named` entries
   LaunchEntry entries[kMaxEntries];
 };
 
@@ -58,7 +59,7 @@ class LaunchTable {
   // Records a launch; single launches count as pending in their sessions' phases until
   // resolved or cancelled. Entries beyond kMaxEntries are dropped and counted.
   void record(uint64_t correlation, const LaunchEntry *entries, uint32_t count, bool multi,
-              uint64_t launchNs, uint64_t threadId);
+              uint64_t launchNs, uint64_t threadId, StringId name = {});
   // The launch will produce no record (it failed, or was captured into a graph).
   void cancel(uint64_t correlation);
   // Copies the launch that produced a record; false if unknown or overwritten. The first
@@ -71,7 +72,7 @@ class LaunchTable {
  public:
   struct Slot {
     std::atomic<uint64_t> key{0};      // correlation + 1; 0 = empty; kBusy while written
-    std::atomic<uint64_t> meta{0};     // count | multi << 8
+    std::atomic<uint64_t> meta{0};     // count | multi << 8 | named << 16+i | name << 32
     std::atomic<uint64_t> settled{0};  // key of the last launch in this slot already settled
     std::atomic<uint64_t> launchNs{0};
     std::atomic<uint64_t> threadId{0};

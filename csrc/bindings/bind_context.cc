@@ -77,14 +77,22 @@ void bindContext(nb::module_ &m) {
   m.def("pop_launch_metadata", [] { SessionManager::global().popLaunchMetadata(); });
   m.def(
       "enter_metadata_state",
-      []() -> uint32_t {
+      [](nb::handle kernel) -> uint64_t {
         static const StringId state = StringTable::global().intern(kMetadataStateName);
-        return SessionManager::global().exchangeState(state).value;
+        StringId detail = PyUnicode_Check(kernel.ptr()) ? internName(kernel) : StringId{};
+        StateTag previous = SessionManager::global().exchangeState({state, detail});
+        return uint64_t(previous.name.value) | (uint64_t(previous.detail.value) << 32);
       },
-      "Sets the state to __proton_launch_metadata; returns the previous state for restore_state.");
+      nb::arg("kernel").none() = nb::none(),
+      "Sets the state to __proton_launch_metadata/<kernel> (kernel: the name of the kernel "
+      "whose metadata is evaluated; None: no such frame); returns the previous state for "
+      "restore_state.");
   m.def(
       "restore_state",
-      [](uint32_t previous) { SessionManager::global().exchangeState(StringId{previous}); },
+      [](uint64_t previous) {
+        SessionManager::global().exchangeState({StringId{static_cast<uint32_t>(previous)},
+                                                StringId{static_cast<uint32_t>(previous >> 32)}});
+      },
       nb::arg("previous"));
 }
 

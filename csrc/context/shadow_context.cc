@@ -63,6 +63,7 @@ void ThreadContext::afterForkInChild() {
   ThreadContext &self = current();
   self.mirrors.clear();
   self.launchPending = false;
+  self.launchInFlight = false;
   std::lock_guard guard(mainMu);
   mainThread = &self;
 }

@@ -114,7 +114,9 @@ class ThreadContext {
     frames.clear();
     mirrors.clear();
     state = StringId{};
+    stateDetail = StringId{};
     launchPending = false;
+    launchInFlight = false;
     generation = currentGeneration;
   }
 
@@ -126,10 +128,16 @@ class ThreadContext {
   SpinLock lock;
   std::vector<ScopeFrame> frames;
   StringId state;  // 0 = none
+  // A second frame under the state, set with it (0 = none): the kernel whose launch
+  // metadata is being evaluated, under __proton_launch_metadata.
+  StringId stateDetail;
   std::vector<SessionMirror> mirrors;
   // Launch metadata (hook="triton") for the next kernel this thread launches: its frame is
-  // renamed to launchName and launchMetrics are added to it. Consumed by that launch.
+  // renamed to launchName and launchMetrics are added to it. Consumed by that launch, which
+  // holds it (launchInFlight) until the launch returns: a graph node captured by that launch
+  // keeps it for its replays; a launch that ran gets the metrics when it returns.
   bool launchPending = false;
+  bool launchInFlight = false;
   StringId launchName;
   MetricList launchMetrics;  // reused: no allocation per launch once it has grown
   const uint64_t threadId;

@@ -46,15 +46,18 @@ uint64_t chainHash(uint64_t parent, StringId name) {
   return h | 1;
 }
 
-// ROOT/<frames of stack>/<names of entries[0..n)>/[extra]: the node of a Python-context path.
+// ROOT/<frames of stack>/<names of entries[0..n)>/[extra]/[detail]: the node of a
+// Python-context path.
 NodeId resolvePythonPath(Session &s, PhaseId phase, const PythonStack *stack,
-                         const MirrorEntry *entries, size_t n, StringId extra) {
+                         const MirrorEntry *entries, size_t n, StringId extra,
+                         StringId detail = {}) {
   NodeId node = kRootNode;
   if (stack)
     for (StringId f : stack->frames)
       if (node != kNoNode) node = s.child(phase, node, f);
   for (size_t i = 0; i < n && node != kNoNode; ++i) node = s.child(phase, node, entries[i].name);
   if (extra != StringId{} && node != kNoNode) node = s.child(phase, node, extra);
+  if (detail != StringId{} && node != kNoNode) node = s.child(phase, node, detail);
   return node;
 }
 
@@ -426,19 +429,28 @@ NodeId SessionManager::pythonContextNode(Session &s, ThreadContext &t, const Pyt
       reinterpret_cast<uintptr_t>(stack) ^ (scopes * 31) ^ (uint64_t(t.state.value) << 7);
   key ^= key >> 17;
   PythonNodeCache::Entry &c = m.launches.entries[key % PythonNodeCache::kSize];
-  if (PROTON_LIKELY(c.stack == stack && c.scopes == scopes && c.state == t.state &&
+  // Launches inside a launch metadata function (state detail set) are rare: not cached.
+  bool cacheable = t.stateDetail == StringId{};
+  if (PROTON_LIKELY(cacheable && c.stack == stack && c.scopes == scopes && c.state == t.state &&
                     c.epoch == m.epoch))
     return c.node;
-  NodeId node = resolvePythonPath(s, m.phase, stack, m.entries.data(), m.entries.size(), t.state);
-  if (node != kNoNode) c = PythonNodeCache::Entry{stack, scopes, t.state, m.epoch, node};
+  NodeId node = resolvePythonPath(s, m.phase, stack, m.entries.data(), m.entries.size(), t.state,
+                                  t.stateDetail);
+  if (node != kNoNode && cacheable)
+    c = PythonNodeCache::Entry{stack, scopes, t.state, m.epoch, node};
+  return node;
+}
+
+NodeId SessionManager::underState(Session &s, PhaseId phase, NodeId node, const ThreadContext &t) {
+  if (t.state != StringId{} && node != kNoNode) node = s.child(phase, node, t.state);
+  if (t.stateDetail != StringId{} && node != kNoNode) node = s.child(phase, node, t.stateDetail);
   return node;
 }
 
 NodeId SessionManager::contextNode(Session &s, ThreadContext &t, const PythonStack *stack) {
   NodeId node = refreshMirror(s, t);
   if (isPython(s)) return pythonContextNode(s, t, stack);
-  if (t.state != StringId{}) node = s.child(t.mirror(s.id()).phase, node, t.state);
-  return node;
+  return underState(s, t.mirror(s.id()).phase, node, t);
 }
 
 NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
@@ -450,65 +462,6 @@ NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
   NodeId node = contextNode(s, t, stack);
   phase = t.mirror(s.id()).phase;
   return node;
-}
-
-size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *threadId) {
-  if (!profilingOn()) return 0;
-  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.resetIfStale(generation());
-  *threadId = t.threadId;
-  size_t n = 0;
-  for (auto &slot : live_) {
-    Session *s = slot.load(std::memory_order_acquire);
-    if (!s || !s->active()) continue;
-    NodeId node = contextNode(*s, t, stack);
-    PhaseId phase = t.mirror(s->id()).phase;
-    if (node == kNoNode) continue;  // its phase was cleared under us
-    bool named = false;
-    if (t.launchPending) {
-      NodeId kernel = s->child(phase, node, t.launchName);
-      if (kernel != kNoNode) {
-        node = kernel;
-        named = true;
-        if (!t.launchMetrics.empty() && s->options().data == DataKind::kTree &&
-            !s->addMetrics(phase, node, t.launchMetrics).isOk())
-          typeConflicts().add();
-      }
-    }
-    if (n < max) out[n] = LaunchEntry{s, node, phase, named};
-    ++n;  // the caller counts entries past max
-  }
-  t.launchPending = false;  // the metadata belongs to this launch only
-  return n;
-}
-
-void SessionManager::contextNames(std::vector<StringId> &out) {
-  out.clear();
-  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.resetIfStale(generation());
-  if (stack) out.insert(out.end(), stack->frames.begin(), stack->frames.end());
-  for (const ScopeFrame &f : t.frames) out.push_back(f.name);
-  if (t.state != StringId{}) out.push_back(t.state);
-}
-
-void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics) {
-  if (!profilingOn()) return;
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.resetIfStale(generation());
-  t.launchName = name;
-  t.launchMetrics.assign(metrics.begin(), metrics.end());
-  t.launchPending = true;
-}
-
-void SessionManager::popLaunchMetadata() {
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.launchPending = false;
 }
 
 Status SessionManager::enterScope(StringId name, bool timed,
@@ -550,7 +503,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
     if (node == kNoNode) continue;
     m.entries.push_back(entry);
     if (hasMetrics && s->options().data == DataKind::kTree) {
-      NodeId target = t.state == StringId{} ? node : s->child(m.phase, node, t.state);
+      NodeId target = underState(*s, m.phase, node, t);
       // Types were checked above; another thread may have set a conflicting type since.
       if (!s->addMetrics(m.phase, target, *metrics).isOk()) typeConflicts().add();
     }
@@ -619,7 +572,7 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
         event.endNs = endNs;
         if (!s->addEvent(m.phase, event, all).isOk()) typeConflicts().add();
       } else if (!all.empty()) {
-        NodeId target = t.state == StringId{} ? node : s->child(m.phase, node, t.state);
+        NodeId target = underState(*s, m.phase, node, t);
         if (!s->addMetrics(m.phase, target, all).isOk()) typeConflicts().add();
       }
     }
@@ -636,6 +589,7 @@ void SessionManager::enterState(StringId name) {
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
   t.state = name;
+  t.stateDetail = StringId{};
 }
 
 void SessionManager::exitState() {
@@ -643,14 +597,16 @@ void SessionManager::exitState() {
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
   t.state = StringId{};
+  t.stateDetail = StringId{};
 }
 
-StringId SessionManager::exchangeState(StringId name) {
+StateTag SessionManager::exchangeState(StateTag tag) {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
-  StringId previous = t.state;
-  t.state = name;
+  StateTag previous{t.state, t.stateDetail};
+  t.state = tag.name;
+  t.stateDetail = tag.name == StringId{} ? StringId{} : tag.detail;
   return previous;
 }
 

@@ -25,6 +25,7 @@
 
 #include "backends/launch_table.h"
 #include "context/python_context.h"
+#include "core/capture_context.h"
 #include "core/profile_metadata.h"
 #include "core/session.h"
 
@@ -32,6 +33,12 @@ namespace proton {
 
 class GpuBackend;
 class ThreadContext;
+
+// The state tag and the frame below it (detail; 0 = none), as exchangeState swaps them.
+struct StateTag {
+  StringId name;
+  StringId detail;
+};
 
 struct StartResult {
   SessionId id;
@@ -67,8 +74,9 @@ class SessionManager {
   void enterState(StringId name);
   void exitState();
   // Sets the state tag (StringId{} clears it) and returns the previous one, so that a caller
-  // can restore it: how launch metadata functions run under __proton_launch_metadata.
-  StringId exchangeState(StringId name);
+  // can restore it: how launch metadata functions run under
+  // __proton_launch_metadata/<kernel being launched> (name/detail).
+  StateTag exchangeState(StateTag tag);
 
   Result<size_t> depth(SessionId id);
   // With mode="periodic_flushing", also writes every phase already complete (a CPU-only
@@ -91,10 +99,21 @@ class SessionManager {
   NodeId currentNode(Session &s, PhaseId &phase);
   // Launch path (vendor callbacks): where a launch by the calling thread belongs in every
   // active session, at most max entries; threadId receives the OS thread id. No shared lock.
-  size_t launchContext(LaunchEntry *out, size_t max, uint64_t *threadId);
+  // launchName (optional) receives the name given by pending launch metadata (0: none); the
+  // entries are then marked `named` and the kernel belongs at <node>/<launchName>. The
+  // metadata is held until endLaunch().
+  size_t launchContext(LaunchEntry *out, size_t max, uint64_t *threadId,
+                       StringId *launchName = nullptr);
+  // The launch that launchContext() attributed returned: ran = it was enqueued to run (not
+  // failed, not captured into a graph). A launch that ran gets its launch metadata's metrics
+  // (tree data) at <entry node>/<launchName>; the metadata is released either way.
+  void endLaunch(const LaunchEntry *entries, size_t n, bool ran);
   // The calling thread's context as names, outermost first: its Python frames while any
-  // context="python" session is live, then its scopes, then the state tag.
+  // context="python" session is live, then its scopes, then the state tag (and its detail).
   void contextNames(std::vector<StringId> &out);
+  // For a graph node created now on this thread: contextNames, the sessions that do not record
+  // now, and (inLaunch: created by the launch in progress) that launch's metadata.
+  void captureContext(CaptureContext &out, bool inLaunch);
   bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
   bool pythonLive() const { return pythonLive_.load(std::memory_order_relaxed) > 0; }
 
@@ -118,6 +137,8 @@ class SessionManager {
   // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
   NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
   NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);
+  // node/<state>/<state detail>, for whichever of the two is set.
+  static NodeId underState(Session &s, PhaseId phase, NodeId node, const ThreadContext &t);
 
   // Lock order: writeMu_, then mu_, then a session's own lock.
   std::mutex writeMu_;  // serialises writing part files (flusher, advancePhase) with finalize

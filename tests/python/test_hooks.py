@@ -317,7 +317,8 @@ def test_kernels_launched_inside_the_metadata_function_go_under_the_metadata_sta
         inner = FakeLazyDict("helper_kernel", inner_metadata)
         hook.enter(inner)
         hook.exit(inner)
-        # ... and work recorded here is filed under the metadata state.
+        # ... and work recorded here is filed under the metadata state and the name of the
+        # kernel whose metadata this is (issue 13, item 4).
         with proton.scope("size_probe", {"probes": 1}):
             pass
         return {"flops": 5}
@@ -331,8 +332,9 @@ def test_kernels_launched_inside_the_metadata_function_go_under_the_metadata_sta
     assert inner_calls == []
     assert pushed == [("outer_kernel", {"flops": 5})]
     root = proton.data.get(s)[0]
-    probe = find(root, "size_probe", "__proton_launch_metadata")
+    probe = find(root, "size_probe", "__proton_launch_metadata", "outer_kernel")
     assert probe["metrics"]["probes"] == 1
+    assert find(root, "size_probe", "__proton_launch_metadata")["metrics"] == {}
     assert find(root, "after", "user_state")["metrics"]["n"] == 1
     assert tree(s)[2][0][0] == "size_probe"
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/capture_registry.h"
+#include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
 #include "backends/cupti/cupti_pc_sampler.h"
 #include "backends/cupti/cupti_pc_translate.h"
@@ -35,14 +36,7 @@ namespace {
 
 Counter &statCounter(const char *name) { return Stats::global().counter(name); }
 
-// Per-thread launch state: nesting (a runtime launch may call a driver launch), and whether
-// the launch in progress was captured into a graph instead of running.
-struct LaunchTls {
-  uint32_t depth = 0;
-  bool captured = false;
-  CUcontext lastContext = nullptr;
-};
-thread_local LaunchTls tlsLaunch;
+thread_local CUcontext tlsLastContext = nullptr;        // the context this thread launched on last
 thread_local std::vector<StringId> *tlsNvtx = nullptr;  // open NVTX ranges, innermost last
 
 // nvtxRangePushA / nvtxRangePushEx parameter blocks (layouts of generated_nvtx_meta.h).
@@ -77,7 +71,7 @@ class CuptiBackend final : public GpuBackend {
                                          size_t size, size_t validSize) noexcept;
 
  private:
-  CuptiBackend() : attributor_(launches_, captures_) {
+  CuptiBackend() : tracker_(launches_, captures_), attributor_(launches_, captures_) {
     freeBuffers_.reserve(kKeptBuffers);
     for (const char *name : {"activity_buffers_unavailable", "activity_records_dropped",
                              "cupti_callback_errors", "nvtx_ranges_unmatched", "flush_timeouts"})
@@ -109,6 +103,7 @@ class CuptiBackend final : public GpuBackend {
 
   LaunchTable launches_;
   CaptureRegistry captures_;
+  LaunchTracker tracker_;
   std::mutex processMu_;  // one activity buffer at a time
   KernelAttributor attributor_;
   // Instruction sampling (mode="pcsampling"), shared by every sampling session.
@@ -245,6 +240,7 @@ Status CuptiBackend::start() {
   if (!driver.isOk()) return driver.status();
   api_ = api.value();
   driver_ = driver.value();
+  tracker_.setNodeIdFn(api_->getGraphNodeId);
 
   CUptiResult rc;
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
@@ -388,6 +384,8 @@ void CuptiBackend::syncContexts() {
 }
 
 void CuptiBackend::flushLocked() {
+  // Graphs destroyed before now: the records of their replays are all filed by the end.
+  uint64_t retired = captures_.retiredMark();
   syncContexts();
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   // Every kernel has finished; its record may still be on its way through CUPTI.
@@ -397,6 +395,7 @@ void CuptiBackend::flushLocked() {
     api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   if (launches_.outstanding() > 0) statCounter("flush_timeouts").add();
+  captures_.forgetRetired(retired);
 }
 
 // ---- callbacks (noexcept trampolines) --------------------------------------------------
@@ -425,7 +424,7 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
 }
 
 void CuptiBackend::noteContext(CUcontext context) {
-  tlsLaunch.lastContext = context;
+  tlsLastContext = context;
   {
     std::lock_guard lock(contextMu_);
     for (CUcontext c : contexts_)
@@ -437,25 +436,10 @@ void CuptiBackend::noteContext(CUcontext context) {
 
 void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const CUpti_CallbackData *cb) {
-  LaunchTls &t = tlsLaunch;
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (t.depth++ > 0) return;  // the runtime launching through the driver: one launch
-    t.captured = false;
-    if (PROTON_UNLIKELY(cb->context != t.lastContext) && cb->context) noteContext(cb->context);
-    SessionManager &manager = SessionManager::global();
-    LaunchEntry entries[LaunchInfo::kMaxEntries];
-    uint64_t threadId = 0;
-    size_t n = manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId);
-    uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
-    launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n),
-                     isGraphLaunch(domain, cbid), launchNs, threadId);
-    // An instrumented launch (its buffer was just handed out on this thread).
-    IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName);
-    return;
-  }
-  if (t.depth == 0 || --t.depth > 0) return;
-  int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
-  if (result != 0 || t.captured) launches_.cancel(cb->correlationId);
+  if (cb->callbackSite == CUPTI_API_ENTER && PROTON_UNLIKELY(cb->context != tlsLastContext) &&
+      cb->context)
+    noteContext(cb->context);
+  tracker_.onLaunch(domain, cbid, cb);
 }
 
 void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
@@ -473,25 +457,10 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
         break;
       }
     }
-    if (tlsLaunch.lastContext == data->context) tlsLaunch.lastContext = nullptr;
+    if (tlsLastContext == data->context) tlsLastContext = nullptr;
     return;
   }
-  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
-  if (!graph) return;
-  uint64_t node = 0;
-  if (api_->getGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
-    if (tlsLaunch.depth > 0) tlsLaunch.captured = true;  // a launch being captured, not run
-    std::vector<StringId> names;
-    SessionManager::global().contextNames(names);
-    captures_.add(node, std::move(names));
-  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
-    uint64_t original = 0;
-    if (api_->getGraphNodeId(graph->originalNode, &original) == CUPTI_SUCCESS)
-      captures_.alias(node, original);
-  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
-    captures_.remove(node);
-  }
+  tracker_.onGraphResource(cbid, data);
 }
 
 void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {

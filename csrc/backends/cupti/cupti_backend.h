@@ -5,11 +5,13 @@
 //
 // How a kernel is attributed (see DESIGN.md §2):
 //   launching thread, CUPTI API_ENTER callback of cuLaunchKernel/cudaLaunchKernel/...:
-//     SessionManager::launchContext() -> LaunchTable::record(correlationId, nodes)
-//   CUPTI API_EXIT: a failed or graph-captured launch is cancelled (it yields no record)
+//     LaunchTracker -> SessionManager::launchContext() -> LaunchTable::record(corr, nodes)
+//   CUPTI API_EXIT: a failed or graph-captured launch is cancelled (it yields no record); one
+//     that ran gets its launch metadata's metrics (SessionManager::endLaunch)
 //   CUPTI worker thread (or a flush): activity buffer -> translateKernel -> KernelAttributor
-// Graph nodes made during stream capture remember the capturing thread's context
-// (CaptureRegistry). NVTX push/pop become scopes of the calling thread.
+// Graph nodes made during stream capture remember the capturing thread's context, launch
+// metadata and recording sessions (LaunchTracker, cupti_graphs.h -> CaptureRegistry) until a
+// flush after their graph is destroyed. NVTX push/pop become scopes of the calling thread.
 // mode="pcsampling" (tree data only) adds instruction sampling: one PcSampler for all
 // sampling sessions, enabled on every context known at the first such session and on each
 // context first seen at a launch later; kernel records tell PcSampleAttributor which kernel

@@ -129,7 +129,7 @@ TEST_F(CuptiTranslateTest, LaunchWithNoRecordingSessionIsDroppedSilently) {
 }
 
 TEST_F(CuptiTranslateTest, GraphReplayFilesKernelsUnderCapturedAtAndTheCaptureContext) {
-  captures_.add(77, {S("model"), S("layer")});
+  captures_.add(77, CaptureContext{{S("model"), S("layer")}, {}, {}, {}});
   captures_.alias(78, 77);  // the instantiated copy of node 77
   launch(30, "replay", /*multi=*/true);
   deliver(kernelRecord(30, "gk", 0, 5, 77));
@@ -148,12 +148,29 @@ TEST_F(CuptiTranslateTest, GraphCapturedBeforeProfilingKeepsTheLaunchContextAndI
   EXPECT_EQ(stat("graph_kernels_without_capture_context"), before + 2);
 }
 
-TEST_F(CuptiTranslateTest, RemovedGraphNodesAreForgotten) {
-  captures_.add(5, {S("x")});
+TEST_F(CuptiTranslateTest, RemovedGraphNodesAreForgottenAfterTheNextFlush) {
+  captures_.add(5, CaptureContext{{S("x")}, {}, {}, {}});
   EXPECT_EQ(captures_.size(), 1u);
   captures_.remove(5);
-  EXPECT_EQ(captures_.size(), 0u);
+  EXPECT_NE(captures_.find(5), nullptr);  // its last replays' records may still come
+  uint64_t mark = captures_.retiredMark();
+  captures_.add(6, CaptureContext{{S("y")}, {}, {}, {}});
+  captures_.remove(6);  // destroyed while the flush runs: kept for the next one
+  captures_.forgetRetired(mark);
   EXPECT_EQ(captures_.find(5), nullptr);
+  EXPECT_NE(captures_.find(6), nullptr);
+  captures_.forgetRetired(captures_.retiredMark());
+  EXPECT_EQ(captures_.size(), 0u);
+}
+
+TEST_F(CuptiTranslateTest, RetiredGraphNodesAreBoundedOldestFirst) {
+  for (uint64_t i = 1; i <= CaptureRegistry::kMaxRetired + 2; ++i) {
+    captures_.add(i, CaptureContext{{S("r")}, {}, {}, {}});
+    captures_.remove(i);
+  }
+  EXPECT_EQ(captures_.retired(), CaptureRegistry::kMaxRetired);
+  EXPECT_EQ(captures_.find(2), nullptr);
+  EXPECT_NE(captures_.find(3), nullptr);
 }
 
 TEST_F(CuptiTranslateTest, CancelledLaunchIsNoLongerPending) {

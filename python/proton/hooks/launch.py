@@ -6,9 +6,9 @@ and every numeric value becomes a metric of that kernel (flops8/16/32/64, flops,
 any other number). The core applies both to the next kernel this thread launches, which is
 the one Triton launches between our enter and exit.
 
-Kernels launched while `fn` runs (a torch op computing a size, say) are filed under the
-state `__proton_launch_metadata` and get no metadata of their own, so nothing is counted
-twice. Kernel names matching `exclude`, or not matching `include` (regular expressions,
+Kernels launched while `fn` runs (a torch op computing a size, say) are filed under
+`__proton_launch_metadata/<name of the kernel being launched>` and get no metadata of their
+own, so nothing is counted twice and you can tell whose metadata launched them. Kernel names matching `exclude`, or not matching `include` (regular expressions,
 `re.match`), skip evaluation entirely.
 """
 
@@ -76,10 +76,11 @@ class LaunchHook(Hook):
         if getattr(local, "evaluating", False):
             return  # a kernel launched by a metadata function: no metadata of its own
         data = getattr(metadata, "data", None)
-        if data is not None and not self.matches(data.get("name")):
+        kernel = data.get("name") if data is not None else None
+        if data is not None and not self.matches(kernel):
             return
         local.evaluating = True
-        previous = _C.enter_metadata_state()
+        previous = _C.enter_metadata_state(kernel if isinstance(kernel, str) else None)
         try:
             data = metadata.get() if hasattr(metadata, "get") else metadata
         finally:

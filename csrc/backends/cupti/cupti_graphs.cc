@@ -1,0 +1,76 @@
+#include "backends/cupti/cupti_graphs.h"
+
+#include <algorithm>
+
+#include "backends/cupti/cupti_translate.h"
+#include "backends/cupti/intra_kernel_buffers.h"
+#include "core/clock.h"
+#include "core/session_manager.h"
+
+namespace proton::cupti {
+namespace {
+
+// Per-thread state of the launch in progress: nesting (a runtime launch calls a driver
+// launch: one launch), whether it was captured into a graph instead of running, and, when it
+// consumed launch metadata, its entries, to give it the metadata's metrics once it ran.
+struct LaunchTls {
+  uint32_t depth = 0;
+  bool captured = false;
+  bool metadata = false;
+  uint32_t count = 0;
+  LaunchEntry entries[LaunchInfo::kMaxEntries];
+};
+thread_local LaunchTls tlsLaunch;
+
+}  // namespace
+
+void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                             const CUpti_CallbackData *cb) {
+  LaunchTls &t = tlsLaunch;
+  SessionManager &manager = SessionManager::global();
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (t.depth++ > 0) return;  // the runtime launching through the driver: one launch
+    t.captured = false;
+    LaunchEntry *entries = t.entries;
+    uint64_t threadId = 0;
+    StringId name;
+    size_t n = manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
+    uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
+    t.metadata = name != StringId{};
+    t.count = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
+    launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n),
+                     isGraphLaunch(domain, cbid), launchNs, threadId, name);
+    // An instrumented launch (its buffer was just handed out on this thread).
+    IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName);
+    return;
+  }
+  if (t.depth == 0 || --t.depth > 0) return;
+  int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
+  bool ran = result == 0 && !t.captured;
+  if (!ran) launches_.cancel(cb->correlationId);
+  if (t.metadata) {
+    t.metadata = false;
+    manager.endLaunch(t.entries, t.count, ran);
+  }
+}
+
+void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
+  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
+  if (!graph || !nodeId_) return;
+  uint64_t node = 0;
+  if (nodeId_(graph->node, &node) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    bool inLaunch = tlsLaunch.depth > 0;
+    if (inLaunch) tlsLaunch.captured = true;  // a launch being captured, not run
+    CaptureContext context;
+    SessionManager::global().captureContext(context, inLaunch);
+    captures_.add(node, std::move(context));
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    uint64_t original = 0;
+    if (nodeId_(graph->originalNode, &original) == CUPTI_SUCCESS) captures_.alias(node, original);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
+    captures_.remove(node);  // retired: records of its last replays may still be on the way
+  }
+}
+
+}  // namespace proton::cupti

@@ -1,0 +1,46 @@
+// LaunchTracker: what the CUPTI backend does at each launch callback and at each CUDA-graph
+// node callback, apart from CUPTI's subscription plumbing so that tests can drive it with real
+// CUPTI callback structs, no GPU needed.
+//
+//   LaunchTracker tracker(launches, captures);
+//   tracker.setNodeIdFn(api->getGraphNodeId);
+//   tracker.onLaunch(domain, cbid, callbackData);      // runtime/driver launch callbacks
+//   tracker.onGraphResource(cbid, resourceData);       // GRAPHNODE_CREATED/CLONED/DESTROY
+//
+// A launch is attributed at API enter (SessionManager::launchContext, recorded in the
+// LaunchTable under its correlation id). A graph node created while a launch is in progress
+// on the thread means the launch was captured, not run: the launch is cancelled and the node
+// keeps the context, launch metadata and recording sessions of that moment
+// (SessionManager::captureContext) for its replays. Instantiation clones nodes (aliases);
+// a destroyed node is retired, and forgotten after a flush (see CaptureRegistry).
+//
+// Launch callbacks: any thread, per-thread state only, no lock. Graph callbacks take the
+// registry's lock.
+#pragma once
+
+#include <cupti.h>
+
+#include "backends/capture_registry.h"
+#include "backends/launch_table.h"
+
+namespace proton::cupti {
+
+class LaunchTracker {
+ public:
+  using NodeIdFn = CUptiResult (*)(CUgraphNode, uint64_t *);  // cuptiGetGraphNodeId
+
+  LaunchTracker(LaunchTable &launches, CaptureRegistry &captures)
+      : launches_(launches), captures_(captures) {}
+  void setNodeIdFn(NodeIdFn fn) { nodeId_ = fn; }
+
+  void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
+  // CUPTI_CBID_RESOURCE_GRAPHNODE_{CREATED,CLONED,DESTROY_STARTING}.
+  void onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
+
+ private:
+  LaunchTable &launches_;
+  CaptureRegistry &captures_;
+  NodeIdFn nodeId_ = nullptr;
+};
+
+}  // namespace proton::cupti

@@ -1,0 +1,226 @@
+"""CUDA graphs on a real GPU (issue 13, items 1-4): every replay of a captured graph is filed
+under <replay scope>/<captured_at>/<capture context>, only in the sessions that recorded at
+capture, with the launch metadata evaluated at capture; kernels launched inside a launch
+metadata function go under __proton_launch_metadata/<kernel being launched>.
+
+Exact counts and paths read from the written profile; no timing is asserted.
+"""
+
+import proton
+import pytest
+from gpu_tree import dump, kernels_under, total_count
+from proton import _C
+from proton_test_utils import find, load_hatchet
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+META = "__proton_launch_metadata"
+N = 1024
+
+
+def foo_metadata(grid, kernel_metadata, args):
+    n = args["n"]
+    return {"name": "foo_test", "flops": 2 * n, "bytes": 12 * n, "my_metric": 1}
+
+
+@triton.jit(launch_metadata=foo_metadata)
+def foo(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+def probing_metadata(grid, kernel_metadata, args):
+    total = args["x"].sum()  # a torch reduction launched by the metadata function
+    return {"name": "probed", "flops": 1, "probe_was_nonneg": int(total.item() >= 0)}
+
+
+@triton.jit(launch_metadata=probing_metadata)
+def probed_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+def launch(kernel, x, y, out):
+    kernel[(triton.cdiv(N, 256),)](x, y, out, N, BLOCK=256)
+
+
+def uncaptured_before():
+    return dict(_C.stats()).get("graph_kernels_without_capture_context", 0)
+
+
+@pytest.fixture
+def stream():
+    """The reproducer's side stream made current, the default stream restored after."""
+    s = torch.cuda.Stream()
+    torch.cuda.set_stream(s)
+    yield s
+    torch.cuda.synchronize()
+    torch.cuda.set_stream(torch.cuda.default_stream())
+
+
+def fn():
+    """Two torch.ones (fill kernels), an add, and foo: four kernels."""
+    a = torch.ones(N, device="cuda")
+    b = torch.ones(N, device="cuda")
+    c = a + b
+    launch(foo, a, b, c)
+
+
+def capture_three_iterations(g):
+    with torch.cuda.graph(g):
+        for i in range(3):
+            with proton.scope(f"iter_{i}"):
+                fn()
+
+
+# Defect 1: the first capture of a session was missed (its replays had no <captured_at>, and
+# Proton said the graph was captured before profiling started): g.reset() destroyed the
+# graph before CUPTI delivered the replays' records, and its capture context went with it.
+def test_first_capture_replays_keep_their_capture_context_after_reset(stream):
+    fn()  # compile foo and warm torch up before profiling
+    torch.cuda.synchronize()
+    before = uncaptured_before()
+    proton.start("first_capture", backend="cupti")
+    fn()
+    g = torch.cuda.CUDAGraph()
+    capture_three_iterations(g)
+    with proton.scope("test0"):
+        g.replay()
+    with proton.scope("test1"):
+        g.replay()
+    g.reset()
+    capture_three_iterations(g)
+    with proton.scope("test2"):
+        g.replay()
+    proton.finalize()
+    root = load_hatchet("first_capture.hatchet")[0]
+    for replay in ("test0", "test1", "test2"):
+        captured = find(root, replay, "<captured_at>")
+        assert [c["frame"]["name"] for c in find(root, replay)["children"]] == ["<captured_at>"], (
+            dump(root)
+        )
+        for i in range(3):
+            iteration = find(captured, f"iter_{i}")
+            assert total_count(iteration) == 4, dump(root)
+            assert ("foo", 1) in kernels_under(iteration), dump(root)
+        assert total_count(find(root, replay)) == 12, dump(root)
+    for i in range(3):  # captured launches did not run at capture
+        assert total_count(find(root, f"iter_{i}")) == 0, dump(root)
+    assert total_count(root) == 4 + 3 * 12, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats["graph_kernels_without_capture_context"] - before == 0
+
+
+# Defect 2: a kernel captured while the session was deactivated (scope_b) must not be
+# recorded at replay; scope_a and scope_c are.
+def test_kernels_captured_while_deactivated_are_not_recorded_at_replay():
+    x = torch.zeros(N, device="cuda")
+    x.add_(1)
+    torch.cuda.synchronize()
+    session = proton.start("deactivated_capture", backend="cupti")
+
+    def fn_toggled(s):
+        with proton.scope("scope_a"):
+            x.add_(1)
+        proton.deactivate(s)
+        with proton.scope("scope_b"):
+            x.add_(1)
+        proton.activate(s)
+        with proton.scope("scope_c"):
+            x.add_(1)
+
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), proton.scope("iter_0"):
+        fn_toggled(session)
+    with proton.scope("test0"):
+        g.replay()
+    proton.finalize()
+    root = load_hatchet("deactivated_capture.hatchet")[0]
+    captured = find(root, "test0", "<captured_at>", "iter_0")
+    assert sorted(c["frame"]["name"] for c in captured["children"]) == ["scope_a", "scope_c"], dump(
+        root
+    )
+    assert total_count(find(captured, "scope_a")) == 1, dump(root)
+    assert total_count(find(captured, "scope_c")) == 1, dump(root)
+    assert total_count(root) == 2, dump(root)
+
+
+# Defect 3: launch metadata evaluated at capture (hook="triton") renames the kernel and adds
+# its metrics at every replay, as for a direct launch; nothing is filed at capture.
+def test_launch_metadata_at_capture_applies_to_every_replay():
+    x, y, out = (torch.rand(N, device="cuda") for _ in range(3))
+    launch(foo, x, y, out)
+    torch.cuda.synchronize()
+    proton.start("metadata_replay", backend="cupti", hook="triton")
+    with proton.scope("direct"):
+        launch(foo, x, y, out)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), proton.scope("iter_0"):
+        launch(foo, x, y, out)
+    with proton.scope("test0"):
+        for _ in range(3):
+            g.replay()
+    proton.finalize()
+    root = load_hatchet("metadata_replay.hatchet")[0]
+    direct = find(root, "direct", "foo_test")["metrics"]
+    assert direct["count"] == 1 and direct["flops"] == 2 * N and direct["bytes"] == 12 * N
+    assert direct["my_metric"] == 1
+    replayed = find(root, "test0", "<captured_at>", "iter_0")
+    assert kernels_under(replayed) == [("foo_test", 3)], dump(root)
+    m = find(replayed, "foo_test")["metrics"]
+    assert m["flops"] == 3 * 2 * N and m["bytes"] == 3 * 12 * N and m["my_metric"] == 3
+    assert find(root, "iter_0")["children"] == [], dump(root)  # nothing at capture
+
+
+# Defect 3, graphs on several streams: the capture forks onto a second stream and joins back;
+# both nodes keep the metadata evaluated when they were captured.
+def test_launch_metadata_at_capture_on_two_streams():
+    x, y, out, out2 = (torch.rand(N, device="cuda") for _ in range(4))
+    launch(foo, x, y, out)
+    torch.cuda.synchronize()
+    proton.start("metadata_streams", backend="cupti", hook="triton")
+    side = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), proton.scope("iter_0"):
+        launch(foo, x, y, out)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            launch(foo, y, x, out2)
+        torch.cuda.current_stream().wait_stream(side)
+    with proton.scope("test0"):
+        for _ in range(2):
+            g.replay()
+    proton.finalize()
+    root = load_hatchet("metadata_streams.hatchet")[0]
+    replayed = find(root, "test0", "<captured_at>", "iter_0")
+    assert kernels_under(replayed) == [("foo_test", 4)], dump(root)
+    m = find(replayed, "foo_test")["metrics"]
+    assert m["flops"] == 4 * 2 * N and m["bytes"] == 4 * 12 * N and m["my_metric"] == 4
+    assert total_count(root) == 4, dump(root)
+
+
+# Item 4: kernels launched inside a launch_metadata function go under
+# __proton_launch_metadata/<name of the kernel being launched>/<their kernel>.
+def test_kernels_inside_launch_metadata_go_under_the_launched_kernels_name():
+    x, y, out = (torch.rand(N, device="cuda") for _ in range(3))
+    launch(probed_kernel, x, y, out)
+    torch.cuda.synchronize()
+    proton.start("inside_metadata", backend="cupti", hook="triton")
+    with proton.scope("tri"):
+        for _ in range(5):
+            launch(probed_kernel, x, y, out)
+    proton.finalize()
+    root = load_hatchet("inside_metadata.hatchet")[0]
+    tri = find(root, "tri")
+    meta = find(tri, META)
+    assert [c["frame"]["name"] for c in meta["children"]] == ["probed_kernel"], dump(root)
+    probes = find(meta, "probed_kernel")
+    assert sum(c for _, c in kernels_under(probes)) == 5, dump(root)  # one reduction each
+    assert all(not c["children"] for c in probes["children"]), dump(root)
+    assert find(tri, "probed")["metrics"]["count"] == 5
+    assert find(tri, "probed")["metrics"]["flops"] == 5
+    assert total_count(tri) == 10, dump(root)
