@@ -92,7 +92,7 @@ def pushed(monkeypatch):
 def test_launch_hook_is_one_instance_reachable_as_in_triton():
     assert launch_module.LaunchHook() is launch_module.LaunchHook()
     assert proton.hooks.launch.LaunchHook is hooks.LaunchHook
-    assert launch_module.id.name == "id" and launch_module.id.get() is None
+    assert launch_module.id.name == "id" and launch_module.op_name.name == "op_name"
 
 
 def test_start_with_the_configured_hook_object_filters_launches(fake_triton, pushed):
