@@ -24,11 +24,13 @@ import os
 import re
 import reprlib
 
+from proton import _C
 from proton.viewer import ViewerError, load, readers
 from proton.viewer import msgpack as viewer_msgpack
 from proton.viewer.main import build_view, default_metrics, list_metrics
 from proton.viewer.model import hide_launch_metadata
-from proton.viewer.render import _fast_rows, _rows, render, visible_nodes
+from proton.viewer.names import short_kernel_name
+from proton.viewer.render import _fast_rows, _rows, display_names, render, visible_nodes
 
 try:
     import msgpack as msgpack_package
@@ -128,11 +130,16 @@ def _check_render(profile):
     list_metrics(profile)
     tree, columns = build_view([profile], default_metrics(profile))
     render(tree, columns, stats=tree.stats)
+    cxx_short = getattr(_C, "viewer_short_kernel_name", None)
+    for name in set(tree.names) if cxx_short else ():
+        if cxx_short(name) != short_kernel_name(name):
+            raise AssertionError(f"C++ and Python short names differ for {name!r}")
     if columns:
         shown = visible_nodes(tree, columns[0].values)
-        fast = _fast_rows(tree, columns, shown, "full")
+        names = display_names(tree.names)
+        fast = _fast_rows(tree, columns, shown, names)
         if fast is not None:
-            slow = "\n".join(_rows(tree, columns, shown, "full", False))
+            slow = "\n".join(_rows(tree, columns, shown, names, False))
             if fast != slow:
                 raise AssertionError(f"C++ and Python renderings differ:\n{fast!r}\n{slow!r}")
 

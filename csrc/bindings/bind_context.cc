@@ -56,11 +56,14 @@ const MetricList &launchMetrics(nb::handle metrics) {
 void bindContext(nb::module_ &m) {
   m.def(
       "install_python_context",
-      [](std::vector<std::string> skipPrefixes, bool acquireGil) {
-        installCPythonFrameWalker(std::move(skipPrefixes), acquireGil);
+      [](std::vector<std::string> skipPrefixes, bool acquireGil,
+         std::vector<std::string> skipFiles) {
+        installCPythonFrameWalker(std::move(skipPrefixes), acquireGil, std::move(skipFiles));
       },
       nb::arg("skip_prefixes"), nb::arg("acquire_gil") = true,
-      "Registers the CPython frame walker; frames in files under skip_prefixes are left out.");
+      nb::arg("skip_files") = std::vector<std::string>(),
+      "Registers the CPython frame walker; frames in files under skip_prefixes, or in one of "
+      "skip_files exactly, are left out.");
   m.def("python_stack_names", &cpythonStackNames,
         "The calling thread's stack as context='python' files it (for tests).");
   m.def("python_stack_key", &cpythonStackKey,

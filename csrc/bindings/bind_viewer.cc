@@ -17,6 +17,7 @@
 
 #include "bindings/common.h"
 #include "viewer/hatchet_reader.h"
+#include "viewer/kernel_name.h"
 #include "viewer/text_sink.h"
 #include "viewer/tree_render.h"
 #include "viewer/tree_view.h"
@@ -343,7 +344,8 @@ class ViewerSelection {
   // (fd < 0); None, with nothing written, where only Python can give the same answer.
   nb::object report(nb::handle recipes, nb::handle titles, nb::handle exclusive,
                     std::optional<double> threshold, std::optional<int64_t> depth,
-                    nb::handle displayNames, bool color, bool printSorted, int fd) {
+                    nb::handle displayNames, bool color, bool printSorted, int fd,
+                    bool shortNames) {
     viewer::TreeTable table;
     std::vector<std::string_view> names;
     std::vector<viewer::ColumnRecipe> columns;
@@ -368,8 +370,15 @@ class ViewerSelection {
       table.titleLengths.push_back(viewer::countCharacters(title));
       table.titles.push_back(std::move(title));
     }
+    std::vector<std::string> shortened;  // names[i] views shortened[i] where it is set
     if (displayNames.is_none()) {
       names.assign(tree_->strings.begin(), tree_->strings.end());
+      if (shortNames) {
+        shortened.resize(names.size());
+        for (size_t i = 0; i < names.size(); ++i) {
+          if (viewer::shortenKernelName(names[i], &shortened[i])) names[i] = shortened[i];
+        }
+      }
     } else if (!toViews(displayNames, &names) || names.size() != tree_->strings.size()) {
       return nb::none();
     }
@@ -510,10 +519,20 @@ void bindViewer(nb::module_ &m) {
       .def("metric_kinds", &ViewerSelection::metricKinds)
       .def("report", &ViewerSelection::report, nb::arg("recipes"), nb::arg("titles"),
            nb::arg("exclusive"), nb::arg("threshold").none(), nb::arg("depth").none(),
-           nb::arg("names").none(), nb::arg("color"), nb::arg("print_sorted"), nb::arg("fd"));
+           nb::arg("names").none(), nb::arg("color"), nb::arg("print_sorted"), nb::arg("fd"),
+           nb::arg("short_names") = false,
+           "short_names: kernel signatures shown short (viewer/kernel_name.h) where `names` "
+           "is None.");
   m.def("viewer_read", &readTree, nb::arg("path"), nb::arg("msgpack"),
         "A profile file in columns (a ViewerTree), or None when only the Python reader can "
         "read it (or explain why not).");
+  m.def(
+      "viewer_short_kernel_name",
+      [](const std::string &name) {
+        std::string out;
+        return viewer::shortenKernelName(name, &out) ? out : name;
+      },
+      nb::arg("name"), "The name proton-viewer's tree shows for `name` (viewer/kernel_name.h).");
   m.def("viewer_inclusive", &inclusive, nb::arg("values"), nb::arg("parents"));
   m.def("viewer_depths", &depths, nb::arg("parents"));
   m.def("viewer_render_rows", &renderRows, nb::arg("shown"), nb::arg("names"), nb::arg("parents"),

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "context/python_context.h"
 #include "core/check.h"
@@ -84,8 +85,9 @@ struct Walked {
 // Every member is guarded by the GIL.
 class Walker {
  public:
-  Walker(std::vector<std::string> skipPrefixes, bool acquireGil)
+  Walker(std::vector<std::string> skipPrefixes, bool acquireGil, std::vector<std::string> skipFiles)
       : skipPrefixes_(std::move(skipPrefixes)),
+        skipFiles_(skipFiles.begin(), skipFiles.end()),
         acquireGil_(acquireGil),
         slots_(new StackSlot[kStackSlots]) {
     walked_.reserve(256);
@@ -165,6 +167,7 @@ class Walker {
     ci.function = utf8(code->co_name);
     for (const std::string &prefix : skipPrefixes_)
       if (!prefix.empty() && ci.file.compare(0, prefix.size(), prefix) == 0) ci.skip = true;
+    if (skipFiles_.count(ci.file)) ci.skip = true;
     Py_INCREF(object);  // keeps the address from being reused while cached
     return codes_.emplace(object, std::move(ci)).first->second;
   }
@@ -189,6 +192,7 @@ class Walker {
   }
 
   const std::vector<std::string> skipPrefixes_;
+  const std::unordered_set<std::string> skipFiles_;
   const bool acquireGil_;
   std::unique_ptr<StackSlot[]> slots_;
   std::unordered_map<PyObject *, CodeInfo> codes_;
@@ -207,9 +211,11 @@ const PythonStack *captureWithWalker() noexcept {
 
 }  // namespace
 
-void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acquireGil) {
+void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acquireGil,
+                               std::vector<std::string> skipFiles) {
   // Never freed: a launch callback on another thread may still be using the previous one.
-  walker.store(new Walker(std::move(skipPrefixes), acquireGil), std::memory_order_release);
+  walker.store(new Walker(std::move(skipPrefixes), acquireGil, std::move(skipFiles)),
+               std::memory_order_release);
   setPythonStackCapture(&captureWithWalker);
 }
 

@@ -26,8 +26,10 @@
 
 namespace proton {
 
-// Frames whose file starts with one of skipPrefixes are left out (the profiler's own).
-void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acquireGil);
+// Frames whose file starts with one of skipPrefixes (the profiler's own), or is one of
+// skipFiles exactly (the `proton` launcher's script and runpy), are left out.
+void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acquireGil,
+                               std::vector<std::string> skipFiles = {});
 // The names of the calling thread's stack as the walker files them (GIL held); for tests.
 std::vector<std::string> cpythonStackNames();
 // The interned stack's address, identifying it (0: none); for tests of the cache.

@@ -26,7 +26,7 @@ import sys
 import types
 import warnings
 
-from . import _C, _process
+from . import _C, _process, context
 from .flags import flags
 from .profile import start
 
@@ -152,6 +152,18 @@ def _user_traceback(tb):
     return tb
 
 
+def _launcher_files() -> list:
+    """The files of the frames that run the program on its behalf: whatever called main()
+    (the `proton` console script, or runpy and proton/__main__.py for `python -m proton`)
+    and runpy, which runs `-m module` and directory programs."""
+    files = {runpy.__file__, "<frozen runpy>"}
+    frame = sys._getframe(1)
+    while frame is not None:
+        files.add(frame.f_code.co_filename)
+        frame = frame.f_back
+    return sorted(files)
+
+
 def _prefixed(message: str) -> str:
     return message if message.startswith("[PROTON]") else f"[PROTON] {message}"
 
@@ -166,6 +178,7 @@ def main(argv=None) -> None:
             print(f"proton: {e}", file=stream)
         print(USAGE, file=stream, end="")
         sys.exit(2 if str(e) else 0)
+    context.hide_launcher_frames(_launcher_files())
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -6,13 +6,12 @@ import os
 import warnings
 from typing import Optional, Union
 
-from . import _C, _libraries, _process, hooks, instrumentation
+from . import _C, _libraries, _process, hooks, instrumentation, triton_knobs
 from . import mode as _mode
 from .flags import flags
+from .hooks.registry import Hook
 
 DEFAULT_PROFILE_NAME = "proton"
-
-_HOOKS = (None, "triton")
 
 
 def _guard(session, action: str) -> None:
@@ -28,41 +27,53 @@ def start(
     data: Optional[str] = "tree",
     backend: Optional[str] = None,
     mode: Optional[Union[str, _mode.BaseMode]] = None,
-    hook: Optional[str] = None,
+    hook: Optional[Union[str, Hook]] = None,
 ) -> Optional[int]:
     """Start a profiling session writing `<name>.<format>` and return its id.
 
+    hook: None, "triton" (Triton's launch metadata) or a hook object, e.g.
+    `proton.hooks.launch.LaunchHook()` after its `configure(include=, exclude=)`.
     A name already used by a live session re-activates that session and returns its id.
-    Returns None when the `proton` command line owns the profile or PROTON_DISABLE=1.
+    Returns None when the `proton` command line owns the profile, or PROTON_DISABLE=1 or
+    `triton.knobs.proton.disable` says so. Triton's knobs are read here (see triton_knobs).
     """
-    if flags.command_line and hook == "triton" and 0 in _C.live_sessions():
-        # The program asks for Triton's launch metadata: the command line's session gets it.
+    if flags.command_line and hook is not None and 0 in _C.live_sessions():
+        # The program asks for a launch hook: the command line's session gets it.
+        hook_object = hooks.resolve(hook)
         hooks.triton_hook_owner()
-        hooks.register(0, hook)
+        hooks.registry.register(hook_object, 0)
     if flags.command_line or os.environ.get("PROTON_DISABLE", "") in ("1", "true", "True"):
+        return None
+    knobs = triton_knobs.read()
+    if knobs.disable:
         return None
     if name is None:
         name = DEFAULT_PROFILE_NAME
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"[PROTON] name must be a str or path, got {type(name).__name__}")
-    if hook not in _HOOKS:
-        raise ValueError(f"Unsupported hook: {hook!r}")
-    if hook == "triton":
+    hook_object = hooks.resolve(hook)  # ValueError for anything else, as in triton.profiler
+    if hook_object is not None:
         hooks.triton_hook_owner()  # a clear error before any session exists
+    triton_knobs.warn_unsupported(knobs, stacklevel=2)
     if backend in (None, "cupti", "instrumentation"):
-        _C.set_library_search_dirs(_libraries.cupti_dirs())
+        _C.set_library_search_dirs(knobs.cupti_dirs + _libraries.cupti_dirs())
     mode_text = _mode.to_string(mode)
     if backend == "instrumentation":
         mode_text = instrumentation.prepare(mode, data)
-    session, created, warning = _C.start(
-        os.fspath(name), context or "shadow", data or "tree", backend or "", mode_text
-    )
+    with triton_knobs.environment(knobs.env):
+        session, created, warning = _C.start(
+            os.fspath(name),
+            context or "shadow",
+            data or "tree",
+            backend or "",
+            mode_text,
+        )
     if backend == "instrumentation" and created:
         instrumentation.activate(session)
     flags.profiling_on = True
     _process.install_signal_handlers()
-    if hook is not None:
-        hooks.register(session, hook)
+    if hook_object is not None:
+        hooks.registry.register(hook_object, session)
     if warning:
         warnings.warn(warning, RuntimeWarning, stacklevel=2)
     return session
@@ -113,7 +124,7 @@ def profile(
     data: Optional[str] = "tree",
     backend: Optional[str] = None,
     mode: Optional[Union[str, _mode.BaseMode]] = None,
-    hook: Optional[str] = None,
+    hook: Optional[Union[str, Hook]] = None,
 ):
     """Decorator: profile each call of the function (start, then deactivate on return).
 

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import sysconfig
 import sys
 import textwrap
 
@@ -243,3 +244,47 @@ def test_installed_console_scripts_when_present(program):
         check=False,
     )
     assert result.stdout.splitlines() == ["n  name", "3  ROOT", "3  └─ outer", "2     └─ inner"]
+
+
+FRAMES_PROGRAM = """\
+import json
+from proton import _C
+
+
+def launch_site():
+    return _C.python_stack_names()  # what context="python" files a launch here under
+
+
+with open("frames.json", "w") as f:
+    json.dump(launch_site(), f)
+"""
+
+
+def _frames_seen(command, cwd):
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env["PROTON_FORCE_NO_GPU"] = "1"
+    env.pop("PROTON_DISABLE", None)
+    result = subprocess.run(
+        command, cwd=str(cwd), env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    with open(cwd / "frames.json") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("form", ["python -m proton", "proton script", "-m module"])
+def test_python_context_frames_start_at_the_programs_own_file(tmp_path, form):
+    (tmp_path / "frames_prog.py").write_text(FRAMES_PROGRAM)
+    if form == "proton script":
+        # The console script pip installs (bin/proton); the source tree's __main__ otherwise.
+        script = os.path.join(sysconfig.get_path("scripts"), "proton")
+        if not os.path.exists(script):
+            script = os.path.join(PYTHON_DIR, "proton", "__main__.py")
+        command = [sys.executable, script, "-c", "python", "frames_prog.py"]
+    elif form == "-m module":
+        command = [sys.executable, "-m", "proton", "-c", "python", "-m", "frames_prog"]
+    else:
+        command = [sys.executable, "-m", "proton", "-c", "python", "frames_prog.py"]
+    frames = _frames_seen(command, tmp_path)
+    program = str(tmp_path / "frames_prog.py")
+    assert frames == [f"{program}:10@<module>", f"{program}:6@launch_site"]

@@ -10,11 +10,21 @@ Kernels launched while `fn` runs (a torch op computing a size, say) are filed un
 `__proton_launch_metadata/<name of the kernel being launched>` and get no metadata of their
 own, so nothing is counted twice and you can tell whose metadata launched them. Kernel names matching `exclude`, or not matching `include` (regular expressions,
 `re.match`), skip evaluation entirely.
+
+As in triton.profiler, `id` and `op_name` are context variables: while a launch's metadata
+function runs, and after that launch on the same thread, `id.get()` is a number unique to
+that launch in this process and `op_name.get()` the kernel's name (None before any launch).
+
+    hook = proton.hooks.launch.LaunchHook()      # the one instance of this process
+    hook.configure(include="matmul_.*")
+    proton.start("run", hook=hook)
 """
 
+import itertools
 import numbers
 import re
 import threading
+from contextvars import ContextVar
 from typing import Optional
 
 from .. import _C
@@ -22,6 +32,11 @@ from .registry import Hook
 
 # Keys Triton itself puts into the launch metadata; never metrics.
 _RESERVED = frozenset(("name", "function", "stream"))
+
+# The launch being (or last) handled on this thread; see the module's docstring.
+id = ContextVar("id", default=None)  # noqa: A001 (triton.profiler's name)
+op_name = ContextVar("op_name", default=None)
+_launch_ids = itertools.count(1)  # next() on it is atomic under the GIL
 
 
 def metrics_of(data) -> dict:
@@ -80,6 +95,8 @@ class LaunchHook(Hook):
         if data is not None and not self.matches(kernel):
             return
         local.evaluating = True
+        id.set(next(_launch_ids))
+        op_name.set(kernel)
         previous = _C.enter_metadata_state(kernel if isinstance(kernel, str) else None)
         try:
             data = metadata.get() if hasattr(metadata, "get") else metadata
@@ -87,6 +104,7 @@ class LaunchHook(Hook):
             _C.restore_state(previous)
             local.evaluating = False
         name = data.get("name")
+        op_name.set(name)
         if not isinstance(name, str) or not self.matches(name):
             return
         _C.push_launch_metadata(name, metrics_of(data))

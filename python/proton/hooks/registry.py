@@ -32,6 +32,14 @@ class Hook:
         """Called when no active session needs it any more."""
 
 
+def _call(hook, method: str) -> None:
+    """hook.activate() or hook.deactivate() where the object has it (a duck-typed hook may
+    only have enter and exit)."""
+    fn = getattr(hook, method, None)
+    if callable(fn):
+        fn()
+
+
 class HookRegistry:
     def __init__(self, installer) -> None:
         self._installer = installer
@@ -107,11 +115,11 @@ class HookRegistry:
                     running.append(hook)
         before = set(self._enter)
         for hook in before - set(running):
-            hook.deactivate()
+            _call(hook, "deactivate")
         for hook in running:
             if hook not in before:
-                hook.activate()
+                _call(hook, "activate")
         # Stable sort: equal priorities keep registration order.
-        running.sort(key=lambda h: h.priority, reverse=True)
+        running.sort(key=lambda h: getattr(h, "priority", 0), reverse=True)
         self._enter = tuple(running)
         self._exit = tuple(reversed(running))

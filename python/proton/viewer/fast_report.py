@@ -20,7 +20,7 @@ from . import fast
 from .derive import default_metrics, recipe
 from .model import _compile
 from .readers import _decode_value, _decoding, _looks_like_msgpack, too_large
-from .render import format_name, stats_lines
+from .render import display_name, stats_lines
 
 _INT64_MAX = 2**63 - 1
 
@@ -111,14 +111,24 @@ def show(args, specs, color: bool) -> bool:
     else:  # a profile without metrics: names only
         encoded, titles, threshold, color = [("none", None, None, 0, 1)], [""], None, False
     display = None
+    full_names = getattr(args, "full_names", False)
     if args.format != "full":
-        display = [format_name(s, args.format) for s in strings]
+        display = [display_name(s, args.format, full_names) for s in strings]
     depth = None if args.depth is None else max(min(args.depth, _INT64_MAX), -_INT64_MAX)
     fd = _stdout_fd()
     if fd >= 0:
         sys.stdout.flush()
     text = selection.report(
-        encoded, titles, sorted(exclusive), threshold, depth, display, color, args.print_sorted, fd
+        encoded,
+        titles,
+        sorted(exclusive),
+        threshold,
+        depth,
+        display,
+        color,
+        args.print_sorted,
+        fd,
+        not full_names,  # short kernel names, computed in C++ where `display` is None
     )
     if text is None:
         return False

@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-d", "--depth", type=int, default=100, help="levels shown (ROOT is level 0)")
     p.add_argument("-f", "--format", choices=FORMATS, default="full", help="frame name format")
     p.add_argument(
+        "--full-names",
+        action="store_true",
+        help="show kernel names whole (by default a C++ signature is shown without its "
+        "template and parameter lists; -i/-e, --lines and exports always use the full name)",
+    )
+    p.add_argument(
         "--print-sorted",
         "--print_sorted",
         action="store_true",
@@ -269,6 +275,7 @@ def run(argv=None) -> int:
         color=_use_color(args.color),
         print_sorted=args.print_sorted,
         stats=stats,
+        full_names=args.full_names,
     )
     sys.stdout.write(text)
     sys.stdout.flush()

@@ -16,6 +16,7 @@ them (|v| < 0.001 or >= 1e9); integers as they are; "-" where a node has no valu
 from . import fast
 from .derive import Column
 from .model import Profile, is_missing
+from .names import short_kernel_name
 
 TEE, ELBOW, PIPE, BLANK = "├─ ", "└─ ", "│  ", "   "
 RESET = "\033[0m"
@@ -59,6 +60,28 @@ def format_name(name: str, name_format: str) -> str:
     if name_format == "file_function" and "@" in name:
         return f"{name.split('/')[-1].split(':')[0]}@{name.split('@')[-1].split(':')[0]}"
     return name
+
+
+def display_name(name: str, name_format: str = "full", full_names: bool = False) -> str:
+    """A frame's name as the tree shows it: kernel signatures shortened (names.py) unless
+    full_names, then the -f format."""
+    if not full_names:
+        name = short_kernel_name(name)
+    return name if name_format == "full" else format_name(name, name_format)
+
+
+def display_names(names, name_format: str = "full", full_names: bool = False) -> list:
+    """display_name over a list, computed once per distinct name."""
+    if full_names and name_format == "full":
+        return names
+    cache = {}
+    out = []
+    for name in names:
+        shown = cache.get(name)
+        if shown is None:
+            shown = cache[name] = display_name(name, name_format, full_names)
+        out.append(shown)
+    return out
 
 
 def visible_nodes(profile: Profile, first: list, threshold=None, depth=None) -> bytearray:
@@ -105,18 +128,21 @@ def render(
     color=False,
     print_sorted=False,
     stats=None,
+    full_names=False,
 ) -> str:
-    """The whole report as one string (ending in a newline)."""
+    """The whole report as one string (ending in a newline). Kernel signatures are shown
+    short unless full_names (the profile's names are not changed)."""
     if not columns:  # a profile without metrics: names only
         columns, threshold, color = [Column("", [None] * len(profile))], None, False
     first = columns[0].values
     shown = visible_nodes(profile, first, threshold, depth)
-    body = None if color else _fast_rows(profile, columns, shown, name_format)
-    lines = [body] if body is not None else _rows(profile, columns, shown, name_format, color)
+    names = display_names(profile.names, name_format, full_names)
+    body = None if color else _fast_rows(profile, columns, shown, names)
+    lines = [body] if body is not None else _rows(profile, columns, shown, names, color)
     if print_sorted:
         if depth is not None:  # the sorted list is not cut by depth
             shown = visible_nodes(profile, first, threshold)
-        lines.extend(_sorted_lines(profile, columns[0], shown, name_format))
+        lines.extend(_sorted_lines(profile, columns[0], shown, names))
     lines.extend(stats_lines(stats))
     return "\n".join(lines) + "\n"
 
@@ -134,17 +160,14 @@ def stats_lines(stats) -> list:
     ]
 
 
-def _fast_rows(profile: Profile, columns: list, shown, name_format):
+def _fast_rows(profile: Profile, columns: list, shown, names):
     """The header and tree lines from the C++ renderer as one string; None if it cannot."""
-    names = profile.names
-    if name_format != "full":
-        names = [format_name(name, name_format) for name in names]
     values = [col.values for col in columns]
     titles = [col.title for col in columns]
     return fast.render_rows(shown, names, profile.parents, profile.depths(), values, titles)
 
 
-def _rows(profile: Profile, columns: list, shown, name_format, color) -> list:
+def _rows(profile: Profile, columns: list, shown, names, color) -> list:
     """The header and tree lines (and the legend when coloured), in Python."""
     first = columns[0].values
     order = [i for i in range(len(profile)) if shown[i]]
@@ -160,23 +183,22 @@ def _rows(profile: Profile, columns: list, shown, name_format, color) -> list:
             if band >= 0:
                 first_texts[k] = BAND_COLORS[band] + first_texts[k] + RESET
     rest = [[t.rjust(w) for t in texts] for texts, w in zip(cells[1:], widths[1:])]
-    tree_names = _tree_names(profile, order, name_format)
+    tree_names = _tree_names(profile, order, names)
     lines.extend(map("  ".join, zip(first_texts, *rest, tree_names)))
     if color:
         lines.extend(_legend(columns[0].title, low, high))
     return lines
 
 
-def _tree_names(profile: Profile, order, name_format) -> list:
-    """Each shown node's name behind its box-drawing prefix."""
-    names, parents, level = profile.names, profile.parents, profile.depths()
+def _tree_names(profile: Profile, order, names) -> list:
+    """Each shown node's (display) name behind its box-drawing prefix."""
+    parents, level = profile.parents, profile.depths()
     is_last = _last_children(parents, order, len(profile))
     out = []
     add = out.append
     stems = [""]  # stems[d]: what a node at depth d+1 writes before its glyph
-    plain = name_format == "full"
     for i in order:
-        name = names[i] if plain else format_name(names[i], name_format)
+        name = names[i]
         d = level[i]
         if d == 0:
             add(name)
@@ -212,13 +234,13 @@ def _legend(title, low, high) -> list:
     return lines
 
 
-def _sorted_lines(profile, column, shown, name_format) -> list:
+def _sorted_lines(profile, column, shown, names) -> list:
     values = column.values
     nodes = [i for i in range(1, len(profile)) if shown[i]]
     nodes.sort(key=lambda i: (values[i] is None or values[i] != values[i], -(values[i] or 0)))
     lines = ["", f"Sorted kernels by metric {column.title}"]
     for i in nodes:
-        name = format_name(profile.names[i], name_format)
+        name = names[i]
         if len(name) > 100:
             name = name[:100] + "..."
         lines.append(f"{name.ljust(SORTED_NAME_WIDTH)} {format_value(values[i])}")
