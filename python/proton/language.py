@@ -18,6 +18,7 @@ Thread-safety: compile-time only; the nesting stacks are per kernel being compil
 """
 
 import threading
+import warnings
 
 _MARKER_PREFIX = "@proton"
 _INSTRUMENTATION_PREFIX = "proton:"
@@ -87,11 +88,21 @@ def _exit(name, semantic) -> None:
         # Exiting an outer scope closes the ones opened inside it (crossing pairs are marked
         # as such, so the decoder counts them).
         while stack[-1] != name:
+            warnings.warn(
+                f"[PROTON] pl.exit_scope({name!r}) closes {stack[-1]!r}, opened inside it: "
+                "counted as a crossing pair (stat instrumentation_crossing_scopes)",
+                stacklevel=4,
+            )
             _marker("C", list(stack), semantic)
             stack.pop()
         _marker("X", list(stack), semantic)
         stack.pop()
     else:
+        warnings.warn(
+            f"[PROTON] pl.exit_scope({name!r}) without a matching pl.enter_scope: counted "
+            "(stat instrumentation_unmatched_scopes), not recorded",
+            stacklevel=4,
+        )
         _marker("U", stack + [name], semantic)
 
 

@@ -1,0 +1,228 @@
+"""Intra-kernel instrumentation cost (BENCHMARKS.md, "Intra-kernel instrumentation").
+
+    python3 bench/intra_kernel.py [--rounds 3] [--json out.json]
+
+Per kernel (vector add, softmax, a matmul with scopes in its K loop, an attention-like
+kernel), in one process per configuration:
+- kernel cost: CUDA events around N launches, uninstrumented (no session) before and after,
+  instrumented in between; ratio = instrumented / min(before, after);
+- end-to-end cost: wall time of 1000 launches plus one synchronise, same protocol.
+Configurations: `proton` (backend="instrumentation", tree), `proton_trace` (data="trace"),
+`cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
+`triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).
+Prints a table with the median over rounds and the geometric mean over kernels.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+KERNELS = ("vadd", "softmax", "matmul", "attention")
+CONFIGS = ("proton", "proton_trace", "cupti", "triton")
+
+
+def _worker(config: str, out_path: str) -> None:
+    import torch
+    import triton
+    import triton.language as tl
+
+    if config == "triton":
+        import triton.profiler as tp
+        import triton.profiler.language as pl
+
+        pl.enable_semantic("triton")
+        prof = tp
+    else:
+        import proton as prof
+        import proton.language as pl
+
+    @triton.jit
+    def vadd(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        with pl.scope("add"):
+            v = tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m)
+        tl.store(out + offs, v, mask=m)
+
+    @triton.jit
+    def softmax(x, out, N: tl.constexpr):
+        row = tl.program_id(0)
+        offs = tl.arange(0, N)
+        with pl.scope("load"):
+            v = tl.load(x + row * N + offs)
+        with pl.scope("reduce"):
+            e = tl.exp(v - tl.max(v, 0))
+            r = e / tl.sum(e, 0)
+        tl.store(out + row * N + offs, r)
+
+    @triton.jit
+    def matmul(a, b, c, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+        offs_k = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            with pl.scope("load"):
+                x = tl.load(a + offs_m[:, None] * K + (k + offs_k)[None, :])
+                y = tl.load(b + (k + offs_k)[:, None] * K + offs_n[None, :])
+            pl.enter_scope("mma")
+            acc = tl.dot(x, y, acc)
+            pl.exit_scope("mma")
+        tl.store(c + offs_m[:, None] * K + offs_n[None, :], acc)
+
+    @triton.jit
+    def attention(q, k, v, o, S: tl.constexpr, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_d = tl.arange(0, D)
+        qb = tl.load(q + offs_m[:, None] * D + offs_d[None, :])
+        m_i = tl.full((BM,), float("-inf"), tl.float32)
+        l_i = tl.zeros((BM,), tl.float32)
+        acc = tl.zeros((BM, D), tl.float32)
+        for start in range(0, S, BN):
+            offs_n = start + tl.arange(0, BN)
+            with pl.scope("qk"):
+                kb = tl.load(k + offs_n[:, None] * D + offs_d[None, :])
+                s = tl.dot(qb, tl.trans(kb))
+            with pl.scope("softmax"):
+                m_new = tl.maximum(m_i, tl.max(s, 1))
+                p = tl.exp(s - m_new[:, None])
+                alpha = tl.exp(m_i - m_new)
+                l_i = l_i * alpha + tl.sum(p, 1)
+                m_i = m_new
+            with pl.scope("pv"):
+                vb = tl.load(v + offs_n[:, None] * D + offs_d[None, :])
+                acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), vb)
+        tl.store(o + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])
+
+    dev = "cuda"
+    n = 1 << 20
+    x, y = torch.randn(n, device=dev), torch.randn(n, device=dev)
+    o = torch.empty_like(x)
+    rows = torch.randn(4096, 1024, device=dev)
+    rows_out = torch.empty_like(rows)
+    K = 4096
+    a = torch.randn(K, K, device=dev, dtype=torch.float16)
+    b = torch.randn(K, K, device=dev, dtype=torch.float16)
+    c = torch.empty(K, K, device=dev, dtype=torch.float32)
+    S, D = 4096, 64
+    q, kk, vv = (torch.randn(S, D, device=dev, dtype=torch.float16) for _ in range(3))
+    oo = torch.empty(S, D, device=dev, dtype=torch.float32)
+    launches = {
+        "vadd": lambda: vadd[(n // 1024,)](x, y, o, n, BLOCK=1024, num_warps=4),
+        "softmax": lambda: softmax[(4096,)](rows, rows_out, N=1024, num_warps=4),
+        "matmul": lambda: matmul[(K // 128, K // 128)](a, b, c, K=K, BM=128, BN=128, BK=64,
+                                                        num_warps=8, num_stages=3),
+        "attention": lambda: attention[(S // 64,)](q, kk, vv, oo, S=S, D=D, BM=64, BN=64,
+                                                    num_warps=4),
+    }
+    reps = {"vadd": 200, "softmax": 100, "matmul": 10, "attention": 50}
+
+    def kernel_ms(fn, count):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        fn()
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(count):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / count
+
+    def wall_s(fn, count=1000):
+        fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(count):
+            fn()
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    results = {}
+    for name, fn in launches.items():
+        before_k, before_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
+        if config == "cupti":
+            prof.start(f"b_{name}")
+        elif config == "proton_trace":
+            prof.start(f"b_{name}", backend="instrumentation", data="trace")
+        else:
+            prof.start(f"b_{name}", backend="instrumentation")
+        inst_k, inst_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
+        t0 = time.perf_counter()
+        prof.finalize()
+        fin = time.perf_counter() - t0
+        after_k, after_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
+        size = sum(os.path.getsize(f) for f in os.listdir(".") if f.startswith(f"b_{name}."))
+        results[name] = {
+            "kernel_ratio": inst_k / min(before_k, after_k),
+            "wall_ratio": inst_w / min(before_w, after_w),
+            "kernel_ms": min(before_k, after_k),
+            "finalize_s": fin,
+            "profile_bytes": size,
+        }
+    with open(out_path, "w") as f:
+        json.dump(results, f)
+
+
+def _geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--json", default="")
+    ap.add_argument("--worker", default="")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    if args.worker:
+        return _worker(args.worker, args.out)
+    configs = args.configs.split(",")
+    rounds = {c: [] for c in configs}
+    for r in range(args.rounds):
+        for c in configs:
+            out = f"/tmp/intra_{c}_{r}.json"
+            proc = subprocess.run(
+                [sys.executable, __file__, "--worker", c, "--out", out],
+                capture_output=True, text=True, timeout=900, cwd="/tmp",
+            )
+            if proc.returncode != 0:
+                print(f"[{c} round {r}] failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+                continue
+            rounds[c].append(json.load(open(out)))
+    table = {}
+    print(f"{'config':14s} " + " ".join(f"{k:>20s}" for k in KERNELS) + "   geomean(kernel)")
+    for c in configs:
+        if not rounds[c]:
+            print(f"{c:14s} (did not run)")
+            continue
+        row = {}
+        for k in KERNELS:
+            kr = statistics.median(r[k]["kernel_ratio"] for r in rounds[c])
+            wr = statistics.median(r[k]["wall_ratio"] for r in rounds[c])
+            row[k] = {
+                "kernel_ratio": kr,
+                "wall_ratio": wr,
+                "kernel_ratio_range": [min(r[k]["kernel_ratio"] for r in rounds[c]),
+                                       max(r[k]["kernel_ratio"] for r in rounds[c])],
+                "profile_bytes": rounds[c][-1][k]["profile_bytes"],
+                "finalize_s": rounds[c][-1][k]["finalize_s"],
+            }
+        gm = _geomean([row[k]["kernel_ratio"] for k in KERNELS])
+        table[c] = {"kernels": row, "kernel_geomean": gm}
+        cells = " ".join(f"{row[k]['kernel_ratio']:8.3f}/{row[k]['wall_ratio']:8.3f}  " for k in KERNELS)
+        print(f"{c:14s} {cells}   {gm:.3f}")
+    print("cells: kernel-time ratio / wall-time ratio of a loop of launches (median of rounds)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(table, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

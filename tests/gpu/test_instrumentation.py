@@ -1,0 +1,213 @@
+"""backend="instrumentation" on a real GPU: scopes inside Triton kernels (proton.language),
+the implicit scope of unedited kernels, exact counts, per-warp timelines, options, and
+outputs bit-identical with and without instrumentation."""
+
+import json
+
+import proton
+import proton.language as pl
+import pytest
+from gpu_tree import dump
+from proton_test_utils import find, load_hatchet
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+
+@triton.jit
+def vadd_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def scoped_matmul_kernel(a, b, c, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # A software-pipelined K loop (num_stages=3) with one scope per half of its body.
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        with pl.scope("load"):
+            x = tl.load(a + offs_m[:, None] * K + (k + offs_k)[None, :])
+            y = tl.load(b + (k + offs_k)[:, None] * K + offs_n[None, :])
+        pl.enter_scope("mma")
+        acc = tl.dot(x, y, acc)
+        pl.exit_scope("mma")
+    tl.store(c + offs_m[:, None] * K + offs_n[None, :], acc)
+
+
+@triton.jit
+def chain_kernel(out, N: tl.constexpr):
+    # N dependent multiply-adds inside one scope: its cycles grow linearly with N.
+    v = tl.program_id(0).to(tl.float32) + 1.0
+    with pl.scope("chain"):
+        for _ in tl.static_range(N):
+            v = v * 1.0001 + 0.5
+    with pl.scope("empty"):
+        pass
+    tl.store(out + tl.program_id(0), v)
+
+
+@triton.jit
+def unmatched_kernel(out):
+    pl.exit_scope("never_opened")
+    tl.store(out, 1.0)
+
+
+K = 512
+
+
+def run_vadd(n=4096, block=1024, launches=1):
+    x = torch.arange(n, device="cuda", dtype=torch.float32)
+    y = torch.ones(n, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+    for _ in range(launches):
+        vadd_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block, num_warps=4)
+    torch.cuda.synchronize()
+    return out
+
+
+def run_matmul():
+    torch.manual_seed(0)
+    a = torch.randn(K, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, K, device="cuda", dtype=torch.float16)
+    c = torch.empty(K, K, device="cuda", dtype=torch.float32)
+    scoped_matmul_kernel[(K // 128, K // 128)](
+        a, b, c, K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3
+    )
+    torch.cuda.synchronize()
+    return c
+
+
+def profile(name, fn, **kwargs):
+    proton.start(name, backend="instrumentation", **kwargs)
+    result = fn()
+    proton.finalize()
+    return result
+
+
+def test_unedited_kernel_records_each_warps_span_under_its_cupti_frame():
+    run_vadd()  # compiled (and cached) before the session: recompiled for it
+    profile("vadd", lambda: run_vadd(launches=10))
+    root = load_hatchet("vadd.hatchet")[0]
+    kernel = find(root, "vadd_kernel")
+    assert kernel is not None, dump(root)
+    m = kernel["metrics"]
+    assert m["count"] == 10 and m["time (ns)"] > 0, dump(root)
+    # 4 CTAs x 4 warps x 10 launches: every warp's span summed; per warp on average.
+    assert m["cycles"] > 0 and m["normalized_cycles"] > 0
+    assert m["cycles"] == pytest.approx(m["normalized_cycles"] * 4 * 4 * 10)
+
+
+def test_scopes_in_a_pipelined_k_loop_count_exactly():
+    profile("mm", run_matmul)
+    root = load_hatchet("mm.hatchet")[0]
+    kernel = find(root, "scoped_matmul_kernel")
+    assert kernel is not None, dump(root)
+    ctas, warps, iters = (K // 128) ** 2, 8, K // 64
+    for scope in ("load", "mma"):
+        node = find(kernel, scope)
+        assert node is not None, dump(root)
+        assert node["metrics"]["count"] == ctas * warps * iters, dump(root)
+        assert node["metrics"]["cycles"] > 0
+    assert kernel["metrics"]["count"] == 1
+
+
+def test_outputs_are_bit_identical_with_and_without_instrumentation():
+    plain_mm, plain_add = run_matmul(), run_vadd()
+    proton.start("same", backend="instrumentation")
+    inst_mm, inst_add = run_matmul(), run_vadd()
+    proton.finalize()
+    after_mm = run_matmul()  # the plain binary again
+    assert torch.equal(plain_mm, inst_mm) and torch.equal(plain_add, inst_add)
+    assert torch.equal(plain_mm, after_mm)
+
+
+def test_plain_binaries_come_back_after_finalize():
+    profile("first", run_vadd)
+    proton.start("plain")  # kernel tracing only
+    run_vadd()
+    proton.finalize()
+    kernel = find(load_hatchet("plain.hatchet")[0], "vadd_kernel")
+    assert kernel["metrics"]["count"] == 1 and "cycles" not in kernel["metrics"]
+
+
+def test_trace_has_one_lane_per_cta_and_warp_inside_the_kernel_slice():
+    profile("tl", lambda: run_vadd(n=2048), data="trace")
+    events = json.load(open("tl.chrome_trace"))["traceEvents"]
+    kernel = [e for e in events if e.get("cat") == "kernel"]
+    warps = [e for e in events if e.get("cat") == "warp"]
+    assert len(kernel) == 1
+    assert len(warps) == 2 * 4  # 2 CTAs x 4 warps, one kernel-wide slice each
+    lanes = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {f"CTA {c} Warp {w}" for c in range(2) for w in range(4)} <= lanes
+    k = kernel[0]
+    for w in warps:
+        assert w["name"] == "vadd_kernel" and "sm" in w["args"] and w["args"]["cycles"] > 0
+        assert w["pid"] == k["pid"]
+        # Same clock: the warps sit inside the kernel's slice (1 us for clock granularity).
+        assert k["ts"] - 1.0 <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] + 1.0
+
+
+def test_warp_group_with_selected_units_records_only_those():
+    mode = proton.mode.Default(
+        granularity="warp_group", sampling_strategy="selective", sampling_options="1"
+    )
+    profile("sel", run_matmul, data="trace", mode=mode)
+    events = json.load(open("sel.chrome_trace"))["traceEvents"]
+    lanes = {e["tid"] for e in events if e.get("cat") == "warp"}
+    names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    ctas = (K // 128) ** 2
+    assert len(lanes) == ctas  # one unit (warps 4-7, led by warp 4) per CTA
+    assert all(n.endswith("Warp 4") for n in names if n.startswith("CTA"))
+
+
+def test_cycles_grow_linearly_with_dependent_work_and_time_shift_zeroes_empty_scopes():
+    sizes = [64, 128, 256, 512, 1024]
+    mode = proton.mode.Default(optimizations="time_shift")
+    out = torch.empty(1, device="cuda")
+    cycles, empty = [], []
+    for n in sizes:
+        name = f"chain{n}"
+        profile(name, lambda n=n: (chain_kernel[(1,)](out, N=n, num_warps=1), torch.cuda.synchronize()), mode=mode)
+        kernel = find(load_hatchet(f"{name}.hatchet")[0], "chain_kernel")
+        cycles.append(find(kernel, "chain")["metrics"]["normalized_cycles"])
+        empty.append(find(kernel, "empty")["metrics"]["normalized_cycles"])
+    mean_x, mean_y = sum(sizes) / 5, sum(cycles) / 5
+    sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(sizes, cycles))
+    sxx = sum((x - mean_x) ** 2 for x in sizes)
+    syy = sum((y - mean_y) ** 2 for y in cycles)
+    r2 = sxy * sxy / (sxx * syy)
+    assert r2 > 0.99, (sizes, cycles)
+    assert max(empty) <= 8, empty
+
+
+def test_scope_cycles_fit_inside_the_kernels_duration():
+    profile("fit", run_matmul)
+    root = load_hatchet("fit.hatchet")
+    kernel = find(root[0], "scoped_matmul_kernel")
+    khz = root[1]["CUDA"]["0"]["clock_rate"]
+    per_warp_ns = kernel["metrics"]["normalized_cycles"] / (khz / 1e6)
+    # A warp cannot be busy longer than its kernel ran (the SM may clock below the max rate,
+    # which only makes cycles / max rate shorter).
+    assert per_warp_ns <= kernel["metrics"]["time (ns)"]
+
+
+def test_unknown_option_values_raise_config_error_listing_the_allowed_ones():
+    with pytest.raises(proton.ConfigError, match="warp_group"):
+        proton.mode.Default(granularity="warps")
+    with pytest.raises(proton.ConfigError, match="time_shift"):
+        proton.mode.Default(optimizations="fast")
+
+
+def test_unmatched_exit_is_counted_and_named(capfd):
+    out = torch.empty(1, device="cuda")
+    with pytest.warns(UserWarning, match="never_opened"):
+        profile("unm", lambda: (unmatched_kernel[(1,)](out), torch.cuda.synchronize()))
+    stats = load_hatchet("unm.hatchet")
+    text = json.dumps(stats)
+    assert "instrumentation_unmatched_scopes[unmatched_kernel]" in text
+    assert "unmatched_kernel" in capfd.readouterr().err

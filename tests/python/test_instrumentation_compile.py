@@ -1,0 +1,74 @@
+"""backend="instrumentation" compile path without a GPU: Triton compiles a kernel with
+proton.language scopes for sm_90 offline, through Proton's compile step; markers become
+recording code, the scope table lands in the kernel's metadata, and everything Proton set in
+Triton is put back afterwards."""
+
+import pytest
+
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+from proton import _C, instrumentation  # noqa: E402
+from proton import language as pl  # noqa: E402
+from proton import mode as _mode  # noqa: E402
+
+
+@triton.jit
+def scoped_kernel(x, out, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    with pl.scope("load"):
+        v = tl.load(x + offs)
+    pl.enter_scope("math")
+    v = v * 2.0
+    pl.exit_scope("math")
+    tl.store(out + offs, v)
+
+
+def compile_for_hopper(config):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    src = ASTSource(
+        scoped_kernel, signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
+        constexprs={"N": 256},
+    )
+    options = {"num_warps": 4}
+    if config:
+        options["instrumentation_mode"] = config
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+@pytest.fixture
+def session(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    mode = _mode.Default(granularity="warp", optimizations="time_shift")
+    instrumentation.prepare(mode, "tree")
+    before = triton.knobs.runtime.add_stages_inspection_hook
+    instrumentation.activate(12345)
+    yield instrumentation.config_string(mode, "tree")
+    instrumentation.deactivate(12345)
+    assert triton.knobs.runtime.add_stages_inspection_hook is before
+    assert triton.knobs.compilation.instrumentation_mode == ""
+
+
+def test_scopes_compile_into_recording_code_with_their_table(session):
+    kernel = compile_for_hopper(session)
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("// @proton:E:") == 2 and ptx.count("// @proton:X:") == 2
+    assert "red.global.add.u64" in ptx and "%pt_lead" in ptx
+    table = kernel.metadata.proton_instrumentation.split("\t")
+    assert bytes.fromhex(table[1]).decode() == "scoped_kernel"
+    assert [bytes.fromhex(p).decode() for p in table[13:]] == ["", "load", "math"]
+    assert kernel.metadata.profile_scratch_size == 1  # tree: Proton sizes the slot itself
+    assert triton.knobs.compilation.instrumentation_mode == session
+
+
+def test_without_a_session_the_scopes_compile_to_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    ptx = compile_for_hopper("").asm["ptx"]
+    assert "@proton" not in ptx and "%pt_" not in ptx
+
+
+def test_the_rewrite_refuses_ptx_it_cannot_instrument():
+    with pytest.raises(_C.ConfigError):
+        _C.instrument_ptx(".version 8.7\n.target sm_90a\n", "proton:tree:1:256:*:")
