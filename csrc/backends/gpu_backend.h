@@ -10,6 +10,8 @@
 // SessionManager::launchContext() where the calling thread's launch belongs.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
