@@ -3,12 +3,38 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
-#include <sstream>
+#include <string>
+#include <type_traits>
 
 namespace proton::instrumentation {
 namespace {
 
 constexpr std::string_view kMarker = "// @proton:";
+
+// Text builder. No iostreams: the extension links libstdc++ statically, and iostreams' locale
+// state breaks when a process also loads a shared libstdc++ (PyTorch does).
+class Out {
+ public:
+  Out &operator<<(std::string_view s) {
+    text_ += s;
+    return *this;
+  }
+  Out &operator<<(const char *s) { return *this << std::string_view(s); }
+  Out &operator<<(const std::string &s) { return *this << std::string_view(s); }
+  Out &operator<<(char c) {
+    text_ += c;
+    return *this;
+  }
+  template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+  Out &operator<<(T v) {
+    text_ += std::to_string(v);
+    return *this;
+  }
+  std::string str() { return std::move(text_); }
+
+ private:
+  std::string text_;
+};
 
 std::vector<std::string_view> splitLines(std::string_view text) {
   std::vector<std::string_view> lines;
@@ -98,7 +124,7 @@ class Emitter {
   Emitter(const RewriteConfig &c, const ScopeTable &t) : c_(c), t_(t) {}
 
   std::string declarations() const {
-    std::ostringstream o;
+    Out o;
     size_t k = t_.paths.size();
     o << "\t.reg .pred \t%pt_q<4>;\n\t.reg .pred \t%pt_lead;\n"
       << "\t.reg .b32 \t%pt_w<12>;\n\t.reg .b64 \t%pt_d<8>;\n"
@@ -112,7 +138,7 @@ class Emitter {
   }
 
   std::string prologue(std::string_view param) const {
-    std::ostringstream o;
+    Out o;
     o << "\t// proton: instrumentation prologue\n"
       << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n"
@@ -152,7 +178,7 @@ class Emitter {
   }
 
   std::string enter(size_t id) const {
-    std::ostringstream o;
+    Out o;
     if (c_.trace) {
       event(o, static_cast<uint32_t>(id << 1));
       return o.str();
@@ -168,7 +194,7 @@ class Emitter {
   }
 
   std::string exit(size_t id, bool crossing) const {
-    std::ostringstream o;
+    Out o;
     if (crossing) o << "\tadd.u32 \t%pt_x, %pt_x, 1;\n";
     if (c_.trace) {
       event(o, static_cast<uint32_t>(id << 1 | 1));
@@ -198,7 +224,7 @@ class Emitter {
   std::string unmatched() const { return "\tadd.u32 \t%pt_u, %pt_u, 1;\n"; }
 
   std::string epilogue(size_t retIndex) const {
-    std::ostringstream o;
+    Out o;
     o << "\t// proton: instrumentation epilogue\n" << exit(0, false);
     std::string skip = "$pt_skip" + std::to_string(retIndex);
     if (c_.trace) {
@@ -239,7 +265,7 @@ class Emitter {
     return r;
   }
 
-  void traceHeaderStart(std::ostringstream &o) const {
+  void traceHeaderStart(Out &o) const {
     // CTA-linear index, then this unit's header and event area.
     o << "\tmov.u32 \t%pt_w4, %ctaid.z;\n\tmov.u32 \t%pt_w5, %nctaid.y;\n"
       << "\tmov.u32 \t%pt_w6, %ctaid.y;\n"
@@ -259,7 +285,7 @@ class Emitter {
       << "\t@%pt_lead st.global.u64 \t[%pt_d1+16], %pt_d6;\n";
   }
 
-  void event(std::ostringstream &o, uint32_t tag) const {
+  void event(Out &o, uint32_t tag) const {
     o << "\tmov.u32 \t%pt_w8, %clock;\n"
       << "\tand.b32 \t%pt_w9, %pt_n, " << (t_.capacity - 1) << ";\n"
       << "\tmul.wide.u32 \t%pt_d5, %pt_w9, 8;\n"
@@ -443,7 +469,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
 }
 
 std::string encodeTable(const ScopeTable &t) {
-  std::ostringstream o;
+  Out o;
   o << "v1\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
     << t.numWarps << '\t' << t.unitWarps << '\t' << t.unitsPerCta << '\t' << t.capacity << '\t'
     << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t'
