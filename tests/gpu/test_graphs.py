@@ -12,6 +12,17 @@ from gpu_tree import dump, kernels_under, total_count
 from proton import _C
 from proton_test_utils import find, load_hatchet
 
+
+def counted_outside_torch_bookkeeping(root):
+    """Every kernel counted, less the int64 fills torch.cuda.graph launches outside any scope
+    when it captures (seen on the H100: one or two per capture, never inside a scope)."""
+    bookkeeping = sum(
+        c["metrics"].get("count", 0)
+        for c in root["children"]
+        if "FillFunctor<long>" in c["frame"]["name"]
+    )
+    return total_count(root) - bookkeeping
+
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
@@ -110,7 +121,7 @@ def test_first_capture_replays_keep_their_capture_context_after_reset(stream):
         assert total_count(find(root, replay)) == 12, dump(root)
     for i in range(3):  # captured launches did not run at capture
         assert total_count(find(root, f"iter_{i}")) == 0, dump(root)
-    assert total_count(root) == 4 + 3 * 12, dump(root)
+    assert counted_outside_torch_bookkeeping(root) == 4 + 3 * 12, dump(root)
     stats = dict(root["proton_metadata"]["stats"])
     assert stats["graph_kernels_without_capture_context"] - before == 0
 
@@ -146,7 +157,7 @@ def test_kernels_captured_while_deactivated_are_not_recorded_at_replay():
     )
     assert total_count(find(captured, "scope_a")) == 1, dump(root)
     assert total_count(find(captured, "scope_c")) == 1, dump(root)
-    assert total_count(root) == 2, dump(root)
+    assert counted_outside_torch_bookkeeping(root) == 2, dump(root)
 
 
 # Defect 3: launch metadata evaluated at capture (hook="triton") renames the kernel and adds
@@ -200,7 +211,7 @@ def test_launch_metadata_at_capture_on_two_streams():
     assert kernels_under(replayed) == [("foo_test", 4)], dump(root)
     m = find(replayed, "foo_test")["metrics"]
     assert m["flops"] == 4 * 2 * N and m["bytes"] == 4 * 12 * N and m["my_metric"] == 4
-    assert total_count(root) == 4, dump(root)
+    assert counted_outside_torch_bookkeeping(root) == 4, dump(root)
 
 
 # Item 4: kernels launched inside a launch_metadata function go under
