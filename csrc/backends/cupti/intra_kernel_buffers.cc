@@ -15,8 +15,8 @@ namespace {
 
 constexpr size_t kTreeSlotBytes =
     instrumentation::kTreeHeaderBytes +
-    instrumentation::kTreeScopeBytes * instrumentation::kMaxScopes;
-constexpr size_t kTreeRingBytes = kTreeSlotBytes * 8192;  // 8192 launches between drains
+    instrumentation::kTreeStripes * instrumentation::kTreeScopeBytes * instrumentation::kMaxScopes;
+constexpr size_t kTreeRingBytes = kTreeSlotBytes * 4096;  // 4096 launches between drains
 constexpr size_t kAlign = 256;
 
 struct Pending {

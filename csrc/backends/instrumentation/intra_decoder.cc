@@ -127,12 +127,15 @@ void IntraDecoder::fileTree(const uint8_t *slot, size_t size, const IntraLaunch 
     return;
   }
   std::vector<ScopeSums> sums(table.paths.size());
-  for (size_t i = 0; i < sums.size(); ++i) {
-    size_t at = kTreeHeaderBytes + kTreeScopeBytes * i;
-    if (at + kTreeScopeBytes > size) break;
-    sums[i].cycles = load<uint64_t>(slot + at);
-    sums[i].count = load<uint32_t>(slot + at + 8);
-    sums[i].warps = load<uint32_t>(slot + at + 12);
+  size_t stripeBytes = kTreeScopeBytes * sums.size();
+  for (size_t stripe = 0; stripe < kTreeStripes; ++stripe) {
+    for (size_t i = 0; i < sums.size(); ++i) {
+      size_t at = kTreeHeaderBytes + stripe * stripeBytes + kTreeScopeBytes * i;
+      if (at + kTreeScopeBytes > size) break;
+      sums[i].cycles += load<uint64_t>(slot + at);
+      sums[i].count += load<uint32_t>(slot + at + 8);
+      sums[i].warps += load<uint32_t>(slot + at + 12);
+    }
   }
   noteMismatch(table, load<uint32_t>(slot + 4) + table.staticUnmatched,
                load<uint32_t>(slot + 8) + table.staticCrossing);

@@ -241,17 +241,26 @@ class Emitter {
       for (size_t i = 1; i < t_.paths.size(); ++i)
         o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << i << ", 0;\n"
           << "\t@%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n";
+      // Stripe of this CTA: blockIdx.x mod kTreeStripes.
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
-        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-        << "\tst.global.u32 \t[%pt_d0], %pt_w6;\n"
-        << "\tred.global.add.u32 \t[%pt_d0+4], %pt_u;\n"
-        << "\tred.global.add.u32 \t[%pt_d0+8], %pt_x;\n";
+        << "\tmov.u32 \t%pt_w6, %ctaid.x;\n"
+        << "\tsetp.eq.u32 \t%pt_q2, %pt_w6, 0;\n"
+        << "\tmov.u32 \t%pt_w7, " << t_.hash << ";\n"
+        << "\t@%pt_q2 st.global.u32 \t[%pt_d0], %pt_w7;\n"
+        << "\tsetp.ne.u32 \t%pt_q2, %pt_u, 0;\n"
+        << "\t@%pt_q2 red.global.add.u32 \t[%pt_d0+4], %pt_u;\n"
+        << "\tsetp.ne.u32 \t%pt_q2, %pt_x, 0;\n"
+        << "\t@%pt_q2 red.global.add.u32 \t[%pt_d0+8], %pt_x;\n"
+        << "\tand.b32 \t%pt_w6, %pt_w6, " << (kTreeStripes - 1) << ";\n"
+        << "\tmul.wide.u32 \t%pt_d3, %pt_w6, " << kTreeScopeBytes * t_.paths.size() << ";\n"
+        << "\tadd.u64 \t%pt_d3, %pt_d3, %pt_d0;\n";
       for (size_t i = 0; i < t_.paths.size(); ++i) {
         size_t at = kTreeHeaderBytes + kTreeScopeBytes * i;
-        o << "\tred.global.add.u64 \t[%pt_d0+" << at << "], %pt_a" << i << ";\n"
-          << "\tred.global.add.u32 \t[%pt_d0+" << at + 8 << "], %pt_c" << i << ";\n"
-          << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
-          << "\t@%pt_q2 red.global.add.u32 \t[%pt_d0+" << at + 12 << "], 1;\n";
+        // count in the low word, one warp in the high word, in one 64-bit add.
+        o << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
+          << "\t@%pt_q2 red.global.add.u64 \t[%pt_d3+" << at << "], %pt_a" << i << ";\n"
+          << "\t@%pt_q2 mov.b64 \t%pt_d4, {%pt_c" << i << ", 1};\n"
+          << "\t@%pt_q2 red.global.add.u64 \t[%pt_d3+" << at + 8 << "], %pt_d4;\n";
       }
     }
     o << skip << ":\n";
@@ -430,7 +439,8 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
     t.slotBytes = t.unitBytes * t.unitsPerCta;
   } else {
-    t.slotBytes = kTreeHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
+    t.slotBytes = kTreeHeaderBytes +
+                  kTreeStripes * kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
   }
   uint32_t h = fnv1a(config.text, fnv1a(e.name));
   for (const std::string &p : t.paths) h = fnv1a(p, fnv1a("\x1e", h));

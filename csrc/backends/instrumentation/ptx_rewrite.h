@@ -14,9 +14,11 @@
 // passes what Proton's allocator returned). A null pointer turns recording off.
 //
 // Tree layout (one slot per launch, reduced on the GPU: each recording warp keeps per-scope
-// sums in registers and adds them with atomics when it returns):
-//   [ u32 hash | u32 unmatched | u32 crossing | u32 0 ] then per scope i (0 = the kernel):
-//   [ u64 cycles | u32 count | u32 warps ]                 (16 + 16 * scopes bytes)
+// sums in registers and adds them with two atomics per scope when it returns; CTAs spread
+// over kTreeStripes copies, by blockIdx.x, so that atomics to one address stay few):
+//   [ u32 hash | u32 unmatched | u32 crossing | u32 0 ] then kTreeStripes stripes of, per
+//   scope i (0 = the kernel): [ u64 cycles | u32 count | u32 warps ]
+//   (16 + kTreeStripes * 16 * scopes bytes; the decoder adds the stripes up)
 // Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
 //   unit header, 48 bytes:
 //   [ u32 events | u32 smid | u64 globaltimer0 | u64 clock0 | u64 globaltimer1 | u64 clock1 |
@@ -72,7 +74,8 @@ struct RewriteResult {
 constexpr uint32_t kTraceUnitHeaderBytes = 48;
 constexpr uint32_t kTreeHeaderBytes = 16;
 constexpr uint32_t kTreeScopeBytes = 16;
-constexpr uint32_t kMaxScopes = 255;  // per kernel, the kernel's own scope included
+constexpr uint32_t kTreeStripes = 32;
+constexpr uint32_t kMaxScopes = 64;  // per kernel, the kernel's own scope included
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.
 Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &config);

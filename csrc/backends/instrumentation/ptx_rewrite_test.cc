@@ -39,9 +39,10 @@ TEST(PtxRewrite, TreeModeSumsEveryScopeOnTheGpu) {
   ASSERT_EQ(t.paths, (std::vector<std::string>{"", "load", "mma"}));
   EXPECT_EQ(t.numWarps, 8u);
   EXPECT_EQ(t.unitsPerCta, 8u);
-  EXPECT_EQ(t.slotBytes, kTreeHeaderBytes + 3 * kTreeScopeBytes);
-  // One return: three scopes flushed with one 64-bit and two 32-bit atomics each.
-  EXPECT_EQ(count(r.ptx, "red.global.add.u64"), 3u);
+  EXPECT_EQ(t.slotBytes, kTreeHeaderBytes + kTreeStripes * 3 * kTreeScopeBytes);
+  // One return: three scopes flushed with two 64-bit atomics each, into the CTA's stripe.
+  EXPECT_EQ(count(r.ptx, "red.global.add.u64"), 6u);
+  EXPECT_EQ(count(r.ptx, "and.b32 \t%pt_w6, %pt_w6, 31;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
   // Each marker keeps its line and gets one clock read; the kernel scope adds two more.
   EXPECT_EQ(count(r.ptx, "// @proton:"), 4u);
