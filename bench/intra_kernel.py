@@ -115,10 +115,12 @@ def _worker(config: str, out_path: str) -> None:
     launches = {
         "vadd": lambda: vadd[(n // 1024,)](x, y, o, n, BLOCK=1024, num_warps=4),
         "softmax": lambda: softmax[(4096,)](rows, rows_out, N=1024, num_warps=4),
-        "matmul": lambda: matmul[(K // 128, K // 128)](a, b, c, K=K, BM=128, BN=128, BK=64,
-                                                        num_warps=8, num_stages=3),
-        "attention": lambda: attention[(S // 64,)](q, kk, vv, oo, S=S, D=D, BM=64, BN=64,
-                                                    num_warps=4),
+        "matmul": lambda: matmul[(K // 128, K // 128)](
+            a, b, c, K=K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3
+        ),
+        "attention": lambda: attention[(S // 64,)](
+            q, kk, vv, oo, S=S, D=D, BM=64, BN=64, num_warps=4
+        ),
     }
     reps = {"vadd": 200, "softmax": 100, "matmul": 10, "attention": 50}
 
@@ -190,7 +192,10 @@ def main():
             out = f"/tmp/intra_{c}_{r}.json"
             proc = subprocess.run(
                 [sys.executable, __file__, "--worker", c, "--out", out],
-                capture_output=True, text=True, timeout=900, cwd="/tmp",
+                capture_output=True,
+                text=True,
+                timeout=900,
+                cwd="/tmp",
             )
             if proc.returncode != 0:
                 print(f"[{c} round {r}] failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
@@ -209,14 +214,18 @@ def main():
             row[k] = {
                 "kernel_ratio": kr,
                 "wall_ratio": wr,
-                "kernel_ratio_range": [min(r[k]["kernel_ratio"] for r in rounds[c]),
-                                       max(r[k]["kernel_ratio"] for r in rounds[c])],
+                "kernel_ratio_range": [
+                    min(r[k]["kernel_ratio"] for r in rounds[c]),
+                    max(r[k]["kernel_ratio"] for r in rounds[c]),
+                ],
                 "profile_bytes": rounds[c][-1][k]["profile_bytes"],
                 "finalize_s": rounds[c][-1][k]["finalize_s"],
             }
         gm = _geomean([row[k]["kernel_ratio"] for k in KERNELS])
         table[c] = {"kernels": row, "kernel_geomean": gm}
-        cells = " ".join(f"{row[k]['kernel_ratio']:8.3f}/{row[k]['wall_ratio']:8.3f}  " for k in KERNELS)
+        cells = " ".join(
+            f"{row[k]['kernel_ratio']:8.3f}/{row[k]['wall_ratio']:8.3f}  " for k in KERNELS
+        )
         print(f"{c:14s} {cells}   {gm:.3f}")
     print("cells: kernel-time ratio / wall-time ratio of a loop of launches (median of rounds)")
     if args.json:

@@ -113,7 +113,8 @@ class ChromeTraceEmitter {
     for (uint64_t pid : pids)
       metadataEvent("process_name", pid, nullptr,
                     pid == kCpuPid ? std::string("CPU") : "GPU " + std::to_string(pid - 1));
-    for (const auto &[pid, tid] : lanes) metadataEvent("thread_name", pid, &tid, laneName(pid, tid));
+    for (const auto &[pid, tid] : lanes)
+      metadataEvent("thread_name", pid, &tid, laneName(pid, tid));
   }
 
   void emitSlice(const TraceEvent &ev) {

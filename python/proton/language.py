@@ -35,7 +35,9 @@ def _name(name) -> str:
     core = _triton_core()
     value = core._unwrap_if_constexpr(name)
     if not isinstance(value, str) or not value:
-        raise ValueError(f"[PROTON] a scope name must be a non-empty constant string, got {value!r}")
+        raise ValueError(
+            f"[PROTON] a scope name must be a non-empty constant string, got {value!r}"
+        )
     return value
 
 

@@ -23,6 +23,7 @@ def counted_outside_torch_bookkeeping(root):
     )
     return total_count(root) - bookkeeping
 
+
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")

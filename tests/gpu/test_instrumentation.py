@@ -173,7 +173,11 @@ def test_cycles_grow_linearly_with_dependent_work_and_time_shift_zeroes_empty_sc
     cycles, empty = [], []
     for n in sizes:
         name = f"chain{n}"
-        profile(name, lambda n=n: (chain_kernel[(1,)](out, N=n, num_warps=1), torch.cuda.synchronize()), mode=mode)
+        profile(
+            name,
+            lambda n=n: (chain_kernel[(1,)](out, N=n, num_warps=1), torch.cuda.synchronize()),
+            mode=mode,
+        )
         kernel = find(load_hatchet(f"{name}.hatchet")[0], "chain_kernel")
         cycles.append(find(kernel, "chain")["metrics"]["normalized_cycles"])
         empty.append(find(kernel, "empty")["metrics"]["normalized_cycles"])

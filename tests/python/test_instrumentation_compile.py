@@ -29,7 +29,8 @@ def compile_for_hopper(config):
     from triton.compiler import ASTSource
 
     src = ASTSource(
-        scoped_kernel, signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
+        scoped_kernel,
+        signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
         constexprs={"N": 256},
     )
     options = {"num_warps": 4}

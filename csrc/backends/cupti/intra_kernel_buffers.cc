@@ -40,9 +40,9 @@ IntraKernelBuffers &IntraKernelBuffers::global() {
 void IntraKernelBuffers::addUser() {
   std::lock_guard lock(mu_);
   if (users_++ == 0)
-    for (const char *name : {"instrumentation_launches_unrecorded",
-                             "instrumentation_graph_launches_unrecorded",
-                             "instrumentation_ring_drains"})
+    for (const char *name :
+         {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
+          "instrumentation_ring_drains"})
       stat(name);
 }
 
@@ -143,8 +143,7 @@ void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
   rings_[it->second.first].slots[it->second.second].startNs = startNs;
 }
 
-void IntraKernelBuffers::fileSlot(const Ring &ring, const SlotRecord &slot,
-                                  const uint8_t *data) {
+void IntraKernelBuffers::fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data) {
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
   size_t n = 0;
   StringId name = StringTable::global().intern(readableKernelName(slot.symbol));

@@ -48,8 +48,7 @@ class IntraKernelBuffers {
   Alloc allocate(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
                  uint64_t *devicePtr);
   // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any.
-  void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
-                  const char *symbol);
+  void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol);
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
   // Every bound launch has completed: copy the used part of each ring back, file each slot

@@ -43,7 +43,8 @@ MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, bool with
   static const MetricSpec kCount = MetricSpec::parse("count");
   MetricList m;
   m.push_back({kCycles, static_cast<int64_t>(cycles)});
-  m.push_back({kNormalized, warps ? static_cast<double>(cycles) / static_cast<double>(warps) : 0.0});
+  m.push_back(
+      {kNormalized, warps ? static_cast<double>(cycles) / static_cast<double>(warps) : 0.0});
   if (withCount) m.push_back({kCount, static_cast<int64_t>(count)});
   return m;
 }
@@ -178,9 +179,9 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   if (!haveTable) return;
   double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
                           : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
-  int64_t shift = launch.kernelStartNs ? static_cast<int64_t>(launch.kernelStartNs) -
-                                             static_cast<int64_t>(firstNs)
-                                       : 0;
+  int64_t shift = launch.kernelStartNs
+                      ? static_cast<int64_t>(launch.kernelStartNs) - static_cast<int64_t>(firstNs)
+                      : 0;
   std::vector<ScopeSums> sums(table.paths.size());
   std::vector<uint64_t> lastUnitSeen(table.paths.size(), UINT64_MAX);
   uint64_t unmatched = 0, crossing = 0;
@@ -209,8 +210,8 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         stack.push_back({id, clock});
         continue;
       }
-      auto open = std::find_if(stack.rbegin(), stack.rend(),
-                               [&](const Open &o) { return o.id == id; });
+      auto open =
+          std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
       if (open == stack.rend()) {
         ++unmatched;
         continue;
@@ -240,8 +241,8 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         }
         ++events_;
         TraceEvent event;
-        event.name = StringTable::global().intern(id == 0 ? table.kernel
-                                                          : lastComponent(table.paths[id]));
+        event.name =
+            StringTable::global().intern(id == 0 ? table.kernel : lastComponent(table.paths[id]));
         event.context = scopeNode(s, target.phase, target.kernelNode, table.paths[id]);
         event.lane.kind = Lane::Kind::kWarp;
         event.lane.device = static_cast<uint32_t>(launch.device);
@@ -250,9 +251,9 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         event.endNs = std::max(event.beginNs, toNs(clock));
         static const MetricSpec kSm = MetricSpec::parse("sm");
         static const MetricSpec kCycles = MetricSpec::parse("cycles");
-        (void)s.addEvent(target.phase, event,
-                         {{kSm, static_cast<int64_t>(smid)},
-                          {kCycles, static_cast<int64_t>(cycles)}});
+        (void)s.addEvent(
+            target.phase, event,
+            {{kSm, static_cast<int64_t>(smid)}, {kCycles, static_cast<int64_t>(cycles)}});
       }
     }
     unmatched += stack.size();  // still open when the warp returned

@@ -392,8 +392,7 @@ Result<RewriteConfig> parseInstrumentationMode(std::string_view mode) {
     else if (opt == "time_shift")
       c.timeShift = true;
     else if (opt != "sched_stores")
-      return invalidArgument("[PROTON] unknown instrumentation optimization: " +
-                             std::string(opt));
+      return invalidArgument("[PROTON] unknown instrumentation optimization: " + std::string(opt));
   }
   return c;
 }
@@ -439,8 +438,8 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
     t.slotBytes = t.unitBytes * t.unitsPerCta;
   } else {
-    t.slotBytes = kTreeHeaderBytes +
-                  kTreeStripes * kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
+    t.slotBytes =
+        kTreeHeaderBytes + kTreeStripes * kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
   }
   uint32_t h = fnv1a(config.text, fnv1a(e.name));
   for (const std::string &p : t.paths) h = fnv1a(p, fnv1a("\x1e", h));
@@ -482,8 +481,8 @@ std::string encodeTable(const ScopeTable &t) {
   Out o;
   o << "v1\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
     << t.numWarps << '\t' << t.unitWarps << '\t' << t.unitsPerCta << '\t' << t.capacity << '\t'
-    << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t'
-    << t.staticCrossing << '\t' << t.droppedMarkers;
+    << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t' << t.staticCrossing
+    << '\t' << t.droppedMarkers;
   for (const std::string &p : t.paths) o << '\t' << hexEncode(p);
   return o.str();
 }
@@ -492,12 +491,12 @@ Result<ScopeTable> decodeTable(std::string_view text) {
   std::vector<std::string_view> f = split(text, '\t');
   ScopeTable t;
   uint32_t trace = 0;
-  bool ok = f.size() >= 14 && f[0] == "v1" && hexDecode(f[1], t.kernel) &&
-            parseU32(f[2], t.hash) && parseU32(f[3], trace) && parseU32(f[4], t.numWarps) &&
-            parseU32(f[5], t.unitWarps) && parseU32(f[6], t.unitsPerCta) &&
-            parseU32(f[7], t.capacity) && parseU32(f[8], t.unitBytes) &&
-            parseU32(f[9], t.slotBytes) && parseU32(f[10], t.staticUnmatched) &&
-            parseU32(f[11], t.staticCrossing) && parseU32(f[12], t.droppedMarkers);
+  bool ok = f.size() >= 14 && f[0] == "v1" && hexDecode(f[1], t.kernel) && parseU32(f[2], t.hash) &&
+            parseU32(f[3], trace) && parseU32(f[4], t.numWarps) && parseU32(f[5], t.unitWarps) &&
+            parseU32(f[6], t.unitsPerCta) && parseU32(f[7], t.capacity) &&
+            parseU32(f[8], t.unitBytes) && parseU32(f[9], t.slotBytes) &&
+            parseU32(f[10], t.staticUnmatched) && parseU32(f[11], t.staticCrossing) &&
+            parseU32(f[12], t.droppedMarkers);
   for (size_t i = 13; ok && i < f.size(); ++i) {
     std::string path;
     ok = hexDecode(f[i], path);

@@ -38,32 +38,32 @@
 namespace proton::instrumentation {
 
 struct RewriteConfig {
-  bool trace = false;         // per-warp events (data="trace") instead of on-GPU sums
-  bool clock32 = true;        // tree: 32-bit clock deltas (scopes shorter than 2^32 cycles)
-  bool timeShift = false;     // subtract the cost of one clock read from every scope
-  uint32_t unitWarps = 1;     // warps per recording unit; 0 = the whole CTA
+  bool trace = false;      // per-warp events (data="trace") instead of on-GPU sums
+  bool clock32 = true;     // tree: 32-bit clock deltas (scopes shorter than 2^32 cycles)
+  bool timeShift = false;  // subtract the cost of one clock read from every scope
+  uint32_t unitWarps = 1;  // warps per recording unit; 0 = the whole CTA
   std::vector<uint32_t> selectedUnits;  // empty: every unit records
-  uint32_t capacity = 256;    // trace: events per unit (power of two)
-  std::string text;           // the mode string this config came from (part of the hash)
+  uint32_t capacity = 256;              // trace: events per unit (power of two)
+  std::string text;                     // the mode string this config came from (part of the hash)
 };
 
 // "proton:<data>:<granularity>:<buffer events>:<selected units or '*'>:<optimizations>".
 Result<RewriteConfig> parseInstrumentationMode(std::string_view mode);
 
 struct ScopeTable {
-  std::string kernel;               // the entry's name
-  uint32_t hash = 0;                // identifies this table in device buffers
+  std::string kernel;  // the entry's name
+  uint32_t hash = 0;   // identifies this table in device buffers
   bool trace = false;
-  std::vector<std::string> paths;   // by scope id; 0 is the kernel itself ("")
+  std::vector<std::string> paths;  // by scope id; 0 is the kernel itself ("")
   uint32_t numWarps = 0;
   uint32_t unitWarps = 1;
   uint32_t unitsPerCta = 1;
-  uint32_t capacity = 0;            // trace: events per unit
-  uint32_t unitBytes = 0;           // trace: 48 + 8 * capacity
-  uint32_t slotBytes = 0;           // tree: bytes per launch; trace: bytes per CTA
-  uint32_t staticUnmatched = 0;     // U markers: exits of scopes never opened
-  uint32_t staticCrossing = 0;      // C markers: scopes closed by an outer exit
-  uint32_t droppedMarkers = 0;      // markers outside the entry function (not recorded)
+  uint32_t capacity = 0;         // trace: events per unit
+  uint32_t unitBytes = 0;        // trace: 48 + 8 * capacity
+  uint32_t slotBytes = 0;        // tree: bytes per launch; trace: bytes per CTA
+  uint32_t staticUnmatched = 0;  // U markers: exits of scopes never opened
+  uint32_t staticCrossing = 0;   // C markers: scopes closed by an outer exit
+  uint32_t droppedMarkers = 0;   // markers outside the entry function (not recorded)
 };
 
 struct RewriteResult {

@@ -52,8 +52,8 @@ TEST(PtxRewrite, TreeModeSumsEveryScopeOnTheGpu) {
 }
 
 TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
-  RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"),
-                            "proton:trace:4:64:1:time_shift");
+  RewriteResult r =
+      rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:trace:4:64:1:time_shift");
   const ScopeTable &t = r.table;
   EXPECT_TRUE(t.trace);
   EXPECT_EQ(t.unitWarps, 4u);
