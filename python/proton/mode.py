@@ -124,6 +124,8 @@ class InstrumentationMode(BaseMode):
             ) from None
 
     def __str__(self) -> str:
+        if self == type(self)():
+            return self.name  # the defaults: "default" or "mma", as in earlier releases
         return (
             f"{self.name}:metric_type={self.metric_type}:sampling_strategy={self.sampling_strategy}"
             f":sampling_options={self.sampling_options.replace(',', ';')}"
