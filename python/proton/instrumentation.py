@@ -38,12 +38,17 @@ MAX_TRACE_EVENTS = 1 << 22
 
 
 class _State:
-    sessions: set = set()
-    config: str = ""
-    trace: bool = False
-    saved: dict = {}
-    warned: set = set()
-    pending: tuple = ("", None)
+    """What the live instrumentation sessions share: one compile configuration."""
+
+    def __init__(self):
+        self.sessions = set()
+        self.config = ""
+        self.trace = False
+        self.saved = {}
+        self.warned = set()
+
+
+_state = _State()
 
 
 def _as_mode(mode) -> _mode.InstrumentationMode:
@@ -88,30 +93,29 @@ def config_string(mode: _mode.InstrumentationMode, data: str) -> str:
     )
 
 
-def prepare(mode, data: str) -> str:
-    """Checks the mode before the session starts; returns the mode string for the core."""
+def prepare(mode, data: str) -> tuple:
+    """Checks the mode before the session starts: (mode string for the core, typed mode)."""
     m = _as_mode(mode)
     config = config_string(m, data or "tree")
-    if _State.sessions and config != _State.config:
+    if _state.sessions and config != _state.config:
         from .errors import ConfigError
 
         raise ConfigError(
             "[PROTON] another instrumentation session compiles kernels with "
-            f"{_State.config!r}; one configuration per process at a time (finalize it first)"
+            f"{_state.config!r}; one configuration per process at a time (finalize it first)"
         )
-    _State.pending = (config, m)
-    return str(m)
+    return str(m), m
 
 
-def activate(session: int) -> None:
+def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
     """The session started: install the compile step, the load hook and the allocator."""
-    config, m = _State.pending
-    first = not _State.sessions
-    _State.sessions.add(session)
+    config = config_string(m, data or "tree")
+    first = not _state.sessions
+    _state.sessions.add(session)
     if not first:
         return
-    _State.config = config
-    _State.trace = config.split(":")[1] == "trace"
+    _state.config = config
+    _state.trace = config.split(":")[1] == "trace"
     _C.set_instrumentation_limits(TRACE_RING_BYTES, MAX_TRACE_EVENTS, capacity_of(m))
     try:
         import triton
@@ -119,13 +123,13 @@ def activate(session: int) -> None:
     except ImportError:
         return  # no Triton: only kernels built with proton/instrument.cuh record
     knobs = triton.knobs
-    _State.saved = {
+    _state.saved = {
         "mode": knobs.compilation.instrumentation_mode,
         "stages": knobs.runtime.add_stages_inspection_hook,
         "allocator": _allocation._profile_allocator.get(),
     }
     knobs.compilation.instrumentation_mode = config
-    previous = _State.saved["stages"]
+    previous = _state.saved["stages"]
 
     def stages_hook(backend, stages, options, language, capability):
         if previous is not None:
@@ -138,31 +142,31 @@ def activate(session: int) -> None:
 
 
 def live_sessions() -> set:
-    return set(_State.sessions)
+    return set(_state.sessions)
 
 
 def deactivate(session=None) -> None:
     """Sessions were finalized (None: all): the last one puts Triton back as it was."""
     if session is None:
-        _State.sessions.clear()
+        _state.sessions.clear()
     else:
-        _State.sessions.discard(session)
-    if _State.sessions or not _State.saved:
+        _state.sessions.discard(session)
+    if _state.sessions or not _state.saved:
         return
     import triton
     from triton.runtime import _allocation
 
     knobs = triton.knobs
-    knobs.compilation.instrumentation_mode = _State.saved["mode"]
-    knobs.runtime.add_stages_inspection_hook = _State.saved["stages"]
+    knobs.compilation.instrumentation_mode = _state.saved["mode"]
+    knobs.runtime.add_stages_inspection_hook = _state.saved["stages"]
     knobs.runtime.kernel_load_end_hook.remove(_on_kernel_load)
-    _allocation.set_profile_allocator(_State.saved["allocator"])
-    _State.saved = {}
+    _allocation.set_profile_allocator(_state.saved["allocator"])
+    _state.saved = {}
 
 
 def _warn_once(kernel: str, message: str) -> None:
-    if kernel not in _State.warned:
-        _State.warned.add(kernel)
+    if kernel not in _state.warned:
+        _state.warned.add(kernel)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
@@ -216,5 +220,5 @@ class _Buffer:
 
 
 def _allocate(size: int, alignment: int, stream):
-    ptr = _C.instrumentation_alloc(size, _State.trace, int(stream or 0))
+    ptr = _C.instrumentation_alloc(size, _state.trace, int(stream or 0))
     return _Buffer(ptr) if ptr else None

@@ -26,7 +26,7 @@ _stacks = threading.local()
 
 
 def _triton_core():
-    import triton.language.core as core
+    from triton.language import core
 
     return core
 
@@ -48,7 +48,10 @@ def _instrumenting(semantic) -> bool:
 
 
 def _stack(semantic) -> list:
-    """The open scopes of the kernel `semantic` compiles (one code generator per kernel)."""
+    """The open scopes of the kernel `semantic` compiles (one code generator per kernel).
+
+    The entry holds the builder so that its id is not reused while scopes are open; it is
+    dropped when the last scope closes, so compiled kernels are not kept alive."""
     stacks = getattr(_stacks, "by_builder", None)
     if stacks is None:
         stacks = _stacks.by_builder = {}
@@ -99,6 +102,8 @@ def _exit(name, semantic) -> None:
             stack.pop()
         _marker("X", list(stack), semantic)
         stack.pop()
+        if not stack:
+            _stacks.by_builder.pop(id(semantic.builder), None)
     else:
         warnings.warn(
             f"[PROTON] pl.exit_scope({name!r}) without a matching pl.enter_scope: counted "

@@ -59,7 +59,7 @@ def start(
         _C.set_library_search_dirs(knobs.cupti_dirs + _libraries.cupti_dirs())
     mode_text = _mode.to_string(mode)
     if backend == "instrumentation":
-        mode_text = instrumentation.prepare(mode, data)
+        mode_text, typed_mode = instrumentation.prepare(mode, data)
     with triton_knobs.environment(knobs.env):
         session, created, warning = _C.start(
             os.fspath(name),
@@ -69,7 +69,7 @@ def start(
             mode_text,
         )
     if backend == "instrumentation" and created:
-        instrumentation.activate(session)
+        instrumentation.activate(session, typed_mode, data)
     flags.profiling_on = True
     _process.install_signal_handlers()
     if hook_object is not None:

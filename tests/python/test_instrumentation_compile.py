@@ -55,7 +55,7 @@ def session(monkeypatch, tmp_path):
     mode = _mode.Default(granularity="warp", optimizations="time_shift")
     instrumentation.prepare(mode, "tree")
     before = triton.knobs.runtime.add_stages_inspection_hook
-    instrumentation.activate(12345)
+    instrumentation.activate(12345, mode, "tree")
     yield instrumentation.config_string(mode, "tree")
     instrumentation.deactivate(12345)
     assert triton.knobs.runtime.add_stages_inspection_hook is before

@@ -126,7 +126,6 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   slot.offset = p.offset;
   slot.bytes = p.bytes;
   slot.trace = p.trace;
-  slot.correlation = correlation;
   slot.symbol = symbol;
   slot.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   for (uint32_t i = 0; i < slot.numEntries; ++i) slot.entries[i] = entries[i];

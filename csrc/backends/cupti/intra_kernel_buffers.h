@@ -60,7 +60,6 @@ class IntraKernelBuffers {
     size_t offset = 0;
     size_t bytes = 0;
     bool trace = false;
-    uint64_t correlation = 0;
     uint64_t startNs = 0;
     const char *symbol = nullptr;
     uint32_t numEntries = 0;

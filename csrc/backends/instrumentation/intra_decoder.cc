@@ -20,18 +20,6 @@ T load(const uint8_t *p) {
   return v;
 }
 
-std::vector<std::string> components(const std::string &path) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= path.size() && !path.empty()) {
-    size_t end = path.find('\x1f', start);
-    if (end == std::string::npos) end = path.size();
-    out.push_back(path.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 std::string lastComponent(const std::string &path) {
   size_t at = path.rfind('\x1f');
   return at == std::string::npos ? path : path.substr(at + 1);
@@ -52,17 +40,27 @@ MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, bool with
 }  // namespace
 
 void ScopeTables::add(ScopeTable table) {
+  auto interned = std::make_shared<InternedTable>();
+  StringTable &strings = StringTable::global();
+  for (const std::string &path : table.paths) {
+    std::vector<StringId> names;
+    for (size_t start = 0; !path.empty() && start <= path.size();) {
+      size_t end = std::min(path.find('\x1f', start), path.size());
+      names.push_back(strings.intern(path.substr(start, end - start)));
+      start = end + 1;
+    }
+    interned->sliceNames.push_back(names.empty() ? strings.intern(table.kernel) : names.back());
+    interned->paths.push_back(std::move(names));
+  }
+  interned->table = std::move(table);
   std::lock_guard lock(mu_);
-  uint32_t hash = table.hash;
-  tables_[hash] = std::move(table);
+  tables_[interned->table.hash] = std::move(interned);
 }
 
-bool ScopeTables::find(uint32_t hash, ScopeTable &out) const {
+std::shared_ptr<const InternedTable> ScopeTables::find(uint32_t hash) const {
   std::lock_guard lock(mu_);
   auto it = tables_.find(hash);
-  if (it == tables_.end()) return false;
-  out = it->second;
-  return true;
+  return it == tables_.end() ? nullptr : it->second;
 }
 
 IntraDecoder::IntraDecoder(const ScopeTables &tables) : tables_(tables) {
@@ -74,11 +72,11 @@ IntraDecoder::IntraDecoder(const ScopeTables &tables) : tables_(tables) {
 }
 
 NodeId IntraDecoder::scopeNode(Session &s, PhaseId phase, NodeId kernelNode,
-                               const std::string &path) {
+                               const std::vector<StringId> &path) {
   NodeId node = kernelNode;
-  for (const std::string &name : components(path)) {
+  for (StringId name : path) {
     if (node == kNoNode) break;
-    node = s.child(phase, node, StringTable::global().intern(name));
+    node = s.child(phase, node, name);
   }
   return node;
 }
@@ -101,15 +99,16 @@ void IntraDecoder::noteMismatch(const ScopeTable &table, uint64_t unmatched, uin
                static_cast<unsigned long long>(crossing), scopes.c_str());
 }
 
-void IntraDecoder::fileSums(const ScopeTable &table, const std::vector<ScopeSums> &sums,
+void IntraDecoder::fileSums(const InternedTable &interned, const std::vector<ScopeSums> &sums,
                             const IntraLaunch &launch) {
+  const ScopeTable &table = interned.table;
   for (size_t t = 0; t < launch.numTargets; ++t) {
     const IntraTarget &target = launch.targets[t];
     Session &s = *target.session;
     if (s.options().data == DataKind::kTrace) continue;  // trace sessions get slices only
     for (size_t i = 0; i < sums.size() && i < table.paths.size(); ++i) {
       if (sums[i].warps == 0) continue;
-      NodeId node = scopeNode(s, target.phase, target.kernelNode, table.paths[i]);
+      NodeId node = scopeNode(s, target.phase, target.kernelNode, interned.paths[i]);
       if (node == kNoNode) continue;
       // The kernel's own node already has the launch count from kernel tracing.
       (void)s.addMetrics(target.phase, node,
@@ -122,11 +121,12 @@ void IntraDecoder::fileTree(const uint8_t *slot, size_t size, const IntraLaunch 
   if (size < kTreeHeaderBytes) return;
   uint32_t hash = load<uint32_t>(slot);
   if (hash == 0) return;  // no recording warp returned (or recording was off)
-  ScopeTable table;
-  if (!tables_.find(hash, table)) {
+  std::shared_ptr<const InternedTable> interned = tables_.find(hash);
+  if (!interned) {
     stat("instrumentation_buffers_without_table").add();
     return;
   }
+  const ScopeTable &table = interned->table;
   std::vector<ScopeSums> sums(table.paths.size());
   size_t stripeBytes = kTreeScopeBytes * sums.size();
   for (size_t stripe = 0; stripe < kTreeStripes; ++stripe) {
@@ -140,7 +140,7 @@ void IntraDecoder::fileTree(const uint8_t *slot, size_t size, const IntraLaunch 
   }
   noteMismatch(table, load<uint32_t>(slot + 4) + table.staticUnmatched,
                load<uint32_t>(slot + 8) + table.staticCrossing);
-  fileSums(table, sums, launch);
+  fileSums(*interned, sums, launch);
 }
 
 struct IntraDecoder::Unit {
@@ -152,22 +152,19 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
                              const IntraLaunch &launch) {
   if (unitBytes <= kTraceUnitHeaderBytes) return;
   std::vector<Unit> units;
-  ScopeTable table;
-  bool haveTable = false;
+  std::shared_ptr<const InternedTable> interned;
   uint64_t clocks = 0, nanos = 0, firstNs = UINT64_MAX;
   for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
     const uint8_t *h = slot + off;
     uint32_t hash = load<uint32_t>(h + 40);
     if (hash == 0) continue;  // a unit that does not record, or never returned
-    if (!haveTable) {
-      if (!tables_.find(hash, table)) {
-        stat("instrumentation_buffers_without_table").add();
-        return;
-      }
-      haveTable = true;
+    if (!interned && !(interned = tables_.find(hash))) {
+      stat("instrumentation_buffers_without_table").add();
+      return;
     }
+    uint32_t perCta = interned->table.unitsPerCta;
     uint32_t index = static_cast<uint32_t>(off / unitBytes);
-    units.push_back({h, index / table.unitsPerCta, index % table.unitsPerCta});
+    units.push_back({h, index / perCta, index % perCta});
     uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 24);
     uint64_t c0 = load<uint64_t>(h + 16), c1 = load<uint64_t>(h + 32);
     firstNs = std::min(firstNs, gt0);
@@ -176,7 +173,8 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       nanos += gt1 - gt0;
     }
   }
-  if (!haveTable) return;
+  if (!interned) return;
+  const ScopeTable &table = interned->table;
   double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
                           : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
   int64_t shift = launch.kernelStartNs
@@ -241,9 +239,8 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         }
         ++events_;
         TraceEvent event;
-        event.name =
-            StringTable::global().intern(id == 0 ? table.kernel : lastComponent(table.paths[id]));
-        event.context = scopeNode(s, target.phase, target.kernelNode, table.paths[id]);
+        event.name = interned->sliceNames[id];
+        event.context = scopeNode(s, target.phase, target.kernelNode, interned->paths[id]);
         event.lane.kind = Lane::Kind::kWarp;
         event.lane.device = static_cast<uint32_t>(launch.device);
         event.lane.id = Lane::warpLaneId(units[u].cta, units[u].unit * table.unitWarps);
@@ -259,7 +256,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     unmatched += stack.size();  // still open when the warp returned
   }
   noteMismatch(table, unmatched + table.staticUnmatched, crossing + table.staticCrossing);
-  fileSums(table, sums, launch);
+  fileSums(*interned, sums, launch);
 }
 
 }  // namespace proton::instrumentation

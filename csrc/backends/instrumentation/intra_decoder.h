@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -34,15 +35,23 @@ class Session;
 
 namespace proton::instrumentation {
 
+// A registered table with its names interned once: per scope id, the names from the kernel
+// down to the scope (empty for id 0), and the name its slices carry.
+struct InternedTable {
+  ScopeTable table;
+  std::vector<std::vector<StringId>> paths;
+  std::vector<StringId> sliceNames;
+};
+
 class ScopeTables {
  public:
   void add(ScopeTable table);
-  // Copy of the table with this hash; false if none was registered.
-  bool find(uint32_t hash, ScopeTable &out) const;
+  // The table with this hash; nullptr if none was registered. Tables are never removed.
+  std::shared_ptr<const InternedTable> find(uint32_t hash) const;
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<uint32_t, ScopeTable> tables_;
+  std::unordered_map<uint32_t, std::shared_ptr<const InternedTable>> tables_;
 };
 
 // Where one launch's data goes in one session.
@@ -68,7 +77,6 @@ class IntraDecoder {
   void fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes, const IntraLaunch &launch);
   // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
-  uint64_t traceEvents() const { return events_; }
 
  private:
   struct ScopeSums {
@@ -78,9 +86,9 @@ class IntraDecoder {
   };
   struct Unit;
 
-  void fileSums(const ScopeTable &table, const std::vector<ScopeSums> &sums,
+  void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums,
                 const IntraLaunch &launch);
-  NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::string &path);
+  NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);
   void noteMismatch(const ScopeTable &table, uint64_t unmatched, uint64_t crossing);
 
   const ScopeTables &tables_;

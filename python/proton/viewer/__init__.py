@@ -13,6 +13,7 @@ get_min_time_flops, get_min_time_bytes; see hatchet_api.py).
 
 from .derive import Column, derive
 from .errors import ViewerError
+from . import hatchet_api
 from .hatchet_api import (
     apply_diff_profile,
     derive_metrics,
@@ -33,18 +34,10 @@ __all__ = [
     "Profile",
     "ViewerError",
     "align",
-    "apply_diff_profile",
-    "derive_metrics",
-    "filter_frames",
-    "format_frames",
-    "get_min_time_bytes",
-    "get_min_time_flops",
-    "get_raw_metrics",
-    "parse",
-    "read",
     "derive",
     "hide_launch_metadata",
     "load",
     "render",
     "select",
+    *hatchet_api.__all__,
 ]
