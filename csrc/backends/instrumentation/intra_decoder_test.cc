@@ -166,8 +166,7 @@ TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   tables.add(t);
   IntraDecoder decoder(tables);
   std::vector<uint8_t> buf(2 * t.unitBytes, 0);
-  unit(buf, 0, 0x77, 1, 9000, 0, {{0, 100}, {2, 200}, {4, 300}, {5, 500}, {3, 600}, {1, 1100}},
-       8);
+  unit(buf, 0, 0x77, 1, 9000, 0, {{0, 100}, {2, 200}, {4, 300}, {5, 500}, {3, 600}, {1, 1100}}, 8);
   IntraTarget targets[] = {{&trace, PhaseId{0}, traceKernel}, {&tree, PhaseId{0}, kernel}};
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{targets, 2, 0, 0, 0});
 
