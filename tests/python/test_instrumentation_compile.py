@@ -3,8 +3,6 @@ proton.language scopes for sm_90 offline, through Proton's compile step; markers
 recording code, the scope table lands in the kernel's metadata, and everything Proton set in
 Triton is put back afterwards."""
 
-import sys
-
 import pytest
 
 triton = pytest.importorskip("triton")
@@ -39,14 +37,6 @@ def compile_for_hopper(config):
     if config:
         options["instrumentation_mode"] = config
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
-
-
-@pytest.fixture(autouse=True)
-def keep_recursion_limit():
-    # Triton's compiler raises the interpreter's recursion limit; other tests rely on it.
-    limit = sys.getrecursionlimit()
-    yield
-    sys.setrecursionlimit(limit)
 
 
 @pytest.fixture
