@@ -35,6 +35,7 @@ struct KernelRecord {
   uint32_t stream = 0;
   const char *name = nullptr;  // as the vendor gives it (mangled or not); stable per kernel
   uint64_t graphNodeId = 0;    // 0: not launched from a graph
+  int64_t gridId = 0;          // the launch's grid id (%gridid on the device)
   DeviceType deviceType = DeviceType::kCuda;
 };
 

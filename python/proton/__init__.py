@@ -20,7 +20,16 @@ from .state import enter_state, exit_state, metadata_state, state
 
 _threads.install()
 
+
+def get_include() -> str:
+    """The folder with Proton's C/C++ headers (proton/instrument.cuh), for nvcc -I."""
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
 __all__ = [
+    "get_include",
     "start",
     "activate",
     "deactivate",

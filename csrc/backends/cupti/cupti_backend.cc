@@ -20,6 +20,7 @@
 #include "backends/cupti/cupti_pc_translate.h"
 #include "backends/cupti/cupti_translate.h"
 #include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/cupti/native_scopes.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 #include "backends/pc_sample_attributor.h"
@@ -139,6 +140,7 @@ Status CuptiBackend::acquire(Session &session) {
   ++users_;
   if (session.options().backend == BackendKind::kInstrumentation) {
     IntraKernelBuffers::global().addUser();
+    NativeScopes::global().start(driver_);
     std::lock_guard processLock(processMu_);
     attributor_.observeRecords(&CuptiBackend::onInstrumentedRecord);
   }
@@ -199,6 +201,7 @@ void CuptiBackend::release(Session &session) {
     IntraKernelBuffers &buffers = IntraKernelBuffers::global();
     buffers.removeUser();
     if (!buffers.inUse()) {
+      NativeScopes::global().stop();
       std::lock_guard processLock(processMu_);
       attributor_.observeRecords(nullptr);
     }
@@ -213,10 +216,12 @@ void CuptiBackend::flush() {
   sampler_.collect();  // after the kernels: their samples need their frames
   // Every instrumented launch has finished and its record was filed: its buffers can be read.
   IntraKernelBuffers::global().drain(*driver_);
+  NativeScopes::global().drain();
 }
 
 void CuptiBackend::onInstrumentedRecord(const KernelRecord &record) {
   IntraKernelBuffers::global().noteKernel(record.correlation, record.startNs);
+  NativeScopes::global().noteKernel(record);
 }
 
 Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t stream,

@@ -4,6 +4,7 @@
 
 #include "backends/cupti/cupti_translate.h"
 #include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/cupti/native_scopes.h"
 #include "core/clock.h"
 #include "core/session_manager.h"
 
@@ -18,6 +19,7 @@ struct LaunchTls {
   bool captured = false;
   bool metadata = false;
   uint32_t count = 0;
+  uint64_t correlation = 0;  // of the outermost call: the one the kernel's record carries
   LaunchEntry entries[LaunchInfo::kMaxEntries];
 };
 thread_local LaunchTls tlsLaunch;
@@ -29,8 +31,13 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   LaunchTls &t = tlsLaunch;
   SessionManager &manager = SessionManager::global();
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (t.depth++ > 0) return;  // the runtime launching through the driver: one launch
+    if (t.depth++ > 0) {  // the runtime launching through the driver: one launch
+      if (domain == CUPTI_CB_DOMAIN_DRIVER_API)  // where the CUfunction is known
+        NativeScopes::global().onLaunch(cbid, cb, t.correlation, t.entries, t.count);
+      return;
+    }
     t.captured = false;
+    t.correlation = cb->correlationId;
     LaunchEntry *entries = t.entries;
     uint64_t threadId = 0;
     StringId name;
@@ -42,6 +49,9 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                      isGraphLaunch(domain, cbid), launchNs, threadId, name);
     // An instrumented launch (its buffer was just handed out on this thread).
     IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName);
+    // A kernel built with proton/instrument.cuh (nothing to do unless instrumenting).
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+      NativeScopes::global().onLaunch(cbid, cb, cb->correlationId, entries, t.count);
     return;
   }
   if (t.depth == 0 || --t.depth > 0) return;

@@ -224,6 +224,9 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memsetD8, "cuMemsetD8_v2", &missing);
   resolve(handle, api->memcpyDtoH, "cuMemcpyDtoH_v2", &missing);
   resolve(handle, api->streamIsCapturing, "cuStreamIsCapturing", &missing);
+  resolve(handle, api->memcpyHtoD, "cuMemcpyHtoD_v2", &missing);
+  resolve(handle, api->funcGetModule, "cuFuncGetModule", &missing);
+  resolve(handle, api->moduleGetGlobal, "cuModuleGetGlobal_v2", &missing);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

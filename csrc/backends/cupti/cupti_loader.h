@@ -74,6 +74,9 @@ struct CudaDriverApi {
   decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
   decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
+  decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
+  decltype(&::cuFuncGetModule) funcGetModule = nullptr;
+  decltype(&::cuModuleGetGlobal_v2) moduleGetGlobal = nullptr;
 };
 
 // The CUPTI major version a library must have to be used by this build.

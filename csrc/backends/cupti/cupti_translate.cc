@@ -18,6 +18,7 @@ bool translateKernel(const CUpti_Activity *record, KernelRecord &out) {
   out.stream = k->streamId;
   out.name = k->name;
   out.graphNodeId = k->graphNodeId;
+  out.gridId = k->gridId;
   out.deviceType = DeviceType::kCuda;
   return true;
 }

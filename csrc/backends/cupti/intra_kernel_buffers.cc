@@ -142,15 +142,21 @@ void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
   rings_[it->second.first].slots[it->second.second].startNs = startNs;
 }
 
+size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol,
+                     instrumentation::IntraTarget *out) {
+  StringId name = StringTable::global().intern(readableKernelName(symbol));
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const LaunchEntry &e = entries[i];
+    NodeId node = e.named ? e.node : e.session->child(e.phase, e.node, name);
+    if (node != kNoNode) out[count++] = {e.session, e.phase, node};
+  }
+  return count;
+}
+
 void IntraKernelBuffers::fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data) {
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-  size_t n = 0;
-  StringId name = StringTable::global().intern(readableKernelName(slot.symbol));
-  for (uint32_t i = 0; i < slot.numEntries; ++i) {
-    const LaunchEntry &e = slot.entries[i];
-    NodeId node = e.named ? e.node : e.session->child(e.phase, e.node, name);
-    if (node != kNoNode) targets[n++] = {e.session, e.phase, node};
-  }
+  size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, targets);
   instrumentation::IntraLaunch launch{targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
   if (!slot.trace) {
     decoder_.fileTree(data, slot.bytes, launch);

@@ -30,6 +30,11 @@ namespace proton::cupti {
 
 struct CudaDriverApi;
 
+// Where a launch's intra-kernel data goes: the kernel's own node in each session that
+// recorded the launch (filed as kernel tracing files it). Returns the number of targets.
+size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol,
+                     instrumentation::IntraTarget *out);
+
 class IntraKernelBuffers {
  public:
   static IntraKernelBuffers &global();

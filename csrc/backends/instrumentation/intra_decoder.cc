@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 #include "core/session.h"
 #include "core/stats.h"
@@ -229,34 +231,106 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         double ns = static_cast<double>(gt0) + static_cast<double>(c - c0) / rate;
         return static_cast<uint64_t>(ns + static_cast<double>(shift));
       };
-      for (size_t t = 0; t < launch.numTargets; ++t) {
-        const IntraTarget &target = launch.targets[t];
-        Session &s = *target.session;
-        if (s.options().data != DataKind::kTrace) continue;
-        if (events_ >= maxEvents_) {
-          stat("instrumentation_trace_events_capped").add();
-          continue;
-        }
-        ++events_;
-        TraceEvent event;
-        event.name = interned->sliceNames[id];
-        event.context = scopeNode(s, target.phase, target.kernelNode, interned->paths[id]);
-        event.lane.kind = Lane::Kind::kWarp;
-        event.lane.device = static_cast<uint32_t>(launch.device);
-        event.lane.id = Lane::warpLaneId(units[u].cta, units[u].unit * table.unitWarps);
-        event.beginNs = toNs(begin);
-        event.endNs = std::max(event.beginNs, toNs(clock));
-        static const MetricSpec kSm = MetricSpec::parse("sm");
-        static const MetricSpec kCycles = MetricSpec::parse("cycles");
-        (void)s.addEvent(
-            target.phase, event,
-            {{kSm, static_cast<int64_t>(smid)}, {kCycles, static_cast<int64_t>(cycles)}});
-      }
+      addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
+               units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
     }
     unmatched += stack.size();  // still open when the warp returned
   }
   noteMismatch(table, unmatched + table.staticUnmatched, crossing + table.staticCrossing);
   fileSums(*interned, sums, launch);
+}
+
+void IntraDecoder::addSlice(const IntraLaunch &launch, const std::vector<StringId> &path,
+                            StringId name, uint32_t cta, uint32_t warp, uint32_t sm,
+                            uint64_t beginNs, uint64_t endNs, uint64_t cycles) {
+  static const MetricSpec kSm = MetricSpec::parse("sm");
+  static const MetricSpec kCycles = MetricSpec::parse("cycles");
+  for (size_t t = 0; t < launch.numTargets; ++t) {
+    const IntraTarget &target = launch.targets[t];
+    Session &s = *target.session;
+    if (s.options().data != DataKind::kTrace) continue;
+    if (events_ >= maxEvents_) {
+      stat("instrumentation_trace_events_capped").add();
+      continue;
+    }
+    ++events_;
+    TraceEvent event;
+    event.name = name;
+    event.context = scopeNode(s, target.phase, target.kernelNode, path);
+    event.lane.kind = Lane::Kind::kWarp;
+    event.lane.device = static_cast<uint32_t>(launch.device);
+    event.lane.id = Lane::warpLaneId(cta, warp);
+    event.beginNs = beginNs;
+    event.endNs = std::max(beginNs, endNs);
+    (void)s.addEvent(target.phase, event,
+                     {{kSm, static_cast<int64_t>(sm)}, {kCycles, static_cast<int64_t>(cycles)}});
+  }
+}
+
+void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::string &kernel,
+                              const std::function<StringId(uint64_t)> &nameOf,
+                              const IntraLaunch &launch) {
+  if (n == 0) return;
+  uint64_t firstNs = UINT64_MAX;
+  for (size_t i = 0; i < n; ++i) firstNs = std::min(firstNs, events[i].globaltimer);
+  int64_t shift = launch.kernelStartNs
+                      ? static_cast<int64_t>(launch.kernelStartNs) - static_cast<int64_t>(firstNs)
+                      : 0;
+  double rate = launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0;
+  struct Open {
+    StringId name;
+    uint64_t clock, ns;
+  };
+  // Each warp's events in the order it wrote them.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<Open>> stacks;  // (cta, warp)
+  std::map<std::vector<StringId>, ScopeSums> sums;
+  std::set<std::tuple<uint32_t, uint32_t, std::vector<StringId>>> warpsSeen;
+  uint64_t unmatched = 0, crossing = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const NativeEvent &e = events[i];
+    uint32_t warp = (e.where >> 1) & 0x7fff, sm = e.where >> 16;
+    std::vector<Open> &stack = stacks[{e.cta, warp}];
+    StringId name = nameOf(e.name);
+    if (!(e.where & 1)) {
+      stack.push_back({name, e.clock, e.globaltimer});
+      continue;
+    }
+    auto open =
+        std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.name == name; });
+    if (open == stack.rend()) {
+      ++unmatched;
+      continue;
+    }
+    crossing += static_cast<uint64_t>(open - stack.rbegin());
+    std::vector<StringId> path;
+    for (auto it = stack.begin(); it != open.base(); ++it) path.push_back(it->name);
+    uint64_t begin = open->clock, beginNs = open->ns;
+    stack.erase(std::prev(open.base()), stack.end());
+    uint64_t cycles = e.clock > begin ? e.clock - begin : 0;
+    ScopeSums &sum = sums[path];
+    sum.cycles += cycles;
+    sum.count += 1;
+    if (warpsSeen.insert({e.cta, warp, path}).second) sum.warps += 1;
+    uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(beginNs) + shift);
+    addSlice(launch, path, name, e.cta, warp, sm, at,
+             at + static_cast<uint64_t>(static_cast<double>(cycles) / rate), cycles);
+  }
+  for (const auto &[key, stack] : stacks) unmatched += stack.size();
+  if (unmatched || crossing) {
+    ScopeTable table;
+    table.kernel = kernel;
+    noteMismatch(table, unmatched, crossing);
+  }
+  for (size_t t = 0; t < launch.numTargets; ++t) {
+    const IntraTarget &target = launch.targets[t];
+    Session &s = *target.session;
+    if (s.options().data == DataKind::kTrace) continue;
+    for (const auto &[path, sum] : sums) {
+      NodeId node = scopeNode(s, target.phase, target.kernelNode, path);
+      if (node != kNoNode)
+        (void)s.addMetrics(target.phase, node, sumMetrics(sum.cycles, sum.count, sum.warps, true));
+    }
+  }
 }
 
 }  // namespace proton::instrumentation

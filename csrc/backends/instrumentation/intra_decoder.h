@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -61,6 +62,18 @@ struct IntraTarget {
   NodeId kernelNode;
 };
 
+// One event of proton/instrument.cuh (its Event layout, 48 bytes).
+struct NativeEvent {
+  uint64_t grid;         // %gridid of the launch
+  uint64_t name;         // device address of the scope's name
+  uint64_t clock;        // %clock64
+  uint64_t globaltimer;  // ns
+  uint32_t cta;
+  uint32_t where;  // sm << 16 | warp << 1 | exit
+  uint64_t pad;
+};
+static_assert(sizeof(NativeEvent) == 48, "layout shared with proton/instrument.cuh");
+
 struct IntraLaunch {
   const IntraTarget *targets = nullptr;
   size_t numTargets = 0;
@@ -75,6 +88,10 @@ class IntraDecoder {
 
   void fileTree(const uint8_t *slot, size_t size, const IntraLaunch &launch);
   void fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes, const IntraLaunch &launch);
+  // One launch's events from proton/instrument.cuh, in the order they were written: enters
+  // and exits are paired per warp, nesting taken from the order; `nameOf` reads a name.
+  void fileNative(const NativeEvent *events, size_t n, const std::string &kernel,
+                  const std::function<StringId(uint64_t)> &nameOf, const IntraLaunch &launch);
   // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
 
@@ -89,6 +106,9 @@ class IntraDecoder {
   void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums,
                 const IntraLaunch &launch);
   NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);
+  void addSlice(const IntraLaunch &launch, const std::vector<StringId> &path, StringId name,
+                uint32_t cta, uint32_t warp, uint32_t sm, uint64_t beginNs, uint64_t endNs,
+                uint64_t cycles);
   void noteMismatch(const ScopeTable &table, uint64_t unmatched, uint64_t crossing);
 
   const ScopeTables &tables_;

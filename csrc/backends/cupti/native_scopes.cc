@@ -1,0 +1,200 @@
+#include "backends/cupti/native_scopes.h"
+
+#include <cuda.h>  // cupti.h (in the header) brings the launch parameter structs
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backends/cupti/cupti_loader.h"
+#include "backends/cupti/intra_kernel_buffers.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton::cupti {
+namespace {
+
+constexpr const char *kControlSymbol = "proton_instrument_control";
+
+// Modules this thread has already looked at in the current generation: their launches
+// need no lock when they are not instrumented.
+struct ModuleCache {
+  uint64_t generation = 0;
+  std::vector<std::pair<CUmodule, bool>> modules;
+};
+thread_local ModuleCache tlsModules;
+
+Counter &stat(const char *name) { return Stats::global().counter(name); }
+
+CUfunction launchedFunction(CUpti_CallbackId cbid, const void *params) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      return static_cast<const cuLaunchKernel_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      return static_cast<const cuLaunchKernel_ptsz_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      return static_cast<const cuLaunchKernelEx_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      return static_cast<const cuLaunchKernelEx_ptsz_params *>(params)->f;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+NativeScopes &NativeScopes::global() {
+  static NativeScopes *scopes = new NativeScopes();  // outlives exit handlers
+  return *scopes;
+}
+
+void NativeScopes::start(const CudaDriverApi *driver) {
+  std::lock_guard lock(mu_);
+  driver_ = driver;
+  for (const char *name :
+       {"instrumentation_native_events_lost", "instrumentation_native_events_unattributed"})
+    stat(name);
+  generation_.fetch_add(1, std::memory_order_release);
+  active_.store(true, std::memory_order_release);
+}
+
+void NativeScopes::stop() {
+  std::lock_guard lock(mu_);
+  active_.store(false, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_release);
+  // Modules stop recording: their control pointer goes back to null.
+  for (const auto &[module, address] : modules_) {
+    (void)module;
+    CUdeviceptr null = 0;
+    driver_->memcpyHtoD(address, &null, sizeof(null));  // an unloaded module: error ignored
+  }
+  modules_.clear();
+}
+
+NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
+  for (ContextBuffers &b : contexts_)
+    if (b.context == context) return &b;
+  ContextBuffers b;
+  b.context = context;
+  CUdevice device = 0;
+  if (driver_->ctxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
+  b.device = static_cast<int>(device);
+  int khz = 0;
+  if (driver_->deviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device) == CUDA_SUCCESS)
+    b.cyclesPerNs = khz / 1e6;
+  size_t bytes = kEventsPerContext * sizeof(instrumentation::NativeEvent);
+  if (driver_->memAlloc(&b.events, bytes) != CUDA_SUCCESS) return nullptr;
+  if (driver_->memAlloc(&b.control, sizeof(Control)) != CUDA_SUCCESS) return nullptr;
+  Control control{b.events, kEventsPerContext, 0};
+  if (driver_->memcpyHtoD(b.control, &control, sizeof(control)) != CUDA_SUCCESS) return nullptr;
+  contexts_.push_back(b);
+  return &contexts_.back();
+}
+
+bool NativeScopes::instrumentModule(CUmodule module, CUcontext context) {
+  if (modules_.count(module)) return true;
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  if (driver_->moduleGetGlobal(&address, &bytes, module, kControlSymbol) != CUDA_SUCCESS ||
+      bytes != sizeof(CUdeviceptr))
+    return false;
+  ContextBuffers *b = buffersFor(context);
+  if (!b || driver_->memcpyHtoD(address, &b->control, sizeof(b->control)) != CUDA_SUCCESS)
+    return false;
+  modules_[module] = address;
+  return true;
+}
+
+void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
+                            uint64_t correlation, const LaunchEntry *entries, size_t n) {
+  if (!active_.load(std::memory_order_acquire)) return;
+  CUfunction function = launchedFunction(cbid, cb->functionParams);
+  CUmodule module = nullptr;
+  if (!function || driver_->funcGetModule(&module, function) != CUDA_SUCCESS) return;
+  ModuleCache &cache = tlsModules;
+  uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.generation != generation) cache = ModuleCache{generation, {}};
+  auto known = std::find_if(cache.modules.begin(), cache.modules.end(),
+                            [&](const auto &m) { return m.first == module; });
+  if (known != cache.modules.end() && !known->second) return;  // not instrumented: no lock
+  std::lock_guard lock(mu_);
+  bool instrumented = instrumentModule(module, cb->context);
+  if (known == cache.modules.end()) cache.modules.push_back({module, instrumented});
+  if (!instrumented) return;
+  Launch launch;
+  launch.symbol = cb->symbolName;
+  launch.context = cb->context;
+  launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
+  std::copy(entries, entries + launch.numEntries, launch.entries);
+  byCorrelation_[correlation] = launch;
+}
+
+void NativeScopes::noteKernel(const KernelRecord &record) {
+  std::lock_guard lock(mu_);
+  auto it = byCorrelation_.find(record.correlation);
+  if (it == byCorrelation_.end()) return;
+  it->second.startNs = record.startNs;
+  byGrid_[record.gridId] = it->second;
+  byCorrelation_.erase(it);
+}
+
+StringId NativeScopes::nameAt(uint64_t address) {
+  char text[128] = {0};
+  // A name literal lies in the module's global memory; read up to its end or 127 bytes.
+  for (size_t got = 0; got < sizeof(text) - 1; got += 16) {
+    if (driver_->memcpyDtoH(text + got, address + got, 16) != CUDA_SUCCESS) break;
+    if (std::memchr(text + got, 0, 16)) break;
+  }
+  text[sizeof(text) - 1] = 0;
+  return StringTable::global().intern(text[0] ? text : "<unnamed scope>");
+}
+
+void NativeScopes::drain() {
+  std::lock_guard lock(mu_);
+  if (!driver_) return;
+  std::vector<instrumentation::NativeEvent> events;
+  for (ContextBuffers &b : contexts_) {
+    if (driver_->ctxPushCurrent(b.context) != CUDA_SUCCESS) continue;
+    Control control{};
+    if (driver_->memcpyDtoH(&control, b.control, sizeof(control)) == CUDA_SUCCESS &&
+        control.head > 0) {
+      uint64_t n = std::min<uint64_t>(control.head, control.capacity);
+      if (control.head > n) stat("instrumentation_native_events_lost").add(control.head - n);
+      events.resize(n);
+      bool copied =
+          driver_->memcpyDtoH(events.data(), b.events, n * sizeof(events[0])) == CUDA_SUCCESS;
+      control.head = 0;
+      driver_->memcpyHtoD(b.control, &control, sizeof(control));
+      // Events by launch, each launch's in the order they were written.
+      std::stable_sort(events.begin(), events.end(),
+                       [](const auto &a, const auto &c) { return a.grid < c.grid; });
+      for (size_t i = 0; copied && i < n;) {
+        size_t j = i;
+        while (j < n && events[j].grid == events[i].grid) ++j;
+        auto launch = byGrid_.find(static_cast<int64_t>(events[i].grid));
+        if (launch == byGrid_.end()) {
+          stat("instrumentation_native_events_unattributed").add(j - i);
+        } else {
+          const Launch &l = launch->second;
+          instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
+          size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, targets);
+          instrumentation::IntraLaunch where{targets, t, b.device, l.startNs, b.cyclesPerNs};
+          auto nameOf = [&](uint64_t address) {
+            auto key = std::make_pair(b.context, address);
+            auto found = names_.find(key);
+            if (found != names_.end()) return found->second;
+            return names_[key] = nameAt(address);
+          };
+          decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf,
+                              where);
+        }
+        i = j;
+      }
+    }
+    CUcontext popped;
+    driver_->ctxPopCurrent(&popped);
+  }
+  byGrid_.clear();
+}
+
+}  // namespace proton::cupti

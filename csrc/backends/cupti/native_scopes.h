@@ -1,0 +1,90 @@
+// NativeScopes: scopes in CUDA C++ kernels built with proton/instrument.cuh.
+//
+//   scopes.start(driver);                          // an instrumentation session began
+//   scopes.onLaunch(cbid, cb, entries, n);         // every driver launch (cheap when not ours)
+//   scopes.noteKernel(record);                     // its record: grid id -> launch
+//   scopes.drain();                                // after flush: read events back, file them
+//
+// Each CUDA module compiled with the header has a global `proton_instrument_control`. When a
+// kernel of such a module is launched in a session, Proton points that global at its
+// context's control block (events buffer, capacity, claim counter), once per module; the
+// kernel's warps then append enter/exit events tagged with %gridid, which the kernel's CUPTI
+// record maps back to the launch and so to the context it was launched in. When the last
+// session ends the module globals are set back to null (one predicated-off load per scope).
+//
+// Thread-safe: launches of modules already looked up on a thread take no lock; the first
+// launch of a module on a thread, launches of instrumented modules, records and drains take
+// one mutex.
+#pragma once
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/instrumentation/intra_decoder.h"
+#include "backends/kernel_attributor.h"
+#include "backends/launch_table.h"
+
+namespace proton::cupti {
+
+struct CudaDriverApi;
+
+class NativeScopes {
+ public:
+  static NativeScopes &global();
+
+  void start(const CudaDriverApi *driver);
+  void stop();
+  // A driver-level launch; `correlation` is the outermost call's (a runtime launch's).
+  void onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t correlation,
+                const LaunchEntry *entries, size_t n);
+  void noteKernel(const KernelRecord &record);
+  void drain();
+
+  static constexpr uint64_t kEventsPerContext = uint64_t{1} << 20;  // 48 MB
+
+ private:
+  struct Control {  // proton::device::Control
+    CUdeviceptr events;
+    uint64_t capacity;
+    uint64_t head;
+  };
+  struct ContextBuffers {
+    CUcontext context = nullptr;
+    int device = 0;
+    double cyclesPerNs = 0;
+    CUdeviceptr control = 0;
+    CUdeviceptr events = 0;
+  };
+  struct Launch {
+    const char *symbol = nullptr;
+    CUcontext context = nullptr;
+    uint64_t startNs = 0;
+    uint32_t numEntries = 0;
+    LaunchEntry entries[LaunchInfo::kMaxEntries];
+  };
+
+  bool instrumentModule(CUmodule module, CUcontext context);  // mu_ held
+  ContextBuffers *buffersFor(CUcontext context);              // mu_ held
+  StringId nameAt(uint64_t address);                          // mu_ held, its context current
+
+  std::atomic<bool> active_{false};
+  std::atomic<uint64_t> generation_{1};
+  const CudaDriverApi *driver_ = nullptr;
+  std::mutex mu_;
+  std::map<CUmodule, CUdeviceptr> modules_;  // instrumented module -> its global's address
+  std::vector<ContextBuffers> contexts_;
+  std::unordered_map<uint64_t, Launch> byCorrelation_;
+  std::unordered_map<int64_t, Launch> byGrid_;
+  std::map<std::pair<CUcontext, uint64_t>, StringId> names_;
+  instrumentation::ScopeTables noTables_;
+  instrumentation::IntraDecoder decoder_{noTables_};
+};
+
+}  // namespace proton::cupti
