@@ -216,3 +216,26 @@ def test_unmatched_exit_is_counted_and_named(capfd):
     text = json.dumps(stats)
     assert "instrumentation_unmatched_scopes[unmatched_kernel]" in text
     assert "unmatched_kernel" in capfd.readouterr().err
+
+
+def test_gluon_kernel_scopes_count_exactly():
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+
+    @gluon.jit
+    def gluon_add(x, out, N: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        offs = gl.program_id(0) * N + gl.arange(0, N, layout=layout)
+        with pl.scope("load"):
+            v = gl.load(x + offs)
+        gl.store(out + offs, v + 1.0)
+
+    x = torch.zeros(1024, device="cuda")
+    out = torch.empty_like(x)
+    profile(
+        "gluon", lambda: (gluon_add[(8,)](x, out, N=128, num_warps=4), torch.cuda.synchronize())
+    )
+    kernel = find(load_hatchet("gluon.hatchet")[0], "gluon_add")
+    assert kernel is not None
+    assert find(kernel, "load")["metrics"]["count"] == 8 * 4
+    assert torch.equal(out, torch.ones_like(out))

@@ -73,3 +73,32 @@ def test_without_a_session_the_scopes_compile_to_nothing(tmp_path, monkeypatch):
 def test_the_rewrite_refuses_ptx_it_cannot_instrument():
     with pytest.raises(_C.ConfigError):
         _C.instrument_ptx(".version 8.7\n.target sm_90a\n", "proton:tree:1:256:*:")
+
+
+def test_gluon_kernels_get_the_same_compile_step(session):
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    @gluon.jit
+    def gluon_add(x, out, N: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        offs = gl.arange(0, N, layout=layout)
+        with pl.scope("load"):
+            v = gl.load(x + offs)
+        gl.store(out + offs, v + 1.0)
+
+    src = GluonASTSource(
+        gluon_add,
+        signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
+        constexprs={"N": 128},
+    )
+    kernel = triton.compile(
+        src,
+        target=GPUTarget("cuda", 90, 32),
+        options={"num_warps": 4, "instrumentation_mode": session},
+    )
+    table = kernel.metadata.proton_instrumentation.split("\t")
+    assert [bytes.fromhex(p).decode() for p in table[13:]] == ["", "load"]
+    assert "%pt_lead" in kernel.asm["ptx"]
