@@ -102,6 +102,7 @@ bool NativeScopes::instrumentModule(CUmodule module, CUcontext context) {
   if (!b || driver_->memcpyHtoD(address, &b->control, sizeof(b->control)) != CUDA_SUCCESS)
     return false;
   modules_[module] = address;
+  stat("instrumentation_native_modules").add();
   return true;
 }
 
@@ -127,6 +128,7 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(entries, entries + launch.numEntries, launch.entries);
   byCorrelation_[correlation] = launch;
+  stat("instrumentation_native_launches").add();
 }
 
 void NativeScopes::noteKernel(const KernelRecord &record) {
