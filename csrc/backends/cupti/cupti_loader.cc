@@ -227,6 +227,8 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memcpyHtoD, "cuMemcpyHtoD_v2", &missing);
   resolve(handle, api->funcGetModule, "cuFuncGetModule", &missing);
   resolve(handle, api->moduleGetGlobal, "cuModuleGetGlobal_v2", &missing);
+  resolve(handle, api->kernelGetLibrary, "cuKernelGetLibrary", &missing);
+  resolve(handle, api->libraryGetGlobal, "cuLibraryGetGlobal", &missing);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

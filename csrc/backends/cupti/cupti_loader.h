@@ -77,6 +77,9 @@ struct CudaDriverApi {
   decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
   decltype(&::cuFuncGetModule) funcGetModule = nullptr;
   decltype(&::cuModuleGetGlobal_v2) moduleGetGlobal = nullptr;
+  // The CUDA runtime (12+) launches context-independent kernels of libraries.
+  decltype(&::cuKernelGetLibrary) kernelGetLibrary = nullptr;
+  decltype(&::cuLibraryGetGlobal) libraryGetGlobal = nullptr;
 };
 
 // The CUPTI major version a library must have to be used by this build.

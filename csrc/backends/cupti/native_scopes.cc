@@ -20,7 +20,7 @@ constexpr const char *kControlSymbol = "proton_instrument_control";
 // need no lock when they are not instrumented.
 struct ModuleCache {
   uint64_t generation = 0;
-  std::vector<std::pair<CUmodule, bool>> modules;
+  std::vector<std::pair<const void *, bool>> modules;
 };
 thread_local ModuleCache tlsModules;
 
@@ -52,7 +52,8 @@ void NativeScopes::start(const CudaDriverApi *driver) {
   std::lock_guard lock(mu_);
   driver_ = driver;
   for (const char *name :
-       {"instrumentation_native_events_lost", "instrumentation_native_events_unattributed"})
+       {"instrumentation_native_events_lost", "instrumentation_native_events_unattributed",
+        "instrumentation_native_modules", "instrumentation_native_launches"})
     stat(name);
   generation_.fetch_add(1, std::memory_order_release);
   active_.store(true, std::memory_order_release);
@@ -91,17 +92,18 @@ NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
   return &contexts_.back();
 }
 
-bool NativeScopes::instrumentModule(CUmodule module, CUcontext context) {
-  if (modules_.count(module)) return true;
+bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext context) {
+  if (modules_.count({code, context})) return true;
   CUdeviceptr address = 0;
   size_t bytes = 0;
-  if (driver_->moduleGetGlobal(&address, &bytes, module, kControlSymbol) != CUDA_SUCCESS ||
-      bytes != sizeof(CUdeviceptr))
-    return false;
+  CUresult rc = library
+                    ? driver_->libraryGetGlobal(&address, &bytes, (CUlibrary)code, kControlSymbol)
+                    : driver_->moduleGetGlobal(&address, &bytes, (CUmodule)code, kControlSymbol);
+  if (rc != CUDA_SUCCESS || bytes != sizeof(CUdeviceptr)) return false;
   ContextBuffers *b = buffersFor(context);
   if (!b || driver_->memcpyHtoD(address, &b->control, sizeof(b->control)) != CUDA_SUCCESS)
     return false;
-  modules_[module] = address;
+  modules_[{code, context}] = address;
   stat("instrumentation_native_modules").add();
   return true;
 }
@@ -110,8 +112,21 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
                             uint64_t correlation, const LaunchEntry *entries, size_t n) {
   if (!active_.load(std::memory_order_acquire)) return;
   CUfunction function = launchedFunction(cbid, cb->functionParams);
-  CUmodule module = nullptr;
-  if (!function || driver_->funcGetModule(&module, function) != CUDA_SUCCESS) return;
+  if (!function) return;
+  // A function of a module (driver API), or a kernel of a library (the CUDA runtime's).
+  const void *module = nullptr;
+  bool library = false;
+  CUmodule m = nullptr;
+  CUlibrary l = nullptr;
+  if (driver_->funcGetModule(&m, function) == CUDA_SUCCESS && m) {
+    module = m;
+  } else if (driver_->kernelGetLibrary(&l, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS &&
+             l) {
+    module = l;
+    library = true;
+  } else {
+    return;
+  }
   ModuleCache &cache = tlsModules;
   uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.generation != generation) cache = ModuleCache{generation, {}};
@@ -119,7 +134,7 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
                             [&](const auto &m) { return m.first == module; });
   if (known != cache.modules.end() && !known->second) return;  // not instrumented: no lock
   std::lock_guard lock(mu_);
-  bool instrumented = instrumentModule(module, cb->context);
+  bool instrumented = instrumentModule(module, library, cb->context);
   if (known == cache.modules.end()) cache.modules.push_back({module, instrumented});
   if (!instrumented) return;
   Launch launch;

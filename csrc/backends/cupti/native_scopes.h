@@ -70,15 +70,16 @@ class NativeScopes {
     LaunchEntry entries[LaunchInfo::kMaxEntries];
   };
 
-  bool instrumentModule(CUmodule module, CUcontext context);  // mu_ held
-  ContextBuffers *buffersFor(CUcontext context);              // mu_ held
-  StringId nameAt(uint64_t address);                          // mu_ held, its context current
+  bool instrumentModule(const void *code, bool library, CUcontext context);  // mu_ held
+  ContextBuffers *buffersFor(CUcontext context);                             // mu_ held
+  StringId nameAt(uint64_t address);  // mu_ held, its context current
 
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> generation_{1};
   const CudaDriverApi *driver_ = nullptr;
   std::mutex mu_;
-  std::map<CUmodule, CUdeviceptr> modules_;  // instrumented module -> its global's address
+  // Instrumented module or library -> its global's address (in the context it was seen in).
+  std::map<std::pair<const void *, CUcontext>, CUdeviceptr> modules_;
   std::vector<ContextBuffers> contexts_;
   std::unordered_map<uint64_t, Launch> byCorrelation_;
   std::unordered_map<int64_t, Launch> byGrid_;
