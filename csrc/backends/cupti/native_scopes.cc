@@ -156,11 +156,17 @@ void NativeScopes::noteKernel(const KernelRecord &record) {
 }
 
 StringId NativeScopes::nameAt(uint64_t address) {
+  // A name literal lies in its module's global memory, which may end right after it: read
+  // 16 bytes at a time while that works, then byte by byte.
   char text[128] = {0};
-  // A name literal lies in the module's global memory; read up to its end or 127 bytes.
-  for (size_t got = 0; got < sizeof(text) - 1; got += 16) {
-    if (driver_->memcpyDtoH(text + got, address + got, 16) != CUDA_SUCCESS) break;
-    if (std::memchr(text + got, 0, 16)) break;
+  size_t got = 0;
+  while (got < sizeof(text) - 1 && !std::memchr(text, 0, got)) {
+    size_t step = got + 16 < sizeof(text) &&
+                          driver_->memcpyDtoH(text + got, address + got, 16) == CUDA_SUCCESS
+                      ? 16
+                      : 0;
+    if (step == 0 && driver_->memcpyDtoH(text + got, address + got, 1) != CUDA_SUCCESS) break;
+    got += step ? step : 1;
   }
   text[sizeof(text) - 1] = 0;
   return StringTable::global().intern(text[0] ? text : "<unnamed scope>");
