@@ -13,6 +13,7 @@ Everything is put back as it was when the last instrumentation session is finali
 """
 
 import json
+import os
 import warnings
 
 from . import _C
@@ -32,9 +33,10 @@ _UNIT_WARPS = {
     "warp_group_4": 16,
     "warp_group_8": 32,
 }
-# Trace buffers: GPU memory per device; slices kept in a trace (beyond: dropped, counted).
+# Trace buffers: GPU memory per device; slices kept in a trace (the size cap: beyond it
+# launches run without recording, counted). PROTON_INSTRUMENTATION_TRACE_EVENTS sets the cap.
 TRACE_RING_BYTES = 256 << 20
-MAX_TRACE_EVENTS = 1 << 22
+MAX_TRACE_EVENTS = 1 << 20
 
 
 class _State:
@@ -116,7 +118,8 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
         return
     _state.config = config
     _state.trace = config.split(":")[1] == "trace"
-    _C.set_instrumentation_limits(TRACE_RING_BYTES, MAX_TRACE_EVENTS, capacity_of(m))
+    cap = int(os.environ.get("PROTON_INSTRUMENTATION_TRACE_EVENTS", "") or MAX_TRACE_EVENTS)
+    _C.set_instrumentation_limits(TRACE_RING_BYTES, cap, capacity_of(m))
     try:
         import triton
         from triton.runtime import _allocation

@@ -42,7 +42,7 @@ void IntraKernelBuffers::addUser() {
   if (users_++ == 0)
     for (const char *name :
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
-          "instrumentation_ring_drains"})
+          "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap"})
       stat(name);
 }
 
@@ -104,6 +104,12 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   if (driver.ctxGetCurrent(&context) != CUDA_SUCCESS || !context) return Alloc::kOff;
   std::lock_guard lock(mu_);
   if (users_ == 0) return Alloc::kOff;
+  if (trace && decoder_.traceFull()) {
+    // The trace reached its size cap: later launches run without recording (and cost
+    // nothing more than the kernel).
+    stat("instrumentation_launches_past_trace_cap").add();
+    return Alloc::kOff;
+  }
   Ring *ring = ringFor(driver, context, trace);
   size_t need = trace ? (bytes + kAlign - 1) / kAlign * kAlign : kTreeSlotBytes;
   if (!ring || need > ring->capacity) {

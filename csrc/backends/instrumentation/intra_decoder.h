@@ -94,6 +94,7 @@ class IntraDecoder {
                   const std::function<StringId(uint64_t)> &nameOf, const IntraLaunch &launch);
   // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
+  bool traceFull() const { return events_ >= maxEvents_; }
 
  private:
   struct ScopeSums {
