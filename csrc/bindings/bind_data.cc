@@ -2,7 +2,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings/common.h"
-#include "core/session_manager.h"
+#include "runtime/session_manager.h"
 
 namespace proton::bindings {
 

@@ -10,8 +10,8 @@
 
 #include "bindings/common.h"
 #include "context/shadow_context.h"
-#include "core/session_manager.h"
 #include "core/string_table.h"
+#include "runtime/session_manager.h"
 
 namespace proton::bindings {
 namespace {

@@ -8,8 +8,8 @@
 #include "backends/gpu_backend.h"
 #include "backends/runtime_probe.h"
 #include "bindings/common.h"
-#include "core/session_manager.h"
 #include "core/stats.h"
+#include "runtime/session_manager.h"
 
 namespace proton::bindings {
 namespace {

@@ -32,7 +32,7 @@ void setPythonStackCapture(PythonStackCapture capture);
 // nullptr when no walker is registered or the thread has no Python frames.
 const PythonStack *capturePythonStack() noexcept;
 // The one immutable stack with these frames.
-// Around fork() (core/fork_safety.cc): the stack table's lock, so the child never inherits it
+// Around fork() (runtime/fork_safety.cc): the stack table's lock, so the child never inherits it
 // held by a thread that does not exist there.
 void lockPythonStacksForFork();
 void unlockPythonStacksAfterFork(bool inChild);

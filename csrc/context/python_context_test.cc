@@ -11,8 +11,8 @@
 #include "backends/capture_registry.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
-#include "core/session_manager.h"
 #include "core/string_table.h"
+#include "runtime/session_manager.h"
 
 namespace proton {
 namespace {

@@ -97,7 +97,7 @@ class ThreadContext {
   static ThreadContext &current();
   // Makes the calling thread the one new threads inherit their stack from.
   static void registerMainThread();
-  // Around fork() (core/fork_safety.cc). In the child the forking thread is the only thread:
+  // Around fork() (runtime/fork_safety.cc). In the child the forking thread is the only thread:
   // it becomes the main thread and forgets where its scopes were filed (the parent's
   // sessions do not exist in the child).
   static void lockRegistryForFork();

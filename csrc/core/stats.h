@@ -33,7 +33,7 @@ class Counter {
 class Stats {
  public:
   static Stats &global();
-  // Around fork() (core/fork_safety.cc): the child must not inherit the lock held. The
+  // Around fork() (runtime/fork_safety.cc): the child must not inherit the lock held. The
   // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
   void lockForFork() { mu_.lock(); }
   void unlockAfterFork(bool inChild) {

@@ -27,9 +27,9 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/device_info.h"
-#include "core/session_manager.h"
 #include "core/stats.h"
 #include "core/string_table.h"
+#include "runtime/session_manager.h"
 
 namespace proton {
 namespace cupti {

@@ -6,7 +6,7 @@
 #include "backends/cupti/intra_kernel_buffers.h"
 #include "backends/cupti/native_scopes.h"
 #include "core/clock.h"
-#include "core/session_manager.h"
+#include "runtime/session_manager.h"
 
 namespace proton::cupti {
 namespace {

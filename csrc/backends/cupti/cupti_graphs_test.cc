@@ -18,9 +18,9 @@
 #include "backends/cupti/cupti_test_records.h"
 #include "backends/cupti/cupti_translate.h"
 #include "backends/kernel_attributor.h"
-#include "core/session_manager.h"
 #include "core/stats.h"
 #include "core/string_table.h"
+#include "runtime/session_manager.h"
 
 namespace proton::cupti {
 namespace {

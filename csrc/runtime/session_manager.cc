@@ -1,4 +1,4 @@
-#include "core/session_manager.h"
+#include "runtime/session_manager.h"
 
 #include <unistd.h>
 
@@ -14,11 +14,11 @@
 #include "backends/runtime_probe.h"
 #include "context/shadow_context.h"
 #include "core/clock.h"
-#include "core/fork_safety.h"
-#include "core/profile_output.h"
 #include "core/rank.h"
 #include "core/stats.h"
 #include "core/string_table.h"
+#include "runtime/fork_safety.h"
+#include "runtime/profile_output.h"
 #include "writers/writer.h"
 
 namespace proton {

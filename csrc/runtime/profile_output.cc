@@ -1,4 +1,4 @@
-#include "core/profile_output.h"
+#include "runtime/profile_output.h"
 
 #include <unistd.h>
 

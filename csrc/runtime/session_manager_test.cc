@@ -1,6 +1,6 @@
 // SessionManager through its public API. The manager is a process-wide singleton: every test
 // finalizes the sessions it starts (into a temporary directory) and leaves no scope open.
-#include "core/session_manager.h"
+#include "runtime/session_manager.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

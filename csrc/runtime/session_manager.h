@@ -49,7 +49,7 @@ struct StartResult {
 class SessionManager {
  public:
   static SessionManager &global();
-  // fork() child handler (core/fork_safety.h): replaces the manager with an empty one.
+  // fork() child handler (runtime/fork_safety.h): replaces the manager with an empty one.
   static void afterForkInChild();
 
   bool profilingOn() const { return liveCount_.load(std::memory_order_relaxed) > 0; }

@@ -1,4 +1,4 @@
-#include "core/fork_safety.h"
+#include "runtime/fork_safety.h"
 
 #include <pthread.h>
 
@@ -7,9 +7,9 @@
 #include "context/python_context.h"
 #include "context/shadow_context.h"
 #include "core/device_info.h"
-#include "core/session_manager.h"
 #include "core/stats.h"
 #include "core/string_table.h"
+#include "runtime/session_manager.h"
 
 namespace proton {
 namespace {

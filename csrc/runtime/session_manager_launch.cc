@@ -2,8 +2,8 @@
 // launch metadata (hook="triton") it consumes, and the context a CUDA-graph node captured
 // now carries to its replays. Called from vendor callbacks: no shared lock, no throw.
 #include "context/shadow_context.h"
-#include "core/session_manager.h"
 #include "core/stats.h"
+#include "runtime/session_manager.h"
 
 namespace proton {
 namespace {
