@@ -117,5 +117,31 @@ TEST(ChromeTraceWriterTest, TimesAreMicrosecondsFromTheEarliestLaunch) {
       << out;
 }
 
+TEST(ChromeTraceWriterTest, WarpLanesSitInTheirGpuAfterItsStreamsNamedByCtaAndWarp) {
+  PhaseData phase{PhaseId{0}};
+  NodeId kernel = phase.tree.child(kRootNode, S("mm"));
+  NodeId load = phase.tree.child(kernel, S("load"));
+  phase.addEvent({S("mm"), kernel, Lane{Lane::Kind::kGpuStream, 0, 7}, 1000, 9000});
+  FlexMetrics m;
+  m.add({MetricSpec::parse("sm"), int64_t{5}});
+  TraceEvent warp{S("load"), load, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(3, 4)}, 2000, 2500};
+  warp.flexSlot = phase.addEventMetrics(m);
+  phase.addEvent(warp);
+  ProfileMetadata meta;
+  DeviceTable d;
+  std::string out = write({phase, meta, d, StringTable::global()});
+  uint64_t tid = (uint64_t{1} << 40) + (uint64_t{3} << 16) + 4;
+  std::string lane = "\"pid\":1,\"tid\":" + std::to_string(tid);
+  EXPECT_NE(out.find("{\"ph\":\"M\",\"name\":\"thread_name\"," + lane +
+                     ",\"args\":{\"name\":\"CTA 3 Warp 4\"}}"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{\"ph\":\"X\",\"name\":\"load\",\"cat\":\"warp\",\"ts\":1.0,"
+                     "\"dur\":0.5," +
+                     lane + ",\"args\":{\"call_stack\":[\"ROOT\",\"mm\",\"load\"],\"sm\":5}}"),
+            std::string::npos)
+      << out;
+}
+
 }  // namespace
 }  // namespace proton
