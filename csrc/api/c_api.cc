@@ -65,6 +65,15 @@ Status guardCommandLine(int session, const char *action) {
                          " when running from the command line.");
 }
 
+// Under `proton ./app`, the program's first scope or state may come before CUDA initialises:
+// the command line's session then starts here, so that scopes around the program's first CUDA
+// calls are recorded. Off the launcher this is one load of a static.
+bool startForLauncher() {
+  static const bool launched = launchedByProton(getenv);
+  if (!launched || commandLineSession() >= 0) return false;  // not ours, or started already
+  return startInjectedSession(false) >= 0;
+}
+
 // Scope calls that failed: the RAII guard ignores its result, so they are counted here.
 int scopeFailed(int rc) {
   static Counter &errors = Stats::global().counter("api_scope_errors");
@@ -145,7 +154,7 @@ int proton_deactivate(int session) {
 
 int proton_enter_scope(const char *name, const proton_metric *metrics, size_t count) {
   SessionManager &manager = SessionManager::global();
-  if (!manager.profilingOn()) return 0;
+  if (!manager.profilingOn() && !startForLauncher()) return 0;
   return scopeFailed(guarded([&] {
     if (!name) return fail("[PROTON] scope name is NULL");
     std::shared_ptr<const MetricList> list;
@@ -179,6 +188,7 @@ int proton_exit_scope(const char *name, const proton_metric *metrics, size_t cou
 int proton_enter_state(const char *name) {
   return guarded([&] {
     if (!name) return fail("[PROTON] state name is NULL");
+    if (!SessionManager::global().profilingOn()) startForLauncher();
     SessionManager::global().enterState(StringTable::global().intern(name));
     return 0;
   });
@@ -191,7 +201,9 @@ int proton_exit_state(void) {
   });
 }
 
-int proton_profiling_on(void) { return SessionManager::global().profilingOn() ? 1 : 0; }
+int proton_profiling_on(void) {
+  return SessionManager::global().profilingOn() || startForLauncher() ? 1 : 0;
+}
 
 uint64_t proton_generation(void) { return SessionManager::global().generation(); }
 

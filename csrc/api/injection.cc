@@ -145,6 +145,7 @@ int startInjectedSession(bool fromCuda) {
     std::fprintf(stderr, "%s\n", started.value().warning.c_str());
   id = started.value().id.value;
   gSession.store(id);
+  report("started " + std::to_string(getpid()));
   installExitHandlers();
   return id;
 }

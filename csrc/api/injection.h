@@ -9,8 +9,12 @@
 // process of the program (children, MPI ranks) sees them: PROTON_INJECT_NAME, _CONTEXT,
 // _DATA, _BACKEND, _MODE (as proton.start's arguments), _COMMAND (the command line, for the
 // profile's metadata) and _REPORT (a file the process appends "cuda <pid>" to when CUDA
-// initialises and "wrote <path>" to per file written, so that the launcher can say what
-// happened, including "the program never initialised CUDA").
+// initialises, "started <pid>" when the session starts and "wrote <path>" per file written,
+// so that the launcher can say what happened, including "the program never initialised
+// CUDA").
+//
+// The session starts at cuInit, or earlier at the program's first proton/proton.h call
+// (start, a scope, a state): scopes opened before the first CUDA call are then recorded.
 //
 // Thread-safe. Nothing here throws: the user's program must not break because of us.
 #pragma once

@@ -229,8 +229,10 @@ def _run_executable(options: dict, target: str, args: list, argv: list) -> None:
         print("proton: -k/--hook applies to Python programs, not executables", file=sys.stderr)
         sys.exit(2)
     if options.get("context", "shadow") != "shadow":
-        print("proton: executables take -c shadow (Python context needs a Python program)",
-              file=sys.stderr)
+        print(
+            "proton: executables take -c shadow (Python context needs a Python program)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     try:
         _C.check_session_options(

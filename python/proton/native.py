@@ -113,7 +113,8 @@ def injection_env(options: dict, command_line: str, report_path: str, base=None)
 
 
 def read_report(path: str):
-    """(pids that initialised CUDA, paths written) from the report file the library appends to."""
+    """(pids that initialised CUDA, paths written) from the report file the library appends to
+    (lines "cuda <pid>", "started <pid>", "wrote <path>")."""
     cuda, written = [], []
     try:
         with open(path) as f:
@@ -153,14 +154,16 @@ def run_injected(target: str, args: list, options: dict, command_line: str) -> i
             print(f"proton: {target}: permission denied", file=sys.stderr)
             return 126
         forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-        previous = {s: signal.signal(s, lambda signum, _f: child.send_signal(signum)) for s in forwarded}
+        previous = {
+            s: signal.signal(s, lambda signum, _f: child.send_signal(signum)) for s in forwarded
+        }
         try:
             code = child.wait()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
         cuda, written = read_report(report)
-        if not cuda:
+        if not cuda and not written:
             print(
                 f"[PROTON] {target} never initialised CUDA: no profile written",
                 file=sys.stderr,
