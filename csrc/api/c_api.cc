@@ -45,9 +45,15 @@ Result<MetricList> toMetricList(const proton_metric *metrics, size_t count) {
     if (!m.name || !m.name[0]) return invalidArgument("[PROTON] a metric has no name");
     MetricValue value;
     switch (m.kind) {
-      case PROTON_METRIC_INT: value = m.int_value; break;
-      case PROTON_METRIC_DOUBLE: value = m.double_value; break;
-      case PROTON_METRIC_STRING: value = std::string(orEmpty(m.string_value)); break;
+      case PROTON_METRIC_INT:
+        value = m.int_value;
+        break;
+      case PROTON_METRIC_DOUBLE:
+        value = m.double_value;
+        break;
+      case PROTON_METRIC_STRING:
+        value = std::string(orEmpty(m.string_value));
+        break;
       default:
         return invalidArgument("[PROTON] metric '" + std::string(m.name) + "' has unknown kind " +
                                std::to_string(m.kind));
@@ -126,7 +132,8 @@ int proton_start(const char *name, const char *context, const char *data, const 
 int proton_finalize(int session, const char *format) {
   return guarded([&] {
     if (commandLineSession() >= 0) {  // the command line writes it when the program ends
-      Status status = guardCommandLine(session < 0 ? commandLineSession() : session, "be finalized");
+      Status status =
+          guardCommandLine(session < 0 ? commandLineSession() : session, "be finalized");
       return status.isOk() ? 0 : fail(status);
     }
     std::vector<std::string> written;

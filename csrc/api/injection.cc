@@ -104,11 +104,10 @@ void installExitHandlers() {
 bool launchedByProton(const EnvLookup &env) { return env("PROTON_INJECT_NAME") != nullptr; }
 
 Result<SessionOptions> injectedOptions(const EnvLookup &env) {
-  return parseSessionOptions(envOr(env, "PROTON_INJECT_NAME", "proton"),
-                             envOr(env, "PROTON_INJECT_CONTEXT", "shadow"),
-                             envOr(env, "PROTON_INJECT_DATA", "tree"),
-                             envOr(env, "PROTON_INJECT_BACKEND", ""),
-                             envOr(env, "PROTON_INJECT_MODE", ""));
+  return parseSessionOptions(
+      envOr(env, "PROTON_INJECT_NAME", "proton"), envOr(env, "PROTON_INJECT_CONTEXT", "shadow"),
+      envOr(env, "PROTON_INJECT_DATA", "tree"), envOr(env, "PROTON_INJECT_BACKEND", ""),
+      envOr(env, "PROTON_INJECT_MODE", ""));
 }
 
 int commandLineSession() { return gSession.load(); }

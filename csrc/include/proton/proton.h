@@ -31,7 +31,11 @@ extern "C" {
 
 #define PROTON_API __attribute__((visibility("default")))
 
-enum proton_metric_kind { PROTON_METRIC_INT = 0, PROTON_METRIC_DOUBLE = 1, PROTON_METRIC_STRING = 2 };
+enum proton_metric_kind {
+  PROTON_METRIC_INT = 0,
+  PROTON_METRIC_DOUBLE = 1,
+  PROTON_METRIC_STRING = 2
+};
 
 // One user metric. Names take the Python API's suffixes: "flops (exc)", "shape (pty)".
 typedef struct proton_metric {
