@@ -120,7 +120,14 @@ int startInjectedSession(bool fromCuda) {
     report("cuda " + std::to_string(getpid()));
   }
   int id = gSession.load();
-  if (id >= 0) return id;
+  if (id >= 0) {
+    // Started earlier by the program's first proton.h call: its atexit handler was registered
+    // before the CUDA runtime's, so it would run after CUDA's teardown. One registered now
+    // runs first (writing twice is harmless: the second finalize finds nothing).
+    static std::atomic<bool> again{false};
+    if (fromCuda && !again.exchange(true)) std::atexit(onExit);
+    return id;
+  }
   if (SessionManager::startingOnThisThread()) {
     gDeferred.store(true);  // CUDA initialises inside another start(): we hold its lock
     return -1;
