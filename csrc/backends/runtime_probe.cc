@@ -2,15 +2,23 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 
 namespace proton {
 namespace {
 
+std::atomic<bool> gCudaInitialising{false};
+
 RuntimeProbe probe() {
   RuntimeProbe result;
   if (const char *force = std::getenv("PROTON_FORCE_NO_GPU"); force && force[0] == '1') {
     result.reason = "PROTON_FORCE_NO_GPU=1 is set";
+    return result;
+  }
+  if (gCudaInitialising.load()) {
+    result.available = true;
+    result.deviceCount = -1;
     return result;
   }
   void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -43,6 +51,8 @@ RuntimeProbe probe() {
 }
 
 }  // namespace
+
+void noteCudaInitialising() { gCudaInitialising.store(true); }
 
 const RuntimeProbe &probeCudaRuntime() {
   static const RuntimeProbe result = probe();

@@ -18,5 +18,9 @@ struct RuntimeProbe {
 };
 
 const RuntimeProbe &probeCudaRuntime();
+// Called by CUDA's injection entry point (api/injection.cc), which the driver runs from inside
+// cuInit: a probe from then on must not call cuInit again. It reports the runtime available
+// with deviceCount -1 (the driver is initialising, so it found a device to initialise).
+void noteCudaInitialising();
 
 }  // namespace proton

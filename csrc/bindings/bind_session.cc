@@ -5,6 +5,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "api/injection.h"
 #include "backends/gpu_backend.h"
 #include "backends/runtime_probe.h"
 #include "bindings/common.h"
@@ -30,11 +31,21 @@ void bindSession(nb::module_ &m) {
          const std::string &backend, const std::string &mode) {
         SessionOptions options =
             valueOrThrow(parseSessionOptions(path, context, data, backend, mode));
-        StartResult r = valueOrThrow(SessionManager::global().start(options));
+        Result<StartResult> started = SessionManager::global().start(options);
+        api::startDeferredInjection();  // CUDA initialised inside this start under `proton ./app`
+        StartResult r = valueOrThrow(std::move(started));
         return std::make_tuple(r.id.value, r.created, r.warning);
       },
       nb::arg("path"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
       "Starts (or re-activates) the session writing to path; returns (id, created, warning).");
+  m.def(
+      "check_session_options",
+      [](const std::string &path, const std::string &context, const std::string &data,
+         const std::string &backend, const std::string &mode) {
+        valueOrThrow(parseSessionOptions(path, context, data, backend, mode));
+      },
+      nb::arg("path"), nb::arg("context"), nb::arg("data"), nb::arg("backend"), nb::arg("mode"),
+      "Raises what start() would for these options, without starting anything.");
   m.def(
       "activate",
       [](std::optional<int> s) { throwIfError(SessionManager::global().activate(toId(s))); },
@@ -66,6 +77,9 @@ void bindSession(nb::module_ &m) {
     for (SessionId id : SessionManager::global().liveSessions()) ids.push_back(id.value);
     return ids;
   });
+  m.def("command_line_session", &api::commandLineSession,
+        "The session the `proton` launcher owns in this process (the C++ API's too), or -1.");
+  m.def("set_command_line_session", &api::setCommandLineSession, nb::arg("session"));
   m.def("set_command_line",
         [](std::string s) { SessionManager::global().setCommandLine(std::move(s)); });
   m.def("set_library_search_dirs", &setLibrarySearchDirs, nb::arg("dirs"),

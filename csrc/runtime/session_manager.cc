@@ -222,7 +222,17 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
                  warning);
 }
 
+namespace {
+thread_local bool tStarting = false;
+}  // namespace
+
+bool SessionManager::startingOnThisThread() { return tStarting; }
+
 Result<StartResult> SessionManager::start(const SessionOptions &requested) {
+  struct StartingMark {
+    StartingMark() { tStarting = true; }
+    ~StartingMark() { tStarting = false; }
+  } mark;
   SessionOptions options = requested;
   options.rank = detectRank([](const char *name) -> const char * { return std::getenv(name); });
   std::lock_guard lock(mu_);

@@ -58,6 +58,10 @@ class SessionManager {
   uint64_t generation() const { return generation_.load(std::memory_order_relaxed); }
 
   Result<StartResult> start(const SessionOptions &options);
+  // True while the calling thread is inside start(): its GPU runtime probe initialises CUDA,
+  // and CUDA's injection entry point (api/injection.cc) must then defer its own start
+  // instead of waiting for the manager's lock this thread holds.
+  static bool startingOnThisThread();
   Status activate(std::optional<SessionId> id);
   Status deactivate(std::optional<SessionId> id, bool flushing);
   // Writes every phase of the session(s) and drops them. Paths written are appended.

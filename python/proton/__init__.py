@@ -14,6 +14,7 @@ from .errors import (
     ScopeError,
     SessionError,
 )
+from .native import get_cmake_dir, get_include, get_lib_dir
 from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 from .state import enter_state, exit_state, metadata_state, state
@@ -21,15 +22,10 @@ from .state import enter_state, exit_state, metadata_state, state
 _threads.install()
 
 
-def get_include() -> str:
-    """The folder with Proton's C/C++ headers (proton/instrument.cuh), for nvcc -I."""
-    import os
-
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
-
-
 __all__ = [
     "get_include",
+    "get_lib_dir",
+    "get_cmake_dir",
     "start",
     "activate",
     "deactivate",

@@ -7,7 +7,7 @@ itself are never replaced; a program that exits from its own handler (sys.exit) 
 profile written at exit. Python's own SIGINT handler raises KeyboardInterrupt, which writes
 the profile at exit as any uncaught exception does, so it is left alone.
 
-fork: the core gives the child an empty profiler (see csrc/core/fork_safety.h); here the
+fork: the core gives the child an empty profiler (see csrc/runtime/fork_safety.h); here the
 child drops the Python-side state that pointed at the parent's sessions.
 """
 

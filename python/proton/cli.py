@@ -3,6 +3,8 @@
     proton [options] script.py [args...]
     proton [options] pytest [args...]
     proton [options] -m module [args...]
+    proton [options] ./app [args...]       (any executable: CUDA injection, see native.py)
+    proton [options] python3 script.py     (the same as `proton script.py`)
     python -m proton ...
 
 Session 0 is started before the program runs and written when it ends, whether it returns,
@@ -20,13 +22,15 @@ the module.
 import builtins
 import io
 import os
+import re
 import runpy
 import shlex
+import shutil
 import sys
 import types
 import warnings
 
-from . import _C, _process, context
+from . import _C, _process, context, native
 from .flags import flags
 from .profile import start
 
@@ -34,8 +38,13 @@ USAGE = """\
 usage: proton [options] script.py [args...]
        proton [options] pytest [args...]
        proton [options] -m module [args...]
+       proton [options] [--] ./app [args...]
+       proton --cflags | --ldflags | --includedir | --libdir | --cmake-dir | --library
 
-Profile a whole program (session 0) and write <name>.hatchet when it ends.
+Profile a whole program (session 0) and write <name>.hatchet when it ends. An executable
+(a CUDA C++ program, mpirun, a shell script) runs with Proton injected into CUDA: its kernels,
+NVTX ranges and proton/proton.h scopes are recorded. `proton python3 script.py` is
+`proton script.py`.
 
 options (as proton.start):
   -n, --name NAME        output name (default: proton)
@@ -46,6 +55,7 @@ options (as proton.start):
   -k, --hook HOOK        triton
   -h, --help             show this help
 A -m whose value is not a mode names the module to run; after `--`, -m is always a module.
+For executables, -c is shadow and -k is not available (they apply to Python programs).
 """
 
 _OPTIONS = {
@@ -73,7 +83,8 @@ def _is_mode(value: str) -> bool:
 
 
 def parse_args(argv):
-    """(start options, (kind, target, program args)) with kind 'script', 'module' or 'pytest'."""
+    """(start options, (kind, target, program args)) with kind 'script', 'module',
+    'pytest' or 'exec' (an executable, run with CUDA injection)."""
     options = {}
     i = 0
     while i < len(argv):
@@ -107,8 +118,52 @@ def parse_args(argv):
     if i >= len(argv):
         raise UsageError("no program given")
     target, rest = argv[i], argv[i + 1 :]
-    kind = "pytest" if os.path.basename(target) in ("pytest", "py.test") else "script"
-    return options, (kind, target, rest)
+    if os.path.basename(target) in ("pytest", "py.test"):
+        return options, ("pytest", target, rest)
+    if _PYTHON.match(os.path.basename(target)):
+        python_program = _python_program(rest)
+        if python_program is not None:
+            return options, python_program
+    if _is_executable(target):
+        return options, ("exec", target, rest)
+    return options, ("script", target, rest)
+
+
+# python, python3, python3.12 (not python3-config).
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+# Interpreter flags that take no value and do not change what `proton script.py` means.
+_PYTHON_FLAGS = set("BdEiIOqsSuvR") | {"OO"}
+
+
+def _python_program(args):
+    """`python3 [flags] script.py ...` or `python3 [flags] -m mod ...` as the launcher's own
+    program kind; None for anything else (-c, stdin, -X/-W options): run as an executable."""
+    for i, arg in enumerate(args):
+        if arg == "-m" and i + 1 < len(args):
+            return ("module", args[i + 1], args[i + 2 :])
+        if arg.startswith("-") and arg != "-":
+            if arg[1:] in _PYTHON_FLAGS or all(c in _PYTHON_FLAGS for c in arg[1:]):
+                continue
+            return None
+        return ("script", arg, args[i + 1 :])
+    return None
+
+
+def _is_executable(target: str) -> bool:
+    """An executable that is not a Python program: a path with the execute bit, or a command
+    on PATH (`proton -- mpirun -n 2 ./app`). Files ending in .py and files whose #! line names
+    python stay Python programs (profiled in this interpreter, with Python context)."""
+    if target.endswith(".py"):
+        return False
+    path = target if os.sep in target else shutil.which(target)
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        return False
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return True
+    return not (first.startswith(b"#!") and b"python" in first and os.sep in target)
 
 
 def _run_program(kind: str, target: str, args: list) -> int:
@@ -168,8 +223,37 @@ def _prefixed(message: str) -> str:
     return message if message.startswith("[PROTON]") else f"[PROTON] {message}"
 
 
+def _run_executable(options: dict, target: str, args: list, argv: list) -> None:
+    """`proton ./app`: the session lives in the program (CUDA injection), not here."""
+    if options.get("hook"):
+        print("proton: -k/--hook applies to Python programs, not executables", file=sys.stderr)
+        sys.exit(2)
+    if options.get("context", "shadow") != "shadow":
+        print(
+            "proton: executables take -c shadow (Python context needs a Python program)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    try:
+        _C.check_session_options(
+            options.get("name") or "proton",
+            "shadow",
+            options.get("data") or "tree",
+            options.get("backend") or "",
+            options.get("mode") or "",
+        )
+    except (ValueError, TypeError, RuntimeError) as e:
+        print(_prefixed(str(e)), file=sys.stderr)
+        sys.exit(2)
+    command = shlex.join(["proton", *argv])
+    native.exit_like(native.run_injected(target, args, options, command))
+
+
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) == 1 and argv[0] in native.INFO_OPTIONS:
+        print(native.INFO_OPTIONS[argv[0]]())
+        sys.exit(0)
     try:
         options, (kind, target, args) = parse_args(argv)
     except UsageError as e:
@@ -178,17 +262,21 @@ def main(argv=None) -> None:
             print(f"proton: {e}", file=stream)
         print(USAGE, file=stream, end="")
         sys.exit(2 if str(e) else 0)
+    if kind == "exec":
+        _run_executable(options, target, args, argv)
     context.hide_launcher_frames(_launcher_files())
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            start(**options)
+            session = start(**options)
     except (ValueError, TypeError, RuntimeError) as e:
         print(_prefixed(str(e)), file=sys.stderr)
         sys.exit(2)
     for warning in caught:  # e.g. no GPU runtime: one line, not a warning from this file
         print(_prefixed(str(warning.message)), file=sys.stderr)
     _C.set_command_line(shlex.join(["proton", *argv]))
+    if session is not None:
+        _C.set_command_line_session(session)  # the C++ API's start/finalize defer to it too
     flags.command_line = True
     try:
         code = _run_program(kind, target, args)

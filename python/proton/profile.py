@@ -37,6 +37,8 @@ def start(
     Returns None when the `proton` command line owns the profile, or PROTON_DISABLE=1 or
     `triton.knobs.proton.disable` says so. Triton's knobs are read here (see triton_knobs).
     """
+    if not flags.command_line and _C.command_line_session() >= 0:
+        flags.command_line = True  # e.g. a Python process of `proton ./app` (CUDA injection)
     if flags.command_line and hook is not None and 0 in _C.live_sessions():
         # The program asks for a launch hook: the command line's session gets it.
         hook_object = hooks.resolve(hook)

@@ -1,0 +1,250 @@
+"""`proton ./app` (CUDA injection) and the C++ API on the GPU: examples/native/vector_add.cu
+built with nvcc, exact kernel counts under NVTX ranges and C++ scopes, exit status, SIGTERM,
+rank files, and the C ABI next to `import proton` in one process."""
+
+import ctypes
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gpu_tree import dump
+from proton import native
+from proton_test_utils import PYTHON_DIR, load_hatchet
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "native"
+NVCC = shutil.which("nvcc") or (
+    "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None
+)
+STEPS = 4
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs nvcc")
+
+
+def env(**extra):
+    e = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("PROTON_DISABLE", "CUDA_INJECTION64_PATH", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        e.pop(k, None)
+    e.update(extra)
+    return e
+
+
+def proton_cli(*argv, cwd, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "proton", *argv],
+        cwd=str(cwd),
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def vector_add(tmp_path_factory):
+    """The example, built as the README says: nvcc app.cu $(proton --cflags --ldflags)."""
+    if NVCC is None:
+        pytest.skip("needs nvcc")
+    out = tmp_path_factory.mktemp("native") / "vector_add"
+    flags = shlex.split(native.cflags()) + shlex.split(native.ldflags(nvcc_style=True))
+    command = [NVCC, "-std=c++17", "-arch=native", str(EXAMPLE / "vector_add.cu"), "-o", str(out)]
+    result = subprocess.run(
+        [*command, *flags], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def kernel(name):
+    """'void vector_add(float const*, ...)' -> 'vector_add'."""
+    base = name.split("(")[0].strip()
+    return base.split(" ")[-1]
+
+
+def kernels(node):
+    """{kernel: count} of the kernel leaves directly under node."""
+    out = {}
+    for c in node["children"]:
+        if c["metrics"].get("count") and not c["children"]:
+            out[kernel(c["frame"]["name"])] = (
+                out.get(kernel(c["frame"]["name"]), 0) + c["metrics"]["count"]
+            )
+    return out
+
+
+def child(node, name):
+    matches = [c for c in node["children"] if c["frame"]["name"] == name]
+    assert len(matches) == 1, f"{name!r} under {node['frame']['name']!r}:\n{dump(node)}"
+    return matches[0]
+
+
+def assert_example_tree(root, steps=STEPS):
+    """The tree vector_add.cu's header comment promises."""
+    text = dump(root)
+    assert kernels(child(root, "setup")) == {"fill": 1}, text
+    iterations = child(root, "iterations")
+    assert iterations["metrics"]["flops"] == 2.0 * (1 << 20) * steps, text
+    assert iterations["metrics"]["bytes"] == 12 * (1 << 20) * steps, text
+    assert kernels(child(iterations, "step")) == {"vector_add": steps, "scale": steps}, text
+    assert kernels(child(root, "worker")) == {"scale": 2}, text
+    assert kernels(root) == {}, text  # nothing unattributed
+
+
+@needs_nvcc
+def test_injected_example_has_exact_counts_under_nvtx_and_cpp_scopes(vector_add, tmp_path):
+    result = proton_cli("-n", "va", str(vector_add), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "c[0] = 1.00" in result.stdout
+    assert "[PROTON] profile written to va.hatchet (at exit)" in result.stderr
+    root = load_hatchet(tmp_path / "va.hatchet")[0]
+    assert_example_tree(root)
+    assert root["proton_metadata"]["backend"] == "cupti"
+    assert root["proton_metadata"]["command_line"] == f"proton -n va {vector_add}"
+
+
+@needs_nvcc
+def test_exit_status_passes_through_and_the_profile_is_written(vector_add, tmp_path):
+    result = proton_cli(str(vector_add), "3", "7", cwd=tmp_path)
+    assert result.returncode == 7, result.stderr
+    assert_example_tree(load_hatchet(tmp_path / "proton.hatchet")[0], steps=3)
+
+
+@needs_nvcc
+def test_sigterm_writes_the_profile_and_the_launcher_dies_of_it(vector_add, tmp_path):
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "proton", "-n", "term", str(vector_add), "--hang"],
+        cwd=str(tmp_path),
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = [launcher.stdout.readline(), launcher.stdout.readline()]
+        assert lines[-1] == "waiting for a signal\n", lines
+        launcher.send_signal(signal.SIGTERM)
+        _, stderr = launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert launcher.returncode == -signal.SIGTERM, stderr
+    assert "profile written to term.hatchet (on SIGTERM)" in stderr
+    assert_example_tree(load_hatchet(tmp_path / "term.hatchet")[0])
+
+
+@needs_nvcc
+def test_rank_files_one_per_process(vector_add, tmp_path):
+    app = shlex.quote(str(vector_add))
+    job = f"RANK=0 WORLD_SIZE=2 {app} & RANK=1 WORLD_SIZE=2 {app} 2; wait"
+    result = proton_cli("-n", "job", "--", "sh", "-c", job, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.glob("job*.hatchet")) == [
+        "job.rank0.hatchet",
+        "job.rank1.hatchet",
+    ]
+    assert_example_tree(load_hatchet(tmp_path / "job.rank0.hatchet")[0])
+    assert_example_tree(load_hatchet(tmp_path / "job.rank1.hatchet")[0], steps=2)
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs mpirun")
+def test_mpirun_gives_one_file_per_rank(vector_add, tmp_path):
+    result = proton_cli(
+        "-n", "mpi", "--", "mpirun", "--allow-run-as-root", "-n", "2", str(vector_add),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for rank in (0, 1):
+        assert_example_tree(load_hatchet(tmp_path / f"mpi.rank{rank}.hatchet")[0])
+
+
+@needs_nvcc
+def test_program_start_is_the_command_lines_session_under_the_launcher(vector_add, tmp_path):
+    result = proton_cli("-n", "cmd", str(vector_add), "--self", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "vector_add.hatchet").exists()
+    assert_example_tree(load_hatchet(tmp_path / "cmd.hatchet")[0])
+
+
+@needs_nvcc
+def test_program_profiles_itself_without_the_launcher(vector_add, tmp_path):
+    result = subprocess.run(
+        [str(vector_add), "--self"], cwd=tmp_path, env=env(), capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    # NVTX is seen when the program's first NVTX call comes after start(), as in Python.
+    assert_example_tree(load_hatchet(tmp_path / "vector_add.hatchet")[0])
+
+
+@needs_nvcc
+def test_trace_data_has_every_kernel(vector_add, tmp_path):
+    result = proton_cli("-n", "tr", "-d", "trace", str(vector_add), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "tr.chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    counts = {}
+    for e in gpu:
+        counts[kernel(e["name"])] = counts.get(kernel(e["name"]), 0) + 1
+    assert counts == {"fill": 1, "vector_add": STEPS, "scale": STEPS + 2}, counts
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
+def test_example_builds_with_the_cmake_config_package(tmp_path):
+    build = tmp_path / "build"
+    configure = [
+        "cmake", "-S", str(EXAMPLE), "-B", str(build), f"-Dproton_DIR={native.get_cmake_dir()}",
+        f"-DCMAKE_CUDA_COMPILER={NVCC}", "-DCMAKE_CUDA_ARCHITECTURES=native",
+    ]  # fmt: skip
+    for command in (configure, ["cmake", "--build", str(build)]):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    result = proton_cli("-n", "cm", str(build / "vector_add"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert_example_tree(load_hatchet(tmp_path / "cm.hatchet")[0])
+
+
+def test_cpp_scopes_from_the_c_abi_hold_python_launched_kernels(tmp_path):
+    torch = pytest.importorskip("torch")
+    import proton
+
+    lib = ctypes.CDLL(native.library_path())
+    lib.proton_enter_scope.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.proton_exit_scope.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]
+    x = torch.ones(1024, device="cuda")
+    torch.cuda.synchronize()
+    session = proton.start(str(tmp_path / "mixed"), backend="cupti")
+    with proton.scope("python"):
+        assert lib.proton_enter_scope(b"cpp", None, 0) == 0
+        for _ in range(3):
+            x.mul_(2)
+        assert lib.proton_exit_scope(b"cpp", None, 0) == 0
+    torch.cuda.synchronize()
+    proton.finalize(session)
+    root = load_hatchet(tmp_path / "mixed.hatchet")[0]
+    cpp = child(child(root, "python"), "cpp")
+    assert sum(c["metrics"].get("count", 0) for c in cpp["children"]) == 3, dump(root)
+
+
+def test_python3_script_under_the_launcher_is_profiled_in_process(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "t.py").write_text(
+        "import torch, proton\n"
+        "x = torch.ones(1024, device='cuda')\n"
+        "with proton.scope('py'):\n"
+        "    for _ in range(5):\n"
+        "        x.add_(1)\n"
+        "torch.cuda.synchronize()\n"
+    )
+    result = proton_cli("-n", "py", "python3", "t.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    root = load_hatchet(tmp_path / "py.hatchet")[0]
+    assert sum(c["metrics"].get("count", 0) for c in child(root, "py")["children"]) == 5, dump(root)
