@@ -23,7 +23,7 @@
 #include "backends/capture_registry.h"
 #include "backends/launch_table.h"
 
-namespace proton::cupti {
+namespace proton::cupti::inline PROTON_CUPTI_ABI {
 
 class LaunchTracker {
  public:
@@ -43,4 +43,4 @@ class LaunchTracker {
   NodeIdFn nodeId_ = nullptr;
 };
 
-}  // namespace proton::cupti
+}  // namespace proton::cupti::inline PROTON_CUPTI_ABI

@@ -39,7 +39,7 @@
 #include "backends/cupti/cupti_loader.h"
 #include "backends/pc_sample_attributor.h"
 
-namespace proton::cupti {
+namespace proton::cupti::inline PROTON_CUPTI_ABI {
 
 class PcSampler {
  public:
@@ -95,4 +95,4 @@ class PcSampler {
   bool stopReader_ = false;
 };
 
-}  // namespace proton::cupti
+}  // namespace proton::cupti::inline PROTON_CUPTI_ABI

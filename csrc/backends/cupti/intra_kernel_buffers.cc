@@ -10,7 +10,7 @@
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti {
+namespace proton::cupti::inline PROTON_CUPTI_ABI {
 namespace {
 
 constexpr size_t kTreeSlotBytes =
@@ -180,4 +180,4 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
   byCorrelation_.clear();
 }
 
-}  // namespace proton::cupti
+}  // namespace proton::cupti::inline PROTON_CUPTI_ABI

@@ -26,7 +26,7 @@
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
 
-namespace proton::cupti {
+namespace proton::cupti::inline PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
 
@@ -88,4 +88,4 @@ class IntraKernelBuffers {
   instrumentation::IntraDecoder decoder_{tables_};
 };
 
-}  // namespace proton::cupti
+}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
