@@ -31,7 +31,8 @@
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 Counter &statCounter(const char *name) { return Stats::global().counter(name); }
@@ -588,7 +589,8 @@ void setInstrumentationLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
 }
 
 }  // namespace
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti
 
 namespace proton::cupti {
 

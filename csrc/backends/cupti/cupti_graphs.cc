@@ -7,7 +7,8 @@
 #include "core/clock.h"
 #include "core/session_manager.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 // Per-thread state of the launch in progress: nesting (a runtime launch calls a driver
@@ -73,4 +74,5 @@ void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceD
   }
 }
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -23,7 +23,8 @@
 #include "backends/capture_registry.h"
 #include "backends/launch_table.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 class LaunchTracker {
  public:
@@ -43,4 +44,5 @@ class LaunchTracker {
   NodeIdFn nodeId_ = nullptr;
 };
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

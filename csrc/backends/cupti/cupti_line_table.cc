@@ -9,7 +9,8 @@
 #include "backends/cupti/cupti_pc_translate.h"
 #include "core/stats.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 Counter &modulesWithoutLines() {
@@ -141,4 +142,5 @@ void CubinLineTable::warm(const PcSample *samples, size_t n) {
     lookupLocked(samples[i].module, samples[i].function, samples[i].pcOffset);
 }
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

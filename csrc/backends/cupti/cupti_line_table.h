@@ -25,7 +25,8 @@
 #include "backends/cupti/cupti_loader.h"
 #include "backends/pc_sample_attributor.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 class CubinLineTable final : public LineTable {
  public:
@@ -62,4 +63,5 @@ class CubinLineTable final : public LineTable {
   std::unordered_map<Key, std::optional<SourceLocation>, KeyHash> lines_;
 };
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -7,7 +7,8 @@
 
 #include "backends/cupti/cupti_select.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 static_assert(CUPTI_API_VERSION >= 10000 ? CUPTI_API_VERSION / 10000 == PROTON_CUPTI_MAJOR
@@ -122,4 +123,5 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   return loaded;
 }
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -26,7 +26,8 @@
 
 #include "core/status.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 struct CuptiApi {
   std::string path;      // the library file used
@@ -88,4 +89,5 @@ inline constexpr int kCuptiMajor = PROTON_CUPTI_MAJOR;
 Result<const CuptiApi *> loadCupti();
 Result<const CudaDriverApi *> loadCudaDriver();
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -39,7 +39,8 @@
 #include "backends/cupti/cupti_loader.h"
 #include "backends/pc_sample_attributor.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 class PcSampler {
  public:
@@ -95,4 +96,5 @@ class PcSampler {
   bool stopReader_ = false;
 };
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

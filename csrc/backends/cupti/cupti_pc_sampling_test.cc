@@ -19,7 +19,8 @@
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
@@ -552,4 +553,5 @@ TEST(PcTranslateTest, CubinLineInformationIsFoundByItsSections) {
 }
 
 }  // namespace
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -11,7 +11,8 @@
 
 #include "backends/cupti/cupti_translate.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 // A concurrent-kernel record on device 0, stream 7.
 inline KernelActivity kernelRecord(uint32_t correlation, const char *name, uint64_t start,
@@ -28,4 +29,5 @@ inline KernelActivity kernelRecord(uint32_t correlation, const char *name, uint6
   return k;
 }
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -3,7 +3,8 @@
 #include <cstddef>
 #include <iterator>
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 namespace {
 
@@ -88,4 +89,5 @@ bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

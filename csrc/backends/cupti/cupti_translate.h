@@ -11,7 +11,8 @@
 
 #include "backends/kernel_attributor.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 // The kernel record layout this major's CUPTI delivers for CUPTI_ACTIVITY_KIND_KERNEL and
 // _CONCURRENT_KERNEL: CUpti_ActivityKernel9 from CUDA 12.x's CUPTI, CUpti_ActivityKernel10
@@ -34,4 +35,5 @@ extern const size_t kNumRuntimeLaunchCallbacks;
 extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -14,7 +14,8 @@
 #define PROTON_CAT(a, b) PROTON_CAT_(a, b)
 #define SUITE PROTON_CAT(CuptiTranslateMajor, PROTON_CUPTI_MAJOR)
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 // Fills the fields every kernel record version shares, then poisons what follows them, as a
@@ -90,4 +91,5 @@ TEST(SUITE, LaunchCallbacksAreThisMajorsIds) {
 }
 
 }  // namespace
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

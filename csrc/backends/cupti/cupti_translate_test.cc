@@ -12,7 +12,8 @@
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
@@ -248,4 +249,5 @@ TEST_F(CuptiTranslateTest, LaunchCallbacksCoverRuntimeDriverAndGraphLaunches) {
 }
 
 }  // namespace
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

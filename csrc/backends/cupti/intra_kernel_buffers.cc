@@ -10,7 +10,8 @@
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 constexpr size_t kTreeSlotBytes =
@@ -180,4 +181,5 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
   byCorrelation_.clear();
 }
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -26,7 +26,8 @@
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
 
-namespace proton::cupti::inline PROTON_CUPTI_ABI {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
 
@@ -88,4 +89,5 @@ class IntraKernelBuffers {
   instrumentation::IntraDecoder decoder_{tables_};
 };
 
-}  // namespace proton::cupti::inline PROTON_CUPTI_ABI
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti
