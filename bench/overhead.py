@@ -5,9 +5,17 @@ each timing is the fastest of 5 repetitions; `scoped` runs the tool's own scopes
 the unprofiled (profiler not started) and the profiled run;
 each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then
 unprofiled again; ratio = profiled / min(unprofiled before, after). Rounds interleave the
-configurations (A B C A B C ...); the table reports the median ratio and the spread.
+configurations (A B C A B C ...); the table reports the median ratio, the spread and a 95%
+bootstrap confidence interval of the median (over rounds). GPU-bound workloads (matmul, trimm)
+are also timed with CUDA events around the timed loop, next to wall time (`ev_median`).
 
     python3 bench/overhead.py --rounds 3 --json overhead.json
+    # add rounds (matmul only) until every config's interval is within +-1% of its median:
+    python3 bench/overhead.py --rounds 5 --target-ci 0.01 --max-rounds 60
+    # the same configurations on each CUPTI major, side by side:
+    python3 bench/overhead.py --configs cupti_floor,proton_shadow --workloads matmul \
+        --cupti-lib 12=$(python3 -c "import triton,os;print(os.path.dirname(triton.__file__))")/backends/nvidia/lib/cupti \
+        --cupti-lib 13=/usr/local/cuda/lib64/libcupti.so.13
     python3 bench/overhead.py --pcsampling --rounds 3   # instruction sampling vs triton.profiler
 
 Instruction sampling (`--pcsampling`): Proton's mode="pcsampling" (interval --pc-interval
@@ -18,6 +26,7 @@ next to Proton's plain kernel timing, on `matmul` (cuBLAS) and `trimm`, a Triton
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -29,6 +38,48 @@ CONFIGS = ["cupti_floor", "proton_shadow", "proton_python", "triton_profiler", "
 PC_WORKLOADS = ["matmul", "trimm"]
 PC_CONFIGS = ["proton_shadow", "proton_pcsampling", "triton_pcsampling"]
 ITERS = {"tiny": 1000, "mlp": 50, "matmul": 20, "scoped": 1000, "hooked": 1000, "trimm": 20}
+GPU_BOUND = ("matmul", "trimm")  # also timed with CUDA events
+
+
+# ---- statistics ----------------------------------------------------------------------------
+
+
+def bootstrap_ci(values, level=0.95, resamples=10000, seed=0):
+    """Percentile bootstrap interval (lo, hi) of the median of `values` (resampled with
+    replacement); (v, v) for a single value. Deterministic for a given seed."""
+    if not values:
+        raise ValueError("no values")
+    if len(values) == 1:
+        return values[0], values[0]
+    rng = random.Random(seed)
+    n = len(values)
+    medians = sorted(statistics.median(rng.choices(values, k=n)) for _ in range(resamples))
+    tail = (1 - level) / 2
+    lo = medians[int(tail * (resamples - 1))]
+    hi = medians[int((1 - tail) * (resamples - 1) + 0.5)]
+    return lo, hi
+
+
+def relative_half_width(values, **kw):
+    """Half the bootstrap interval's width, relative to the median: 0.01 is +-1%."""
+    lo, hi = bootstrap_ci(values, **kw)
+    return (hi - lo) / 2 / statistics.median(values)
+
+
+def summarize(values):
+    """median, min, max and the 95% interval of the median; None when there are no values."""
+    if not values:
+        return None
+    lo, hi = bootstrap_ci(values)
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "ci_lo": lo,
+        "ci_hi": hi,
+        "ci_rel": relative_half_width(values),
+        "n": len(values),
+    }
 
 
 # ---- worker: one configuration, every workload ------------------------------------------
@@ -97,16 +148,22 @@ def build_workloads():
     return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked, "trimm": trimm}
 
 
-def timed(fn, iters, scope=None, reps=5):
-    """The fastest of reps runs of iters iterations: the least disturbed by the machine."""
-    return min(timed_once(fn, iters, scope) for _ in range(reps))
+def timed(fn, iters, scope=None, reps=5, events=False):
+    """The fastest of reps runs of iters iterations: the least disturbed by the machine.
+    (wall seconds, CUDA-event seconds or None): the event time is the GPU's time from the
+    first kernel to the last, taken on the run with the least wall time."""
+    return min(timed_once(fn, iters, scope, events) for _ in range(reps))
 
 
-def timed_once(fn, iters, scope=None):
+def timed_once(fn, iters, scope=None, events=False):
     import torch
 
     torch.cuda.synchronize()
+    if events:
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     t0 = time.perf_counter()
+    if events:
+        begin.record()
     if scope is None:
         for _ in range(iters):
             fn()
@@ -114,8 +171,20 @@ def timed_once(fn, iters, scope=None):
         for _ in range(iters):
             with scope("outer"), scope("middle"), scope("inner"):
                 fn()
+    if events:
+        end.record()
     torch.cuda.synchronize()
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    return wall, (begin.elapsed_time(end) / 1e3 if events else None)
+
+
+def loaded_cupti():
+    """The libcupti files mapped into this process (which CUPTI the tool used)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return sorted({line.split()[-1] for line in f if "libcupti.so" in line})
+    except OSError:
+        return []
 
 
 def make_profiler(config, workload, path):
@@ -190,19 +259,21 @@ def worker(config, names):
             results[name] = {"error": f"{type(e).__name__}: {e}"}
             continue
         use_scope = scope if name == "scoped" else None
+        ev = name in GPU_BOUND
         timed(fn, iters // 4 + 1, use_scope, reps=1)
-        before = timed(fn, iters, use_scope)
+        before, ev_before = timed(fn, iters, use_scope, events=ev)
         try:
             start()
         except Exception as e:  # noqa: BLE001 - reported in the table
             results[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
             continue
         timed(fn, iters // 4 + 1, use_scope, reps=1)
-        profiled = timed(fn, iters, use_scope)
+        profiled, ev_profiled = timed(fn, iters, use_scope, events=ev)
+        cupti = loaded_cupti()
         t0 = time.perf_counter()
         stop()
         finalize_s = time.perf_counter() - t0
-        after = timed(fn, iters, use_scope)
+        after, ev_after = timed(fn, iters, use_scope, events=ev)
         size = sum(
             os.path.getsize(os.path.join(tmp, f))
             for f in os.listdir(tmp)
@@ -214,26 +285,94 @@ def worker(config, names):
             "profiled_s": profiled,
             "finalize_s": finalize_s,
             "profile_bytes": size,
+            "cupti": cupti,
         }
+        if ev:
+            results[name]["ev_ratio"] = ev_profiled / min(ev_before, ev_after)
+            results[name]["ev_unprofiled_s"] = min(ev_before, ev_after)
     print("RESULT " + json.dumps(results))
 
 
 # ---- driver --------------------------------------------------------------------------------
 
 
-def run_config(config, names):
+def split_config(config, cupti_libs):
+    """ "proton_shadow[12]" -> ("proton_shadow", environment with PROTON_CUPTI_LIB_PATH set to
+    the --cupti-lib labelled 12); a name without a label runs with this environment."""
+    env = dict(os.environ)
+    if config.endswith("]") and "[" in config:
+        config, label = config[:-1].split("[", 1)
+        env["PROTON_CUPTI_LIB_PATH"] = cupti_libs[label]
+    return config, env
+
+
+def run_config(config, names, cupti_libs=None):
+    base, env = split_config(config, cupti_libs or {})
     r = subprocess.run(
-        [sys.executable, __file__, "--worker", config, "--workloads", ",".join(names)],
+        [sys.executable, __file__, "--worker", base, "--workloads", ",".join(names)],
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
+        env=env,
     )
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
     tail = (r.stderr or r.stdout)[-400:]
     return {w: {"error": f"worker failed (exit {r.returncode}): {tail}"} for w in names}
+
+
+def build_table(rounds, configs, names):
+    table = {}
+    for config in configs:
+        for w in names:
+            runs = [x["results"].get(w, {}) for x in rounds if x["config"] == config]
+            ok = [x for x in runs if "ratio" in x]
+            errors = [x["error"] for x in runs if "error" in x]
+            table[f"{config}/{w}"] = {
+                "wall": summarize([x["ratio"] for x in ok]),
+                "events": summarize([x["ev_ratio"] for x in ok if "ev_ratio" in x]),
+                "finalize_s": statistics.median([x["finalize_s"] for x in ok]) if ok else None,
+                "profile_bytes": max([x["profile_bytes"] for x in ok]) if ok else None,
+                "cupti": sorted({p for x in ok for p in x.get("cupti", [])}),
+                "error": errors[0] if errors and not ok else None,
+            }
+    return table
+
+
+def widest_interval(table, names):
+    """The largest relative half-width among the named workloads' wall and event intervals."""
+    widths = [
+        v[kind]["ci_rel"]
+        for key, v in table.items()
+        if key.split("/")[1] in names
+        for kind in ("wall", "events")
+        if v[kind] is not None
+    ]
+    return max(widths) if widths else None
+
+
+def print_table(table):
+    print(
+        f"{'config/workload':34} {'median':>7} {'95% CI':>15} {'+-%':>6} {'min':>7} {'max':>7} "
+        f"{'n':>3} {'ev_median':>9} {'ev 95% CI':>15} {'finalize':>9} {'bytes':>9}"
+    )
+    for key, v in table.items():
+        w, e = v["wall"], v["events"]
+        if w is None:
+            print(f"{key:34} n/a: {v['error'][:150]}")
+            continue
+        line = (
+            f"{key:34} {w['median']:7.3f} [{w['ci_lo']:6.3f},{w['ci_hi']:6.3f}] "
+            f"{100 * w['ci_rel']:6.2f} {w['min']:7.3f} {w['max']:7.3f} {w['n']:3d} "
+        )
+        line += f"{e['median']:9.3f} [{e['ci_lo']:6.3f},{e['ci_hi']:6.3f}] " if e else f"{'':26}"
+        line += f"{v['finalize_s']:8.3f}s {v['profile_bytes']:9d}"
+        print(line)
+    for key, v in table.items():
+        if v["cupti"]:
+            print(f"  {key}: CUPTI {', '.join(v['cupti'])}")
 
 
 def main():
@@ -244,6 +383,22 @@ def main():
     ap.add_argument("--pcsampling", action="store_true", help="instruction sampling comparison")
     ap.add_argument("--pc-interval", type=int, default=1000, help="Proton's sampling interval")
     ap.add_argument("--json", default="overhead.json")
+    ap.add_argument(
+        "--target-ci",
+        type=float,
+        default=None,
+        help="after --rounds, add rounds of the --ci-workloads until every 95%% interval of\n"
+        "their median ratios is within +-target (0.01 = 1%%), or --max-rounds",
+    )
+    ap.add_argument("--ci-workloads", default="matmul", help="comma-separated (--target-ci)")
+    ap.add_argument("--max-rounds", type=int, default=40, help="round limit for --target-ci")
+    ap.add_argument(
+        "--cupti-lib",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also run each Proton config as CONFIG[LABEL] with PROTON_CUPTI_LIB_PATH=PATH",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ["PROTON_BENCH_PC_INTERVAL"] = str(args.pc_interval)
@@ -255,42 +410,49 @@ def main():
         worker(args.worker, names)
         return
     configs = args.configs.split(",") if args.configs else default_configs
+    cupti_libs = dict(x.split("=", 1) for x in args.cupti_lib)
+    if cupti_libs:
+        configs = [
+            f"{c}[{label}]" if c.startswith(("proton", "cupti_floor")) else c
+            for c in configs
+            for label in (cupti_libs if c.startswith(("proton", "cupti_floor")) else [None])
+        ]
     rounds = []
     for r in range(args.rounds):
         for config in configs:
             print(f"round {r + 1}/{args.rounds}: {config}", file=sys.stderr, flush=True)
-            rounds.append({"round": r, "config": config, "results": run_config(config, names)})
-    table = {}
-    for config in configs:
-        for w in names:
-            runs = [x["results"].get(w, {}) for x in rounds if x["config"] == config]
-            ratios = [x["ratio"] for x in runs if "ratio" in x]
-            errors = [x["error"] for x in runs if "error" in x]
-            table[f"{config}/{w}"] = {
-                "median": statistics.median(ratios) if ratios else None,
-                "min": min(ratios) if ratios else None,
-                "max": max(ratios) if ratios else None,
-                "finalize_s": statistics.median([x["finalize_s"] for x in runs if "ratio" in x])
-                if ratios
-                else None,
-                "profile_bytes": max([x["profile_bytes"] for x in runs if "ratio" in x])
-                if ratios
-                else None,
-                "error": errors[0] if errors and not ratios else None,
-            }
-    print(
-        f"{'config/workload':32} {'median':>7} {'min':>7} {'max':>7} {'finalize':>9} {'bytes':>9}"
-    )
-    for key, v in table.items():
-        if v["median"] is None:
-            print(f"{key:32} n/a: {v['error'][:150]}")
-        else:
-            print(
-                f"{key:32} {v['median']:7.3f} {v['min']:7.3f} {v['max']:7.3f} "
-                f"{v['finalize_s']:8.3f}s {v['profile_bytes']:9d}"
+            rounds.append(
+                {"round": r, "config": config, "results": run_config(config, names, cupti_libs)}
             )
+    table = build_table(rounds, configs, names)
+    ci_names = [w for w in args.ci_workloads.split(",") if w in names]
+    reached = None
+    if args.target_ci is not None and ci_names:
+        r = args.rounds
+        while (widest_interval(table, ci_names) or 0) > args.target_ci and r < args.max_rounds:
+            for config in configs:
+                print(
+                    f"round {r + 1} ({','.join(ci_names)}): {config}", file=sys.stderr, flush=True
+                )
+                rounds.append(
+                    {
+                        "round": r,
+                        "config": config,
+                        "results": run_config(config, ci_names, cupti_libs),
+                    }
+                )
+            r += 1
+            table = build_table(rounds, configs, names)
+        width = widest_interval(table, ci_names)
+        reached = width is not None and width <= args.target_ci
+        print(
+            f"{'reached' if reached else 'NOT reached'}: widest 95% interval on "
+            f"{','.join(ci_names)} is +-{100 * (width or 0):.2f}% after {r} rounds "
+            f"(target +-{100 * args.target_ci:.2f}%)"
+        )
+    print_table(table)
     with open(args.json, "w") as f:
-        json.dump({"rounds": rounds, "table": table}, f, indent=1)
+        json.dump({"rounds": rounds, "table": table, "ci_target_reached": reached}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,12 @@ def _package_dirs(name: str) -> List[str]:
 
 
 def cupti_dirs() -> List[str]:
-    """Directories that may hold libcupti: NVIDIA's wheels, then Triton's bundled copy."""
+    """Directories that may hold libcupti of CUDA 12 or 13: NVIDIA's wheels, then Triton's copy.
+
+    The C++ selector reads each library's major from its SONAME and searches these once per
+    major, the preferred major first (see csrc/backends/cupti/cupti_select.h), so the order
+    here only ranks libraries of the same major.
+    """
     dirs = []
     for root in _package_dirs("nvidia"):
         for sub in ("cu13/lib", "cuda_cupti/lib", "cu12/lib"):

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/capture_registry.h"
+#include "backends/cupti/cupti_dispatch.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
 #include "backends/cupti/cupti_pc_sampler.h"
@@ -31,8 +32,8 @@
 #include "core/string_table.h"
 #include "runtime/session_manager.h"
 
-namespace proton {
-namespace cupti {
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 Counter &statCounter(const char *name) { return Stats::global().counter(name); }
@@ -83,6 +84,7 @@ class CuptiBackend final : public GpuBackend {
   void stop();                                                  // mu_ held
   Status startSampling(Session &session, uint32_t periodLog2);  // mu_ held
   void stopSampling(Session &session);                          // mu_ held
+  CUptiResult subscribe(std::string &holder);  // `holder`: who holds CUPTI, when it says
   Status enableCallbacks();
   void noteDevices();
   void flushLocked();
@@ -247,20 +249,10 @@ Status CuptiBackend::start() {
   driver_ = driver.value();
   tracker_.setNodeIdFn(api_->getGraphNodeId);
 
-  CUptiResult rc;
-  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
-  if (api_->subscribeV2) {
-    CUpti_SubscriberParams params{};
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    params.subscriberName = "Proton";
-    params.oldSubscriberName = holder;
-    params.oldSubscriberSize = sizeof(holder) - 1;
-    rc = api_->subscribeV2(&subscriber_, &CuptiBackend::onCallback, nullptr, &params);
-  } else {
-    rc = api_->subscribe(&subscriber_, &CuptiBackend::onCallback, nullptr);
-  }
+  std::string holder;
+  CUptiResult rc = subscribe(holder);
   if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    std::string who = holder[0] ? std::string(" (") + holder + ")" : std::string();
+    std::string who = holder.empty() ? std::string() : " (" + holder + ")";
     return {StatusCode::kBusy,
             "[PROTON] Cannot start the CUPTI backend: another CUPTI client already holds this "
             "process" +
@@ -295,6 +287,24 @@ Status CuptiBackend::start() {
   if (api_->activityFlushPeriod) api_->activityFlushPeriod(100);
   noteDevices();
   return {};
+}
+
+CUptiResult CuptiBackend::subscribe(std::string &holder) {
+#if PROTON_CUPTI_MAJOR >= 13
+  if (api_->subscribeV2) {  // names us, and tells who holds CUPTI when it is taken
+    char name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {0};
+    CUpti_SubscriberParams params{};
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "Proton";
+    params.oldSubscriberName = name;
+    params.oldSubscriberSize = sizeof(name) - 1;
+    CUptiResult rc = api_->subscribeV2(&subscriber_, &CuptiBackend::onCallback, nullptr, &params);
+    holder = name;
+    return rc;
+  }
+#endif
+  (void)holder;  // CUDA 12's CUPTI does not say who holds it
+  return api_->subscribe(&subscriber_, &CuptiBackend::onCallback, nullptr);
 }
 
 Status CuptiBackend::enableCallbacks() {
@@ -564,26 +574,36 @@ void CuptiBackend::processBuffer(CUcontext context, uint32_t streamId, uint8_t *
     statCounter("activity_records_dropped").add(dropped);
 }
 
-}  // namespace
-}  // namespace cupti
-
-GpuBackend *cuptiBackend() { return &cupti::CuptiBackend::instance(); }
+GpuBackend *backend() { return &CuptiBackend::instance(); }
 
 Status allocateInstrumentationBuffer(size_t bytes, bool trace, uint64_t stream,
                                      uint64_t *devicePtr) {
-  return cupti::CuptiBackend::instance().allocateInstrumented(bytes, trace, stream, devicePtr);
+  return CuptiBackend::instance().allocateInstrumented(bytes, trace, stream, devicePtr);
 }
 
 Status registerInstrumentationTable(std::string_view text) {
   Result<instrumentation::ScopeTable> table = instrumentation::decodeTable(text);
   if (!table.isOk()) return table.status();
-  cupti::IntraKernelBuffers::global().tables().add(std::move(table.value()));
+  IntraKernelBuffers::global().tables().add(std::move(table.value()));
   return {};
 }
 
 void setInstrumentationLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
                               uint32_t traceCapacity) {
-  cupti::IntraKernelBuffers::global().setLimits(traceRingBytes, maxTraceEvents, traceCapacity);
+  IntraKernelBuffers::global().setLimits(traceRingBytes, maxTraceEvents, traceCapacity);
 }
 
-}  // namespace proton
+}  // namespace
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti
+
+namespace proton::cupti {
+
+template <>
+const MajorBackend &majorBackend<PROTON_CUPTI_MAJOR>() {
+  static const MajorBackend entry = {PROTON_CUPTI_MAJOR, &backend, &allocateInstrumentationBuffer,
+                                     &registerInstrumentationTable, &setInstrumentationLimits};
+  return entry;
+}
+
+}  // namespace proton::cupti

@@ -28,6 +28,7 @@
 #include "backends/gpu_backend.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 // Activity buffer geometry: kBufferBytes each, at most kMaxBuffers alive; past that CUPTI
 // drops records, which are counted (activity_buffers_unavailable, activity_records_dropped).
@@ -36,4 +37,5 @@ inline constexpr size_t kMaxBuffers = 64;
 // Free buffers kept for reuse; more are unmapped when CUPTI gives them back.
 inline constexpr size_t kKeptBuffers = 4;
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -9,6 +9,7 @@
 #include "runtime/session_manager.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 // Per-thread state of the launch in progress: nesting (a runtime launch calls a driver
@@ -83,4 +84,5 @@ void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceD
   }
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

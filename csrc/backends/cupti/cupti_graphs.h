@@ -24,6 +24,7 @@
 #include "backends/launch_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 class LaunchTracker {
  public:
@@ -43,4 +44,5 @@ class LaunchTracker {
   NodeIdFn nodeId_ = nullptr;
 };
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

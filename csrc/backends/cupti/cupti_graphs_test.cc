@@ -1,7 +1,7 @@
 // CUDA graphs and launch metadata through the CUPTI backend's real processing code, no GPU:
 // launch and graph-node callbacks are real CUpti_CallbackData / CUpti_ResourceData /
 // CUpti_GraphData structs fed to LaunchTracker, with sessions of the real SessionManager;
-// kernel records are real CUpti_ActivityKernel10 structs through translateKernel and the
+// kernel records are real KernelActivity structs through translateKernel and the
 // KernelAttributor. Each test replays one scenario of issue 13 in the order CUPTI delivers it:
 // capture callbacks on the launching thread at once, kernel records later (at flush).
 #include "backends/cupti/cupti_graphs.h"
@@ -23,6 +23,7 @@
 #include "runtime/session_manager.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
@@ -99,7 +100,7 @@ class CuptiGraphsTest : public ::testing::Test {
   void destroy(const std::vector<uint64_t> &nodes) {  // g.reset(): the executable graph goes
     for (uint64_t node : nodes) graphNode(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, node);
   }
-  void deliver(const CUpti_ActivityKernel10 &record) {
+  void deliver(const KernelActivity &record) {
     KernelRecord k;
     ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&record), k));
     attributor_.add(k);
@@ -269,7 +270,7 @@ TEST_F(CuptiGraphsTest, LaunchMetadataEvaluatedAtCaptureAppliesToEveryReplay) {
   for (uint32_t corr : {10u, 11u, 12u}) {
     deliver(kernelRecord(corr, "foo", 0, 10, 201));
     deliver(kernelRecord(corr, "add", 0, 10, 202));
-    CUpti_ActivityKernel10 other = kernelRecord(corr, "foo", 0, 10, 203);
+    KernelActivity other = kernelRecord(corr, "foo", 0, 10, 203);
     other.streamId = 9;
     deliver(other);
   }
@@ -330,4 +331,5 @@ TEST_F(CuptiGraphsTest, FailedLaunchWithMetadataAddsNoMetricsAndIsNotPending) {
 }
 
 }  // namespace
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -10,6 +10,7 @@
 #include "core/stats.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 Counter &modulesWithoutLines() {
@@ -141,4 +142,5 @@ void CubinLineTable::warm(const PcSample *samples, size_t n) {
     lookupLocked(samples[i].module, samples[i].function, samples[i].pcOffset);
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

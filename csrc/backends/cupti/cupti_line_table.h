@@ -26,6 +26,7 @@
 #include "backends/pc_sample_attributor.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 class CubinLineTable final : public LineTable {
  public:
@@ -62,4 +63,5 @@ class CubinLineTable final : public LineTable {
   std::unordered_map<Key, std::optional<SourceLocation>, KeyHash> lines_;
 };
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

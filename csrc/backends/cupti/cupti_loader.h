@@ -1,18 +1,22 @@
 // CuptiApi / CudaDriverApi: every CUPTI and CUDA driver function the backend calls, resolved
-// once with dlopen/dlsym. Nothing links to libcupti or libcuda; the headers only give types.
+// once with dlsym. Nothing links to libcupti or libcuda; the headers only give types.
 //
 //   Result<const CuptiApi *> api = loadCupti();
 //   if (!api.isOk()) return api.status();   // one message naming every place searched
 //   api.value()->activityFlushAll(0);
 //
-// libcupti search order: PROTON_CUPTI_LIB_PATH (a file or a directory); a CUPTI already
-// loaded in the process (e.g. by PyTorch; a second copy would fight it for the driver);
-// directories passed by the Python layer (an installed Triton's or NVIDIA wheel's CUPTI);
-// the CUDA toolkit ($CUDA_HOME, /usr/local/cuda); the system loader path. A library whose
-// CUPTI major version differs from the headers Proton was built against is skipped.
+// Compiled once per CUPTI major (namespace proton::cupti::v12 / ::v13, against that major's
+// headers). Which library is used is decided once per process by the neutral selector
+// (cupti_select.h: PROTON_CUPTI_LIB_PATH, a CUPTI already loaded, the Python layer's
+// directories, the toolkit, the loader path); this copy only resolves its symbols, and
+// refuses a library of another major.
 //
 // Thread-safe: loading happens once, under a lock; the tables are immutable afterwards.
 #pragma once
+
+#if !defined(PROTON_CUPTI_MAJOR) || !defined(PROTON_CUPTI_ABI)
+#error "CUPTI backend sources are built once per CUPTI major (see CMakeLists.txt)"
+#endif
 
 #include <cuda.h>
 #include <cupti.h>
@@ -23,6 +27,7 @@
 #include "core/status.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 struct CuptiApi {
   std::string path;      // the library file used
@@ -30,7 +35,9 @@ struct CuptiApi {
 
   decltype(&::cuptiGetResultString) getResultString = nullptr;
   decltype(&::cuptiSubscribe) subscribe = nullptr;
-  decltype(&::cuptiSubscribe_v2) subscribeV2 = nullptr;  // optional (newer CUPTI)
+#if PROTON_CUPTI_MAJOR >= 13
+  decltype(&::cuptiSubscribe_v2) subscribeV2 = nullptr;  // optional (CUDA 13's CUPTI)
+#endif
   decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&::cuptiEnableCallback) enableCallback = nullptr;
   decltype(&::cuptiEnableDomain) enableDomain = nullptr;
@@ -82,10 +89,11 @@ struct CudaDriverApi {
   decltype(&::cuLibraryGetGlobal) libraryGetGlobal = nullptr;
 };
 
-// The CUPTI major version a library must have to be used by this build.
-uint32_t cuptiMajor(uint32_t apiVersion);
+// The CUPTI major this copy of the backend was compiled for.
+inline constexpr int kCuptiMajor = PROTON_CUPTI_MAJOR;
 
 Result<const CuptiApi *> loadCupti();
 Result<const CudaDriverApi *> loadCudaDriver();
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

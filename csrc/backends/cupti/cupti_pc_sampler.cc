@@ -11,6 +11,7 @@
 #include "core/stats.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 constexpr size_t kScratchBytes = size_t(16) << 20;
@@ -353,4 +354,5 @@ void PcSampler::onModuleLoaded(CUcontext context, const void *cubin, size_t size
   }
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

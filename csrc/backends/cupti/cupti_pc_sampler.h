@@ -40,6 +40,7 @@
 #include "backends/pc_sample_attributor.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 class PcSampler {
  public:
@@ -95,4 +96,5 @@ class PcSampler {
   bool stopReader_ = false;
 };
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -1,6 +1,6 @@
 // Instruction sampling without a GPU: real CUPTI PC sampling structs built here go through
 // translatePcData -> PcSampleAttributor (with a line table made up in the test) into the
-// kernel frames that real kernel records (CUpti_ActivityKernel10) were filed under.
+// kernel frames that real kernel records (KernelActivity) were filed under.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,6 +20,7 @@
 #include "core/string_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
@@ -121,7 +122,7 @@ class PcSamplingTest : public ::testing::Test {
       entries.push_back(
           LaunchEntry{s, s->child(s->currentPhase(), kRootNode, S(scope)), s->currentPhase()});
     table_.record(corr, entries.data(), uint32_t(entries.size()), false, 0, 0);
-    CUpti_ActivityKernel10 k = kernelRecord(corr, name, startNs, endNs);
+    KernelActivity k = kernelRecord(corr, name, startNs, endNs);
     KernelRecord record;
     ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&k), record));
     kernels_.add(record);
@@ -552,4 +553,5 @@ TEST(PcTranslateTest, CubinLineInformationIsFoundByItsSections) {
 }
 
 }  // namespace
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -4,6 +4,7 @@
 #include <string_view>
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 uint32_t periodLog2ForCycles(uint64_t cycles) {
   if (cycles <= (uint64_t(1) << kMinPeriodLog2)) return kMinPeriodLog2;
@@ -160,4 +161,5 @@ CubinLines cubinLineInfo(const void *data, size_t size) {
   return CubinLines::kNone;
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -25,6 +25,7 @@
 #include "core/status.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 // CUPTI samples every 2^k cycles, k in [5, 31].
 inline constexpr uint32_t kMinPeriodLog2 = 5;
@@ -59,4 +60,5 @@ enum class CubinLines { kUnknown, kNone, kPresent };
 // when the bytes are not a well-formed 64-bit ELF file.
 CubinLines cubinLineInfo(const void *data, size_t size);
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

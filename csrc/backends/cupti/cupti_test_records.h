@@ -1,7 +1,7 @@
 // Real CUPTI records built by the CUPTI tests (no GPU): one place that knows which fields a
 // kernel record needs.
 //
-//   CUpti_ActivityKernel10 k = kernelRecord(/*correlation=*/17, "vadd", 100, 350);
+//   KernelActivity k = kernelRecord(/*correlation=*/17, "vadd", 100, 350);
 //   translateKernel(reinterpret_cast<const CUpti_Activity *>(&k), out);
 #pragma once
 
@@ -9,12 +9,15 @@
 
 #include <cstdint>
 
+#include "backends/cupti/cupti_translate.h"
+
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 // A concurrent-kernel record on device 0, stream 7.
-inline CUpti_ActivityKernel10 kernelRecord(uint32_t correlation, const char *name, uint64_t start,
-                                           uint64_t end, uint64_t graphNode = 0) {
-  CUpti_ActivityKernel10 k{};
+inline KernelActivity kernelRecord(uint32_t correlation, const char *name, uint64_t start,
+                                   uint64_t end, uint64_t graphNode = 0) {
+  KernelActivity k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.correlationId = correlation;
   k.name = name;
@@ -26,4 +29,5 @@ inline CUpti_ActivityKernel10 kernelRecord(uint32_t correlation, const char *nam
   return k;
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -1,10 +1,36 @@
 #include "backends/cupti/cupti_translate.h"
 
+#include <cstddef>
 #include <iterator>
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
-using KernelActivity = CUpti_ActivityKernel10;
+namespace {
+
+// Every field translateKernel reads is at the same offset in `Newer` as in KernelActivity, so
+// a record of a later version of this major reads correctly.
+template <typename Newer>
+constexpr bool sameFieldsAs() {
+  return offsetof(Newer, kind) == offsetof(KernelActivity, kind) &&
+         offsetof(Newer, start) == offsetof(KernelActivity, start) &&
+         offsetof(Newer, end) == offsetof(KernelActivity, end) &&
+         offsetof(Newer, deviceId) == offsetof(KernelActivity, deviceId) &&
+         offsetof(Newer, streamId) == offsetof(KernelActivity, streamId) &&
+         offsetof(Newer, correlationId) == offsetof(KernelActivity, correlationId) &&
+         offsetof(Newer, name) == offsetof(KernelActivity, name) &&
+         offsetof(Newer, graphNodeId) == offsetof(KernelActivity, graphNodeId);
+}
+static_assert(sameFieldsAs<CUpti_ActivityKernel9>());  // CUDA 12's, declared by both majors
+// CUDA 13.5's headers declare every later version (which 13.x introduced each is not
+// spelled out in them, so intermediate headers are checked against CUDA 12's layout only).
+#if PROTON_CUPTI_MAJOR >= 13 && CUPTI_API_VERSION >= 130500
+static_assert(sameFieldsAs<CUpti_ActivityKernel11>());
+static_assert(sameFieldsAs<CUpti_ActivityKernel12>());
+static_assert(sameFieldsAs<CUpti_ActivityKernel13>());
+#endif
+
+}  // namespace
 
 bool translateKernel(const CUpti_Activity *record, KernelRecord &out) {
   if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
@@ -64,4 +90,5 @@ bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

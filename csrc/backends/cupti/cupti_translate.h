@@ -12,9 +12,20 @@
 #include "backends/kernel_attributor.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
-// CUPTI_ACTIVITY_KIND_KERNEL and _CONCURRENT_KERNEL records (CUpti_ActivityKernel10 in
-// CUDA 13). False for any other kind.
+// The kernel record layout this major's CUPTI delivers for CUPTI_ACTIVITY_KIND_KERNEL and
+// _CONCURRENT_KERNEL: CUpti_ActivityKernel9 from CUDA 12.x's CUPTI, CUpti_ActivityKernel10
+// from CUDA 13.0's. Later 13.x releases deliver CUpti_ActivityKernel11..13, which append
+// fields after those that translateKernel reads; cupti_translate.cc asserts that the fields
+// read sit at the same offsets in every version these headers declare.
+#if PROTON_CUPTI_MAJOR == 12
+using KernelActivity = CUpti_ActivityKernel9;
+#else
+using KernelActivity = CUpti_ActivityKernel10;
+#endif
+
+// A kernel record (KernelActivity) into a neutral KernelRecord. False for any other kind.
 bool translateKernel(const CUpti_Activity *record, KernelRecord &out);
 
 // The launch callbacks Proton subscribes to, and which of them launch a whole graph.
@@ -24,4 +35,5 @@ extern const size_t kNumRuntimeLaunchCallbacks;
 extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -13,6 +13,7 @@
 #include "core/string_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
@@ -41,7 +42,7 @@ class CuptiTranslateTest : public ::testing::Test {
   }
 
   // Feeds one CUPTI record through the real translation and attribution code.
-  void deliver(const CUpti_ActivityKernel10 &record) {
+  void deliver(const KernelActivity &record) {
     KernelRecord k;
     ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&record), k));
     attributor_.add(k);
@@ -70,7 +71,7 @@ class CuptiTranslateTest : public ::testing::Test {
 };
 
 TEST_F(CuptiTranslateTest, TranslatesEveryFieldOfAKernelRecord) {
-  CUpti_ActivityKernel10 r = kernelRecord(17, "vadd", 100, 350, 9);
+  KernelActivity r = kernelRecord(17, "vadd", 100, 350, 9);
   r.deviceId = 3;
   r.kind = CUPTI_ACTIVITY_KIND_KERNEL;
   KernelRecord k;
@@ -192,7 +193,7 @@ TEST_F(CuptiTranslateTest, OverwrittenSlotIsCountedAndItsRecordUnmatched) {
   small.record(5, &e, 1, false, 0, 0);  // same slot as 1, whose record is given up
   EXPECT_EQ(stat("launch_correlations_overwritten"), overwritten + 1);
   KernelRecord k;
-  CUpti_ActivityKernel10 r = kernelRecord(1, "k", 0, 1);
+  KernelActivity r = kernelRecord(1, "k", 0, 1);
   ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&r), k));
   attributor.add(k);
   EXPECT_EQ(stat("kernel_records_unmatched"), unmatched + 1);
@@ -248,4 +249,5 @@ TEST_F(CuptiTranslateTest, LaunchCallbacksCoverRuntimeDriverAndGraphLaunches) {
 }
 
 }  // namespace
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -11,6 +11,7 @@
 #include "core/string_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 constexpr size_t kTreeSlotBytes =
@@ -192,4 +193,5 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
   byCorrelation_.clear();
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

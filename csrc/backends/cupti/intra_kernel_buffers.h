@@ -27,6 +27,7 @@
 #include "backends/launch_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
 
@@ -93,4 +94,5 @@ class IntraKernelBuffers {
   instrumentation::IntraDecoder decoder_{tables_};
 };
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

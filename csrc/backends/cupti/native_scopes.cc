@@ -12,6 +12,7 @@
 #include "core/string_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 constexpr const char *kControlSymbol = "proton_instrument_control";
@@ -220,4 +221,5 @@ void NativeScopes::drain() {
   byGrid_.clear();
 }
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -32,6 +32,7 @@
 #include "backends/launch_table.h"
 
 namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
 
@@ -88,4 +89,5 @@ class NativeScopes {
   instrumentation::IntraDecoder decoder_{noTables_};
 };
 
+}  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti
