@@ -6,7 +6,8 @@
 #      $CUDA_HOME, or /usr/local/cuda (include/ and extras/CUPTI/include/); used for the major
 #      its cupti_version.h declares;
 #   3. NVIDIA's pip wheels under each `nvidia` package root (PROTON_CUDA_WHEEL_ROOTS, or the
-#      roots the Python interpreter finds): CUDA 12 in cuda_cupti/, cuda_runtime/ and nvtx/
+#      roots the Python interpreter finds): CUDA 12 in cuda_cupti/, cuda_runtime/, nvtx/ and
+#      cuda_nvcc/ (its crt/host_defines.h, which cuda_runtime's device_types.h includes)
 #      (nvidia-cuda-cupti-cu12, nvidia-cuda-runtime-cu12, nvidia-nvtx-cu12), CUDA 13 in cu13/
 #      (nvidia-cuda-cupti, nvidia-cuda-runtime, nvidia-nvtx >= 13).
 # A source is used for a major only when cupti.h and cuda.h both belong to that major. NVTX's
@@ -77,7 +78,7 @@ if(NOT _wheel_roots)
 endif()
 foreach(root IN LISTS _wheel_roots)
   list(APPEND _proton_sources "${root}/cu13/include"
-    "${root}/cuda_cupti/include|${root}/cuda_runtime/include|${root}/nvtx/include")
+    "${root}/cuda_cupti/include|${root}/cuda_runtime/include|${root}/nvtx/include|${root}/cuda_nvcc/include")
 endforeach()
 
 set(_nvtx_dirs "")
