@@ -240,7 +240,7 @@ int sonameCuptiMajor(const std::string &path) { return nameMajor(readSoname(path
 int minimumDriverVersion(int major) { return major * 1000; }
 
 int preferredCuptiMajor(int driverVersion) {
-  return driverVersion == 0 || driverVersion >= minimumDriverVersion(12) ? 12 : 13;
+  return driverVersion == 0 || driverVersion >= minimumDriverVersion(13) ? 13 : 12;
 }
 
 std::vector<int> cuptiMajorOrder(const CuptiSearch &search, std::string *why) {

@@ -55,12 +55,13 @@ struct CuptiSearch {
   static CuptiSearch fromProcess();
 };
 
-// POLICY (issue 14, item 1): the CUPTI major to use when the driver can run both and the
-// process has loaded neither. CUDA 12's CUPTI: on an H100 with a CUDA 13 driver, kernel
-// tracing alone with CUDA 13's CUPTI cost 8-14% on a bf16 8192^3 matmul, CUDA 12's (Triton's
-// bundled copy) about 1%.
-// TODO(lead, issue 14 item 1): replace with the measured reason and the
-// `bench/overhead.py --cupti-major 12|13` figures, or flip it if the cost was ours.
+// The major searched first when the driver runs both: the newest one the driver runs.
+// Measured on an H100 with a CUDA 13 driver and PyTorch cu13 (issue 14, item 1): CUDA 12's
+// CUPTI (cheaper on a GPU-bound matmul, about 1% against 8-14%) reported kernel durations
+// four orders of magnitude too long (264 s for 20 matmuls that CUDA events timed at 28 ms),
+// and PyTorch mapped its own libcupti.so.13 into the process after Proton had loaded CUDA 12's,
+// so two CUPTIs shared the process. CUDA 12's CUPTI is therefore used where the driver runs
+// CUDA 12 only, or where the process already loaded it, or PROTON_CUPTI_LIB_PATH names it.
 int preferredCuptiMajor(int driverVersion);
 
 // The oldest driver (cuDriverGetVersion) that runs a CUPTI of `major`: CUDA 12.0 and 13.0.

@@ -71,9 +71,9 @@ TEST(CuptiSelect, OrderPutsThePreferredMajorFirstAndDropsWhatTheDriverCannotRun)
 }
 
 TEST(CuptiSelect, DefaultPolicyIsCuda12WhereTheDriverRunsIt) {
-  EXPECT_EQ(preferredCuptiMajor(12000), 12);
-  EXPECT_EQ(preferredCuptiMajor(13000), 12);
-  EXPECT_EQ(preferredCuptiMajor(0), 12);
+  EXPECT_EQ(preferredCuptiMajor(12080), 12);  // a CUDA 12 driver runs CUDA 12's only
+  EXPECT_EQ(preferredCuptiMajor(13000), 13);
+  EXPECT_EQ(preferredCuptiMajor(0), 13);
 }
 
 TEST(CuptiSelect, BothAvailableChoosesThePreferredMajor) {
