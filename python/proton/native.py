@@ -145,20 +145,30 @@ def run_injected(target: str, args: list, options: dict, command_line: str) -> i
     os.close(fd)
     try:
         env = injection_env(options, command_line, report)
-        try:
-            child = subprocess.Popen([target, *args], env=env)
-        except FileNotFoundError:
-            print(f"proton: {target}: command not found", file=sys.stderr)
-            return 127
-        except PermissionError:
-            print(f"proton: {target}: permission denied", file=sys.stderr)
-            return 126
+        # Forwarding is in place before the program exists, so that a signal arriving right
+        # after it started (before Popen returns to us) reaches it instead of ending only us.
         forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-        previous = {
-            s: signal.signal(s, lambda signum, _f: child.send_signal(signum)) for s in forwarded
-        }
+        child, pending = [], []
+
+        def forward(signum, _frame):
+            if child:
+                child[0].send_signal(signum)
+            else:
+                pending.append(signum)
+
+        previous = {s: signal.signal(s, forward) for s in forwarded}
         try:
-            code = child.wait()
+            try:
+                child.append(subprocess.Popen([target, *args], env=env))
+            except FileNotFoundError:
+                print(f"proton: {target}: command not found", file=sys.stderr)
+                return 127
+            except PermissionError:
+                print(f"proton: {target}: permission denied", file=sys.stderr)
+                return 126
+            for signum in pending:
+                child[0].send_signal(signum)
+            code = child[0].wait()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
