@@ -70,27 +70,6 @@ INJECT_ENV = {
 }
 
 
-def find_cupti():
-    """A libcupti for NVTX to load at the program's first NVTX call, which may come before CUDA
-    initialises (and so before the injected backend would name one): NVIDIA's wheels, Triton's
-    copy, then the CUDA toolkit. None if there is none; the backend then names its own at
-    cuInit, and NVTX ranges opened before cuInit are not seen."""
-    from . import _libraries
-
-    dirs = list(_libraries.cupti_dirs())
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            dirs += [os.path.join(home, "extras", "CUPTI", "lib64"), os.path.join(home, "lib64")]
-    for d in dirs:
-        try:
-            names = sorted(n for n in os.listdir(d) if n.startswith("libcupti.so."))
-        except OSError:
-            continue
-        if names:
-            return os.path.join(d, names[0])
-    return None
-
-
 def injection_env(options: dict, command_line: str, report_path: str, base=None) -> dict:
     """The environment that makes CUDA load our library into the program at cuInit, with the
     session options the command line asked for (see csrc/api/injection.h)."""
@@ -104,11 +83,10 @@ def injection_env(options: dict, command_line: str, report_path: str, base=None)
             env[var] = options[key]
     env["PROTON_INJECT_COMMAND"] = command_line
     env["PROTON_INJECT_REPORT"] = report_path
-    if env.get("PROTON_ENABLE_NVTX", "1") != "0" and not env.get("NVTX_INJECTION64_PATH"):
-        cupti = env.get("PROTON_CUPTI_LIB_PATH") or find_cupti()
-        if cupti and os.path.isfile(cupti):
-            # Once NVTX has mapped it, the backend's loader picks the CUPTI already loaded.
-            env["NVTX_INJECTION64_PATH"] = cupti
+    # NVTX_INJECTION64_PATH is left to the backend, which names the CUPTI it chose when CUDA
+    # initialises: a library named here could be another major than the one the backend picks,
+    # and NVTX would then load a second CUPTI and deliver its ranges there (seen on the H100:
+    # no NVTX frame at all, and two libcupti mapped).
     return env
 
 
