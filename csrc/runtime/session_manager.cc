@@ -314,7 +314,13 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
   m.sessionName = s.options().path;
   m.context = contextKindName(s.options().context);
   m.data = dataKindName(s.options().data);
-  m.backend = backendKindName(s.options().backend);
+  // The backend asked for, or for the default one, the backend it runs on ("cupti" on a GPU
+  // machine, "none" where only CPU scopes are recorded).
+  size_t index = s.id().value;
+  const GpuBackend *gpu = index < backends_.size() ? backends_[index] : nullptr;
+  m.backend = s.options().backend == BackendKind::kAuto && gpu
+                  ? gpu->name()
+                  : backendKindName(s.options().backend);
   m.mode = s.options().mode.toString();
   m.phase = phase.value;
   m.rank = s.options().rank.rank;
