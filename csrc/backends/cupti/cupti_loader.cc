@@ -224,6 +224,10 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memsetD8, "cuMemsetD8_v2", &missing);
   resolve(handle, api->memcpyDtoH, "cuMemcpyDtoH_v2", &missing);
   resolve(handle, api->streamIsCapturing, "cuStreamIsCapturing", &missing);
+  resolve(handle, api->memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", &missing);
+  resolve(handle, api->pointerGetAttribute, "cuPointerGetAttribute", &missing);
+  resolve(handle, api->exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode", &missing);
+  resolve(handle, api->streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", nullptr);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

@@ -74,6 +74,15 @@ struct CudaDriverApi {
   decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
   decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
+  // Tensor metrics (device_metric_buffers.h).
+  decltype(&::cuMemcpyDtoDAsync_v2) memcpyDtoDAsync = nullptr;
+  decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
+  decltype(&::cuThreadExchangeStreamCaptureMode) exchangeCaptureMode = nullptr;
+  // cuStreamGetCaptureInfo_v2 (CUDA 11.3+; declared here: newer headers hide it).
+  using StreamGetCaptureInfoV2 = CUresult(CUDAAPI *)(CUstream, CUstreamCaptureStatus *,
+                                                     cuuint64_t *, CUgraph *, const CUgraphNode **,
+                                                     size_t *);
+  StreamGetCaptureInfoV2 streamGetCaptureInfo = nullptr;
 };
 
 // The CUPTI major version a library must have to be used by this build.
