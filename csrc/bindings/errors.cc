@@ -107,7 +107,9 @@ bool hostValue(nb::handle v, MetricValue &out) {
 
 bool tensorValue(const char *name, nb::handle value, std::vector<TensorMetric> &tensors,
                  const MetricSpec &spec, MetricValue &host) {
-  static nb::object describe = nb::module_::import_("proton._tensor").attr("describe");
+  // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+  static nb::handle describe =
+      nb::object(nb::module_::import_("proton._tensor").attr("describe")).release();
   nb::object d = describe(name, value, deviceMetricSink() != nullptr);
   if (!nb::isinstance<nb::tuple>(d)) {
     if (!hostValue(d, host))
@@ -147,10 +149,9 @@ MetricList toMetricList(nb::handle metrics, std::vector<TensorMetric> *tensors) 
     if (!name) throw nb::python_error();
     NamedMetric metric{MetricSpec::parse(std::string_view(name, len)), int64_t{0}};
     auto bad = [&](const char *what) {
-      throwIfError(
-          invalidArgument("[PROTON] metric '" + std::string(name, len) + "' " + what + " (got " +
-                          Py_TYPE(value)->tp_name +
-                          "); allowed: int, float, str, list of numbers, 0-d or 1-d tensor"));
+      throwIfError(invalidArgument("[PROTON] metric '" + std::string(name, len) + "' " + what +
+                                   " (got " + Py_TYPE(value)->tp_name +
+                                   "); allowed: int, float, str, list of numbers"));
     };
     if (PyLong_Check(value)) {
       int overflow = 0;

@@ -730,7 +730,7 @@ void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics
           target.event = index;
           traceTargets[numTrace++] = target;
         }
-      } else {
+      } else if (!all.empty() || hasTensors) {  // the state's child exists only if used
         NodeId target = underState(*s, m.phase, node, t);
         if (!all.empty() && !s->addMetrics(m.phase, target, all).isOk()) typeConflicts().add();
         if (hasTensors && target != kNoNode) treeTargets[numTree++] = {s, m.phase, target};
