@@ -20,10 +20,11 @@ constexpr const char *kMetadataStateName = "__proton_launch_metadata";
 
 // Numeric values of a launch-metadata dict as metrics (int stays int, float stays float);
 // anything else was already dropped by the Python layer and is ignored here.
-const MetricList &launchMetrics(nb::handle metrics) {
+const MetricList &launchMetrics(nb::handle metrics, std::vector<TensorMetric> &tensors) {
   thread_local MetricList list;
   thread_local std::unordered_map<uint32_t, MetricSpec> specs;  // by interned raw name
   list.clear();
+  tensors.clear();
   if (metrics.is_none()) return list;
   if (!PyDict_Check(metrics.ptr()))
     throwIfError(invalidArgument("[PROTON] launch metadata metrics must be a dict"));
@@ -39,6 +40,11 @@ const MetricList &launchMetrics(nb::handle metrics) {
       v = static_cast<int64_t>(n);
     } else if (PyFloat_Check(value)) {
       v = PyFloat_AS_DOUBLE(value);
+    } else if (looksLikeTensor(value)) {
+      const char *raw = PyUnicode_AsUTF8(key);
+      if (!raw) throw nb::python_error();
+      // A device tensor is copied at push; a CPU one is a host value like the numbers.
+      if (!tensorValue(raw, nb::handle(value), tensors, MetricSpec::parse(raw), v)) continue;
     } else {
       continue;
     }
@@ -73,7 +79,10 @@ void bindContext(nb::module_ &m) {
       "push_launch_metadata",
       [](nb::handle name, nb::handle metrics) {
         if (!SessionManager::global().profilingOn()) return;
-        SessionManager::global().pushLaunchMetadata(internName(name), launchMetrics(metrics));
+        thread_local std::vector<TensorMetric> tensors;
+        const MetricList &list = launchMetrics(metrics, tensors);
+        SessionManager::global().pushLaunchMetadata(internName(name), list,
+                                                    tensors.empty() ? nullptr : &tensors);
       },
       nb::arg("name"), nb::arg("metrics").none(),
       "The next kernel this thread launches is named `name` and gets `metrics`.");

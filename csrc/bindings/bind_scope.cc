@@ -63,9 +63,10 @@ void requireStr(nb::handle name, const char *what) {
   }
 }
 
-std::shared_ptr<const MetricList> sharedMetrics(nb::handle metrics) {
+std::shared_ptr<const MetricList> sharedMetrics(nb::handle metrics,
+                                                std::vector<TensorMetric> *tensors) {
   if (metrics.is_none()) return nullptr;
-  MetricList list = toMetricList(metrics);
+  MetricList list = toMetricList(metrics, tensors);
   if (list.empty()) return nullptr;
   return std::make_shared<const MetricList>(std::move(list));
 }
@@ -98,8 +99,11 @@ void bindScope(nb::module_ &m) {
            [](nb::handle self) {
              Scope &s = *nb::inst_ptr<Scope>(self);
              if (!SessionManager::global().profilingOn()) return nb::borrow(self);
-             throwIfError(SessionManager::global().enterScope(internName(s.name), s.timed,
-                                                              sharedMetrics(s.metrics)));
+             std::vector<TensorMetric> tensors;
+             std::shared_ptr<const MetricList> metrics = sharedMetrics(s.metrics, &tensors);
+             throwIfError(SessionManager::global().enterScope(
+                 internName(s.name), s.timed, std::move(metrics), nullptr,
+                 tensors.empty() ? nullptr : &tensors));
              ++s.entered;
              s.generation = SessionManager::global().generation();
              return nb::borrow(self);
@@ -130,8 +134,10 @@ void bindScope(nb::module_ &m) {
         requireStr(name, "scope name");
         if (!SessionManager::global().profilingOn()) return -1;
         uint64_t id = 0;
-        throwIfError(SessionManager::global().enterScope(internName(name), false,
-                                                         sharedMetrics(metrics), &id));
+        std::vector<TensorMetric> tensors;
+        std::shared_ptr<const MetricList> list = sharedMetrics(metrics, &tensors);
+        throwIfError(SessionManager::global().enterScope(
+            internName(name), false, std::move(list), &id, tensors.empty() ? nullptr : &tensors));
         return static_cast<int64_t>(id);
       },
       nb::arg("name").none(), nb::arg("metrics").none() = nb::none());
@@ -143,7 +149,10 @@ void bindScope(nb::module_ &m) {
         std::optional<StringId> id;
         if (!name.is_none()) id = internName(name);
         uint64_t scopeId = 0;
-        throwIfError(SessionManager::global().exitScope(id, toMetricList(metrics), &scopeId));
+        std::vector<TensorMetric> tensors;
+        MetricList list = toMetricList(metrics, &tensors);
+        throwIfError(SessionManager::global().exitScope(id, list, &scopeId,
+                                                        tensors.empty() ? nullptr : &tensors));
         return static_cast<int64_t>(scopeId);
       },
       nb::arg("name").none() = nb::none(), nb::arg("metrics").none() = nb::none());

@@ -11,6 +11,7 @@
 
 #include "core/metric.h"
 #include "core/status.h"
+#include "core/tensor_metric.h"
 
 namespace proton::bindings {
 
@@ -26,8 +27,16 @@ T valueOrThrow(Result<T> result) {
   return std::move(result.value());
 }
 
-// None or a dict of str -> int | float | str | list of numbers.
-MetricList toMetricList(nb::handle metrics);
+// None or a dict of str -> int | float | str | list of numbers | tensor. Tensors (anything
+// with data_ptr, device and dtype) go to `tensors` when on a GPU that a backend records
+// (core/tensor_metric.h); other tensors become host values. Without `tensors`, a tensor
+// raises ConfigError.
+MetricList toMetricList(nb::handle metrics, std::vector<TensorMetric> *tensors = nullptr);
+// A tensor metric value: appended to `tensors` (device) or returned as a host value in
+// `host` (false: it was a device tensor). Raises ConfigError for a shape or dtype refused.
+bool looksLikeTensor(PyObject *value);
+bool tensorValue(const char *name, nb::handle value, std::vector<TensorMetric> &tensors,
+                 const MetricSpec &spec, MetricValue &host);
 // The interned id of a str, cached per str object on this thread (raises if not a str).
 StringId internName(nb::handle name);
 

@@ -67,7 +67,69 @@ void throwIfError(const Status &status) {
   if (!status.isOk()) throw ProtonException(status.code(), status.message());
 }
 
-MetricList toMetricList(nb::handle metrics) {
+bool looksLikeTensor(PyObject *value) {
+  return PyObject_HasAttrString(value, "data_ptr") && PyObject_HasAttrString(value, "dtype") &&
+         PyObject_HasAttrString(value, "device");
+}
+
+namespace {
+
+// A host value of a CPU tensor (Python int, float or list of numbers).
+bool hostValue(nb::handle v, MetricValue &out) {
+  if (PyBool_Check(v.ptr())) return false;
+  if (PyLong_Check(v.ptr())) {
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow) return false;
+    out = static_cast<int64_t>(n);
+    return true;
+  }
+  if (PyFloat_Check(v.ptr())) {
+    out = PyFloat_AS_DOUBLE(v.ptr());
+    return true;
+  }
+  if (!PyList_Check(v.ptr())) return false;
+  std::vector<double> numbers;
+  for (nb::handle item : nb::borrow<nb::list>(v)) {
+    if (PyBool_Check(item.ptr())) {
+      numbers.push_back(item.ptr() == Py_True ? 1.0 : 0.0);
+    } else if (PyLong_Check(item.ptr()) || PyFloat_Check(item.ptr())) {
+      numbers.push_back(PyFloat_AsDouble(item.ptr()));
+    } else {
+      return false;
+    }
+  }
+  out = std::move(numbers);
+  return true;
+}
+
+}  // namespace
+
+bool tensorValue(const char *name, nb::handle value, std::vector<TensorMetric> &tensors,
+                 const MetricSpec &spec, MetricValue &host) {
+  // Leaked on purpose: a static nb::object would be released after the interpreter is gone.
+  static nb::handle describe =
+      nb::object(nb::module_::import_("proton._tensor").attr("describe")).release();
+  nb::object d = describe(name, value, deviceMetricSink() != nullptr);
+  if (!nb::isinstance<nb::tuple>(d)) {
+    if (!hostValue(d, host))
+      throwIfError(invalidArgument(std::string("[PROTON] metric '") + name +
+                                   "': a CPU tensor must hold numbers"));
+    return true;
+  }
+  TensorMetric m;
+  m.spec = spec;
+  m.tensor.dataPtr = nb::cast<uint64_t>(d[0]);
+  m.tensor.numel = nb::cast<uint32_t>(d[1]);
+  m.tensor.dtype = static_cast<TensorDType>(nb::cast<int>(d[2]));
+  m.tensor.list = nb::cast<bool>(d[3]);
+  m.tensor.device = nb::cast<int32_t>(d[4]);
+  m.tensor.stream = nb::cast<uint64_t>(d[5]);
+  tensors.push_back(m);
+  return false;
+}
+
+MetricList toMetricList(nb::handle metrics, std::vector<TensorMetric> *tensors) {
   MetricList list;
   if (metrics.is_none()) return list;
   if (!PyDict_Check(metrics.ptr())) {
@@ -113,6 +175,8 @@ MetricList toMetricList(nb::handle metrics) {
         numbers.push_back(PyFloat_AsDouble(items[i]));
       }
       metric.value = std::move(numbers);
+    } else if (tensors && looksLikeTensor(value)) {
+      if (!tensorValue(name, nb::handle(value), *tensors, metric.spec, metric.value)) continue;
     } else {
       bad("has an unsupported type");
     }

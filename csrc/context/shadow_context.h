@@ -27,6 +27,7 @@
 #include "core/check.h"
 #include "core/ids.h"
 #include "core/metric.h"
+#include "core/tensor_metric.h"
 
 namespace proton {
 
@@ -49,6 +50,9 @@ struct ScopeFrame {
   bool timed = false;                         // cpu_timed_scope
   std::shared_ptr<const MetricList> metrics;  // given at entry; kept for trace events
   uint64_t id = 0;                            // returned by enter_scope / exit_scope
+  // Trace data: tensor metrics given at entry, copied then, filed into the scope's slice at
+  // exit (handles are zeroed once bound or discarded; a copied stack shares them).
+  std::shared_ptr<std::vector<PendingTensor>> entryTensors;
 };
 
 struct MirrorEntry {
@@ -111,6 +115,9 @@ class ThreadContext {
   // Drops everything recorded under an earlier profiling period (generation).
   void resetIfStale(uint64_t currentGeneration) {
     if (PROTON_LIKELY(generation == currentGeneration)) return;
+    for (ScopeFrame &f : frames)
+      if (f.entryTensors) discardTensors(*f.entryTensors);
+    discardTensors(launchTensors);
     frames.clear();
     mirrors.clear();
     state = StringId{};
@@ -139,7 +146,8 @@ class ThreadContext {
   bool launchPending = false;
   bool launchInFlight = false;
   StringId launchName;
-  MetricList launchMetrics;  // reused: no allocation per launch once it has grown
+  MetricList launchMetrics;                  // reused: no allocation per launch once it has grown
+  std::vector<PendingTensor> launchTensors;  // tensor metrics of the launch metadata
   const uint64_t threadId;
   uint64_t scopeCounter = 0;
   uint64_t generation = 0;  // SessionManager::generation() the stack belongs to

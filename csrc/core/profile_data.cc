@@ -49,4 +49,10 @@ uint32_t PhaseData::addEventMetrics(FlexMetrics metrics) {
   return static_cast<uint32_t>(flex_.size() - 1);
 }
 
+void PhaseData::addMetricsToEvent(uint32_t index, const MetricList &metrics) {
+  TraceEvent &event = events_[index];
+  if (event.flexSlot == kNoSlot) event.flexSlot = addEventMetrics(FlexMetrics{});
+  for (const NamedMetric &m : metrics) flex_[event.flexSlot].add(m);
+}
+
 }  // namespace proton

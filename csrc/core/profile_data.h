@@ -65,6 +65,8 @@ class PhaseData {
 
   void addEvent(const TraceEvent &event) { events_.push_back(event); }
   uint32_t addEventMetrics(FlexMetrics metrics);
+  // Adds metrics to event number `index` (which must exist), giving it a slot if it has none.
+  void addMetricsToEvent(uint32_t index, const MetricList &metrics);
   const std::vector<TraceEvent> &events() const { return events_; }
   const FlexMetrics &eventMetrics(uint32_t slot) const { return flex_[slot]; }
 

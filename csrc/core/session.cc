@@ -96,7 +96,8 @@ void Session::addDeviceEvent(PhaseId phase, const TraceEvent &event, DeviceType 
   p->noteDevice(type, device);
 }
 
-Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics) {
+Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics,
+                         uint32_t *index) {
   std::lock_guard lock(mu_);
   PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
   noteMetricTypesLocked(metrics);
@@ -107,7 +108,25 @@ Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &metr
     for (const NamedMetric &m : metrics) flex.add(m);
     event.flexSlot = p->addEventMetrics(std::move(flex));
   }
+  if (index) *index = static_cast<uint32_t>(p->events().size());
   p->addEvent(event);
+  return {};
+}
+
+Status Session::addEventMetrics(PhaseId phase, uint32_t index, const MetricList &metrics) {
+  std::lock_guard lock(mu_);
+  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
+  noteMetricTypesLocked(metrics);
+  PhaseData *p = findPhase(phase);
+  if (!p || index >= p->events().size()) return {};
+  p->addMetricsToEvent(index, metrics);
+  return {};
+}
+
+Status Session::declareMetricTypes(const MetricList &metrics) {
+  std::lock_guard lock(mu_);
+  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
+  noteMetricTypesLocked(metrics);
   return {};
 }
 

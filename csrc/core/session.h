@@ -47,8 +47,15 @@ class Session {
   // Checks types, then adds every metric to the node (tree data) or nothing if phase is gone.
   Status addMetrics(PhaseId phase, NodeId node, const MetricList &metrics);
   void addKernel(PhaseId phase, NodeId node, uint64_t durationNs, int32_t device, DeviceType type);
-  // Trace data: one slice. Metrics are type-checked like addMetrics.
-  Status addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics);
+  // Trace data: one slice. Metrics are type-checked like addMetrics. index (optional)
+  // receives the slice's number in its phase, for addEventMetrics.
+  Status addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics,
+                  uint32_t *index = nullptr);
+  // Trace data: metrics added to a slice added earlier (a tensor metric read back at flush).
+  Status addEventMetrics(PhaseId phase, uint32_t index, const MetricList &metrics);
+  // Checks the types and records them for the metrics' names, adding no value (a tensor
+  // metric's type is known when it is given, its value only at flush).
+  Status declareMetricTypes(const MetricList &metrics);
   // Trace data: one device slice (kernel) on a device lane; dropped and counted like
   // addKernel when its phase or node is gone.
   void addDeviceEvent(PhaseId phase, const TraceEvent &event, DeviceType type, int32_t device);

@@ -480,19 +480,114 @@ NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
   return node;
 }
 
+namespace {
+
+// Scalar metrics plus a zero of each tensor metric's type, for type checks.
+MetricList withPlaceholders(const MetricList *metrics, const std::vector<TensorMetric> *tensors) {
+  MetricList all;
+  if (metrics) all = *metrics;
+  if (tensors)
+    for (const TensorMetric &m : *tensors) all.push_back({m.spec, placeholderValue(m.tensor)});
+  return all;
+}
+
+void discardAll(SessionManager::TensorCopies &copies) {
+  discardTensors(copies.tree);
+  discardTensors(copies.trace);
+}
+
+// Binds each copy to the targets of its metric (none: the copy is dropped).
+void bindTensors(std::vector<PendingTensor> &copies, const MetricTarget *targets, size_t n) {
+  DeviceMetricSink *sink = deviceMetricSink();
+  for (PendingTensor &p : copies) {
+    if (!p.handle || !sink) continue;
+    if (n > 0) {
+      sink->bind(p.handle, p.metric.spec, targets, n);
+    } else {
+      sink->discard(p.handle);
+    }
+    p.handle = 0;
+  }
+}
+
+}  // namespace
+
+void SessionManager::copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out) {
+  DeviceMetricSink *sink = deviceMetricSink();
+  if (!tensors || tensors->empty() || !sink) return;
+  bool tree = false, trace = false;
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (!s || !s->active()) continue;
+    (s->options().data == DataKind::kTrace ? trace : tree) = true;
+  }
+  for (const TensorMetric &m : *tensors) {
+    if (sink->capturing(m.tensor)) {
+      out.captured.push_back(&m);
+      continue;
+    }
+    if (tree) out.tree.push_back({m, sink->copy(m.tensor)});
+    if (trace) out.trace.push_back({m, sink->copy(m.tensor)});
+  }
+}
+
+void SessionManager::captureContextLocked(const ThreadContext &t, const PythonStack *stack,
+                                          CaptureContext &out) {
+  out.names.clear();
+  if (stack) out.names.insert(out.names.end(), stack->frames.begin(), stack->frames.end());
+  for (const ScopeFrame &f : t.frames) out.names.push_back(f.name);
+  if (t.state != StringId{}) out.names.push_back(t.state);
+  if (t.stateDetail != StringId{}) out.names.push_back(t.stateDetail);
+  out.notRecording.clear();
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (s && !s->active()) out.notRecording.push_back(s->id());
+  }
+}
+
 Status SessionManager::enterScope(StringId name, bool timed,
-                                  std::shared_ptr<const MetricList> metrics, uint64_t *scopeId) {
+                                  std::shared_ptr<const MetricList> metrics, uint64_t *scopeId,
+                                  const std::vector<TensorMetric> *tensors) {
   if (!profilingOn()) return {};
   const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
   if (!stack) stack = emptyPythonStack();
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.resetIfStale(generation());
+  TensorCopies copies;
+  copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
+  CaptureContext captured;
+  bool hasTensors = tensors && !tensors->empty();
+  MetricTarget treeTargets[kMaxLiveSessions];
+  size_t numTree = 0;
+  {
+    ThreadContext &t = ThreadContext::current();
+    std::lock_guard guard(t.lock);
+    t.resetIfStale(generation());
+    Status status = enterScopeLocked(t, stack, name, timed, metrics, scopeId, tensors, treeTargets,
+                                     numTree, copies);
+    if (!status.isOk()) {
+      discardAll(copies);
+      return status;
+    }
+    if (!copies.captured.empty()) captureContextLocked(t, pythonLive() ? stack : nullptr, captured);
+  }
+  bindTensors(copies.tree, treeTargets, numTree);
+  if (DeviceMetricSink *sink = deviceMetricSink(); sink && hasTensors)
+    for (const TensorMetric *m : copies.captured) sink->recordCaptured(*m, captured, name);
+  return {};
+}
+
+Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *stack, StringId name,
+                                        bool timed,
+                                        const std::shared_ptr<const MetricList> &metrics,
+                                        uint64_t *scopeId, const std::vector<TensorMetric> *tensors,
+                                        MetricTarget *treeTargets, size_t &numTree,
+                                        TensorCopies &copies) {
   bool hasMetrics = metrics && !metrics->empty();
-  if (hasMetrics) {
+  bool hasTensors = tensors && !tensors->empty();
+  if (hasMetrics || hasTensors) {
+    MetricList checked = withPlaceholders(metrics.get(), tensors);
     for (auto &slot : live_) {
       Session *s = slot.load(std::memory_order_acquire);
-      if (s && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(*metrics));
+      if (s && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(checked));
     }
   }
   uint32_t depth = static_cast<uint32_t>(t.frames.size());
@@ -518,55 +613,111 @@ Status SessionManager::enterScope(StringId name, bool timed,
     NodeId node = entry.node;
     if (node == kNoNode) continue;
     m.entries.push_back(entry);
-    if (hasMetrics && s->options().data == DataKind::kTree) {
+    if ((hasMetrics || hasTensors) && s->options().data == DataKind::kTree) {
       NodeId target = underState(*s, m.phase, node, t);
       // Types were checked above; another thread may have set a conflicting type since.
-      if (!s->addMetrics(m.phase, target, *metrics).isOk()) typeConflicts().add();
+      if (hasMetrics && !s->addMetrics(m.phase, target, *metrics).isOk()) typeConflicts().add();
+      if (hasTensors && target != kNoNode) {
+        if (!s->declareMetricTypes(withPlaceholders(nullptr, tensors)).isOk())
+          typeConflicts().add();
+        treeTargets[numTree++] = MetricTarget{s, m.phase, target};
+      }
     }
+  }
+  if (!copies.trace.empty()) {
+    t.frames.back().entryTensors =
+        std::make_shared<std::vector<PendingTensor>>(std::move(copies.trace));
+    copies.trace.clear();
   }
   return {};
 }
 
 Status SessionManager::exitScope(std::optional<StringId> name, const MetricList &metrics,
-                                 uint64_t *scopeId) {
+                                 uint64_t *scopeId, const std::vector<TensorMetric> *tensors) {
   if (!profilingOn()) return {};
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.resetIfStale(generation());
+  TensorCopies copies;
+  copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
+  const PythonStack *stack =
+      pythonLive() && !copies.captured.empty() ? capturePythonStack() : nullptr;
+  CaptureContext captured;
+  StringId scopeName;
+  MetricTarget treeTargets[kMaxLiveSessions], traceTargets[kMaxLiveSessions];
+  size_t numTree = 0, numTrace = 0;
+  std::shared_ptr<std::vector<PendingTensor>> entryTensors;
+  {
+    ThreadContext &t = ThreadContext::current();
+    std::lock_guard guard(t.lock);
+    t.resetIfStale(generation());
+    if (!t.frames.empty()) entryTensors = t.frames.back().entryTensors;
+    Status status = checkScopeExit(t, name, metrics, tensors);
+    if (!status.isOk()) {
+      discardAll(copies);
+      return status;
+    }
+    scopeName = t.frames.back().name;
+    // Frames of the capture include the scope being exited.
+    if (!copies.captured.empty()) captureContextLocked(t, stack, captured);
+    exitScopeLocked(t, metrics, tensors, scopeId, treeTargets, numTree, traceTargets, numTrace);
+  }
+  bindTensors(copies.tree, treeTargets, numTree);
+  bindTensors(copies.trace, traceTargets, numTrace);
+  if (entryTensors) bindTensors(*entryTensors, traceTargets, numTrace);
+  if (DeviceMetricSink *sink = deviceMetricSink())
+    for (const TensorMetric *m : copies.captured) sink->recordCaptured(*m, captured, scopeName);
+  return {};
+}
+
+Status SessionManager::checkScopeExit(ThreadContext &t, std::optional<StringId> name,
+                                      const MetricList &metrics,
+                                      const std::vector<TensorMetric> *tensors) {
   const StringTable &strings = StringTable::global();
   if (t.frames.empty()) {
     return {StatusCode::kScopeMismatch,
             "[PROTON] exit_scope(" + (name ? "'" + std::string(strings.view(*name)) + "'" : "") +
                 ") called with no open scope"};
   }
-  const ScopeFrame top = t.frames.back();
+  const ScopeFrame &top = t.frames.back();
   if (name && *name != top.name) {
     return {StatusCode::kScopeMismatch,
             "[PROTON] Scope name mismatch: exit_scope('" + std::string(strings.view(*name)) +
                 "') but the innermost open scope is '" + std::string(strings.view(top.name)) + "'"};
   }
+  if (metrics.empty() && (!tensors || tensors->empty())) return {};
+  // Trace events carry the entry metrics too, so those are checked together with these.
+  MetricList exit = withPlaceholders(&metrics, tensors);
+  MetricList withEntry;
+  if (top.metrics) withEntry = *top.metrics;
+  if (top.entryTensors)
+    for (const PendingTensor &p : *top.entryTensors)
+      withEntry.push_back({p.metric.spec, placeholderValue(p.metric.tensor)});
+  withEntry.insert(withEntry.end(), exit.begin(), exit.end());
   uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
-  auto recorded = [&](Session *s) {
-    if (!s || static_cast<size_t>(s->id().value) >= t.mirrors.size()) return false;
-    const SessionMirror &m = t.mirrors[s->id().value];
-    return !m.entries.empty() && m.entries.back().depth == depth;
-  };
-  if (!metrics.empty()) {
-    // Trace events carry the entry metrics too, so those are checked together with these.
-    MetricList withEntry;
-    if (top.metrics) withEntry = *top.metrics;
-    withEntry.insert(withEntry.end(), metrics.begin(), metrics.end());
-    for (auto &slot : live_) {
-      Session *s = slot.load(std::memory_order_acquire);
-      if (!recorded(s) || !s->active()) continue;
-      bool trace = s->options().data == DataKind::kTrace;
-      PROTON_RETURN_IF_ERROR(s->checkMetricTypes(trace ? withEntry : metrics));
-    }
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (!recordedAt(t, s, depth) || !s->active()) continue;
+    bool trace = s->options().data == DataKind::kTrace;
+    PROTON_RETURN_IF_ERROR(s->checkMetricTypes(trace ? withEntry : exit));
   }
+  return {};
+}
+
+bool SessionManager::recordedAt(const ThreadContext &t, Session *s, uint32_t depth) {
+  if (!s || static_cast<size_t>(s->id().value) >= t.mirrors.size()) return false;
+  const SessionMirror &m = t.mirrors[s->id().value];
+  return !m.entries.empty() && m.entries.back().depth == depth;
+}
+
+void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics,
+                                     const std::vector<TensorMetric> *tensors, uint64_t *scopeId,
+                                     MetricTarget *treeTargets, size_t &numTree,
+                                     MetricTarget *traceTargets, size_t &numTrace) {
+  const ScopeFrame top = t.frames.back();
+  uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
+  bool hasTensors = (tensors && !tensors->empty()) || top.entryTensors;
   uint64_t endNs = top.beginNs ? monotonicNs() : 0;
   for (auto &slot : live_) {
     Session *s = slot.load(std::memory_order_acquire);
-    if (!recorded(s)) continue;
+    if (!recordedAt(t, s, depth)) continue;
     SessionMirror &m = t.mirror(s->id());
     if (s->active()) {
       NodeId node = refreshMirror(*s, t);
@@ -579,6 +730,8 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
                                          MetricAggregation::kExclusive};
         all.push_back({kCpuTime, static_cast<int64_t>(endNs - top.beginNs)});
       }
+      if (hasTensors && !s->declareMetricTypes(withPlaceholders(nullptr, tensors)).isOk())
+        typeConflicts().add();
       if (trace) {
         TraceEvent event;
         event.name = top.name;
@@ -586,17 +739,23 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
         event.lane = Lane{Lane::Kind::kCpuThread, 0, t.threadId};
         event.beginNs = top.beginNs;
         event.endNs = endNs;
-        if (!s->addEvent(m.phase, event, all).isOk()) typeConflicts().add();
-      } else if (!all.empty()) {
+        uint32_t index = UINT32_MAX;
+        if (!s->addEvent(m.phase, event, all, &index).isOk()) typeConflicts().add();
+        if (hasTensors && index != UINT32_MAX) {
+          MetricTarget target{s, m.phase, node, MetricTarget::Kind::kEvent};
+          target.event = index;
+          traceTargets[numTrace++] = target;
+        }
+      } else if (!all.empty() || hasTensors) {  // the state's child exists only if used
         NodeId target = underState(*s, m.phase, node, t);
-        if (!s->addMetrics(m.phase, target, all).isOk()) typeConflicts().add();
+        if (!all.empty() && !s->addMetrics(m.phase, target, all).isOk()) typeConflicts().add();
+        if (hasTensors && target != kNoNode) treeTargets[numTree++] = {s, m.phase, target};
       }
     }
     m.entries.pop_back();
   }
   if (scopeId) *scopeId = top.id;
   t.frames.pop_back();
-  return {};
 }
 
 void SessionManager::enterState(StringId name) {
@@ -644,13 +803,18 @@ Result<size_t> SessionManager::depth(SessionId id) {
 Result<PhaseId> SessionManager::advancePhase(SessionId id) {
   PhaseId next;
   bool periodic;
+  GpuBackend *backend = nullptr;
   {
     std::lock_guard lock(mu_);
     Result<Session *> s = find(id);
     if (!s.isOk()) return s.status();
     next = s.value()->advancePhase();
     periodic = isPeriodic(*s.value());
+    backend = backends_[id.value];
   }
+  // Tensor metrics are read back at a flush: one now lets the phase just ended complete.
+  DeviceMetricSink *sink = deviceMetricSink();
+  if (periodic && backend && sink && sink->pending() > 0) backend->flush();
   if (periodic) PROTON_RETURN_IF_ERROR(writeCompletedPhases());
   return next;
 }

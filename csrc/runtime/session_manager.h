@@ -28,6 +28,7 @@
 #include "core/capture_context.h"
 #include "core/profile_metadata.h"
 #include "core/session.h"
+#include "core/tensor_metric.h"
 
 namespace proton {
 
@@ -70,11 +71,14 @@ class SessionManager {
 
   // Scopes on the calling thread. Metrics given at entry are added at entry.
   // scopeId (optional) receives an id unique in the process, also given back by exitScope.
+  // tensors (optional): metrics whose values are device tensors (core/tensor_metric.h),
+  // copied now on their stream and filed at the next flush.
   Status enterScope(StringId name, bool timed, std::shared_ptr<const MetricList> metrics,
-                    uint64_t *scopeId = nullptr);
+                    uint64_t *scopeId = nullptr,
+                    const std::vector<TensorMetric> *tensors = nullptr);
   // name: when given, must match the innermost open scope.
   Status exitScope(std::optional<StringId> name, const MetricList &metrics,
-                   uint64_t *scopeId = nullptr);
+                   uint64_t *scopeId = nullptr, const std::vector<TensorMetric> *tensors = nullptr);
   void enterState(StringId name);
   void exitState();
   // Sets the state tag (StringId{} clears it) and returns the previous one, so that a caller
@@ -124,8 +128,18 @@ class SessionManager {
   // Launch metadata (hook="triton"): the next kernel this thread launches is filed as
   // <context>/<name> instead of <context>/<kernel name>, and metrics are added to that node
   // (tree data) once, at launch. pop cancels it if no launch consumed it.
-  void pushLaunchMetadata(StringId name, const MetricList &metrics);
+  // Tensor metrics (optional) are copied now, before the kernel runs.
+  void pushLaunchMetadata(StringId name, const MetricList &metrics,
+                          const std::vector<TensorMetric> *tensors = nullptr);
   void popLaunchMetadata();
+
+  // Tensor metrics given now on this thread, each copied once for tree sessions (`tree`) and
+  // once for trace sessions' slices (`trace`), as far as such sessions are active; those on a
+  // stream being captured are left for DeviceMetricSink::recordCaptured. No lock held.
+  struct TensorCopies {
+    std::vector<PendingTensor> tree, trace;
+    std::vector<const TensorMetric *> captured;
+  };
 
  private:
   static constexpr size_t kMaxLiveSessions = 32;
@@ -141,6 +155,21 @@ class SessionManager {
   // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
   NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
   NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);
+  void copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out);
+  Status enterScopeLocked(ThreadContext &t, const PythonStack *stack, StringId name, bool timed,
+                          const std::shared_ptr<const MetricList> &metrics, uint64_t *scopeId,
+                          const std::vector<TensorMetric> *tensors, MetricTarget *treeTargets,
+                          size_t &numTree, TensorCopies &copies);
+  Status checkScopeExit(ThreadContext &t, std::optional<StringId> name, const MetricList &metrics,
+                        const std::vector<TensorMetric> *tensors);
+  // The innermost scope of t at `depth` was recorded in s.
+  static bool recordedAt(const ThreadContext &t, Session *s, uint32_t depth);
+  void exitScopeLocked(ThreadContext &t, const MetricList &metrics,
+                       const std::vector<TensorMetric> *tensors, uint64_t *scopeId,
+                       MetricTarget *treeTargets, size_t &numTree, MetricTarget *traceTargets,
+                       size_t &numTrace);
+  // The capture context of the calling thread now (t.lock held): names, sessions not recording.
+  void captureContextLocked(const ThreadContext &t, const PythonStack *stack, CaptureContext &out);
   // node/<state>/<state detail>, for whichever of the two is set.
   static NodeId underState(Session &s, PhaseId phase, NodeId node, const ThreadContext &t);
 

@@ -47,14 +47,37 @@ void SessionManager::endLaunch(const LaunchEntry *entries, size_t n, bool ran) {
   std::lock_guard guard(t.lock);
   if (!t.launchInFlight) return;
   t.launchInFlight = false;
-  if (!ran || t.launchMetrics.empty()) return;
+  if (!ran || (t.launchMetrics.empty() && t.launchTensors.empty())) {
+    discardTensors(t.launchTensors);
+    return;
+  }
+  MetricTarget targets[LaunchInfo::kMaxEntries];
+  size_t numTargets = 0;
   for (size_t i = 0; i < n; ++i) {
     const LaunchEntry &e = entries[i];
     if (!e.named || e.session->options().data != DataKind::kTree) continue;
     NodeId node = e.session->child(e.phase, e.node, t.launchName);
-    if (node != kNoNode && !e.session->addMetrics(e.phase, node, t.launchMetrics).isOk())
+    if (node == kNoNode) continue;
+    if (!t.launchMetrics.empty() && !e.session->addMetrics(e.phase, node, t.launchMetrics).isOk())
       typeConflicts().add();
+    if (!t.launchTensors.empty() && numTargets < LaunchInfo::kMaxEntries) {
+      for (const PendingTensor &p : t.launchTensors)
+        if (!e.session->declareMetricTypes({{p.metric.spec, placeholderValue(p.metric.tensor)}})
+                 .isOk())
+          typeConflicts().add();
+      targets[numTargets++] = MetricTarget{e.session, e.phase, node};
+    }
   }
+  DeviceMetricSink *sink = deviceMetricSink();
+  for (PendingTensor &p : t.launchTensors) {
+    if (!p.handle || !sink) continue;
+    if (numTargets > 0) {
+      sink->bind(p.handle, p.metric.spec, targets, numTargets);
+    } else {
+      sink->discard(p.handle);
+    }
+  }
+  t.launchTensors.clear();
 }
 
 void SessionManager::contextNames(std::vector<StringId> &out) {
@@ -86,20 +109,47 @@ void SessionManager::captureContext(CaptureContext &out, bool inLaunch) {
     out.metrics.clear();
 }
 
-void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics) {
+void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics,
+                                        const std::vector<TensorMetric> *tensors) {
   if (!profilingOn()) return;
-  ThreadContext &t = ThreadContext::current();
-  std::lock_guard guard(t.lock);
-  t.resetIfStale(generation());
-  t.launchName = name;
-  t.launchMetrics.assign(metrics.begin(), metrics.end());
-  t.launchPending = true;
+  // Copied now, before the kernel runs: the value the metadata function saw. Launch metadata
+  // metrics go to tree data only (as scalar ones do).
+  std::vector<PendingTensor> copies;
+  std::vector<const TensorMetric *> captured;
+  DeviceMetricSink *sink = deviceMetricSink();
+  if (tensors && sink) {
+    for (const TensorMetric &m : *tensors) {
+      if (sink->capturing(m.tensor)) {
+        captured.push_back(&m);
+      } else {
+        copies.push_back({m, sink->copy(m.tensor)});
+      }
+    }
+  }
+  const PythonStack *stack = pythonLive() && !captured.empty() ? capturePythonStack() : nullptr;
+  CaptureContext context;
+  {
+    ThreadContext &t = ThreadContext::current();
+    std::lock_guard guard(t.lock);
+    t.resetIfStale(generation());
+    discardTensors(t.launchTensors);  // an earlier metadata no launch consumed
+    t.launchName = name;
+    t.launchMetrics.assign(metrics.begin(), metrics.end());
+    t.launchTensors = std::move(copies);
+    t.launchPending = true;
+    if (!captured.empty()) {
+      captureContextLocked(t, stack, context);
+      context.names.push_back(name);  // the kernel's frame, as its replays file it
+    }
+  }
+  for (const TensorMetric *m : captured) sink->recordCaptured(*m, context, name);
 }
 
 void SessionManager::popLaunchMetadata() {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.launchPending = false;
+  if (!t.launchInFlight) discardTensors(t.launchTensors);
 }
 
 }  // namespace proton

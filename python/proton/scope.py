@@ -15,9 +15,11 @@ class scope(_C.Scope):
         @proton.scope("step")
         def step(): ...
 
-    Metrics (int, float, str or list of numbers) are added to the scope's node on entry;
-    a name ending in "(exc)" is exclusive, "(pty)" a property. When profiling is off the
-    scope does nothing.
+    Metrics (int, float, str, list of numbers, or a 0-d or 1-d integer or float tensor) are
+    added to the scope's node on entry; a name ending in "(exc)" is exclusive, "(pty)" a
+    property. A GPU tensor is copied on the current stream, with no host synchronisation,
+    and read back when the profile is flushed; inside CUDA graph capture, every replay
+    records the value the tensor holds then. When profiling is off the scope does nothing.
     """
 
     __slots__ = ()

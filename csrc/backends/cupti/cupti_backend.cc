@@ -20,6 +20,7 @@
 #include "backends/cupti/cupti_pc_sampler.h"
 #include "backends/cupti/cupti_pc_translate.h"
 #include "backends/cupti/cupti_translate.h"
+#include "backends/cupti/device_metric_buffers.h"
 #include "backends/cupti/intra_kernel_buffers.h"
 #include "backends/cupti/native_scopes.h"
 #include "backends/kernel_attributor.h"
@@ -92,6 +93,8 @@ class CuptiBackend final : public GpuBackend {
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
+  // Graph creation and destruction that tensor metrics follow; false: not such a callback.
+  bool onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
   void noteContext(CUcontext context);
   uint8_t *takeBuffer();
@@ -216,6 +219,8 @@ void CuptiBackend::flush() {
   if (users_ == 0) return;
   flushLocked();
   sampler_.collect();  // after the kernels: their samples need their frames
+  // Every tensor metric copy has completed too (the contexts were synchronised).
+  DeviceMetricBuffers::global().drain();
   // Every instrumented launch has finished and its record was filed: its buffers can be read.
   IntraKernelBuffers::global().drain(*driver_);
   NativeScopes::global().drain();
@@ -248,6 +253,11 @@ Status CuptiBackend::start() {
   api_ = api.value();
   driver_ = driver.value();
   tracker_.setNodeIdFn(api_->getGraphNodeId);
+  DeviceMetricBuffers::global().setDriver(driver_, [] { instance().flush(); });
+  tracker_.setGraphLaunchFn([](CUgraphExec exec, CUstream stream, const LaunchEntry *entries,
+                               size_t n, uint64_t launchNs, uint64_t threadId) {
+    DeviceMetricBuffers::global().onGraphLaunched(exec, stream, entries, n, launchNs, threadId);
+  });
 
   std::string holder;
   CUptiResult rc = subscribe(holder);
@@ -286,6 +296,7 @@ Status CuptiBackend::start() {
   // far the correlation table must look back and lets phases complete promptly.
   if (api_->activityFlushPeriod) api_->activityFlushPeriod(100);
   noteDevices();
+  setDeviceMetricSink(&DeviceMetricBuffers::global());
   return {};
 }
 
@@ -328,7 +339,9 @@ Status CuptiBackend::enableCallbacks() {
   for (CUpti_CallbackId cbid :
        {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_MODULE_LOADED,
         CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-        CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING})
+        CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPH_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
   const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");
@@ -372,6 +385,8 @@ void CuptiBackend::noteDevices() {
 
 void CuptiBackend::stop() {
   flushLocked();
+  DeviceMetricBuffers::global().drain();
+  setDeviceMetricSink(nullptr);
   sampler_.stop();
   api_->activityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -475,7 +490,29 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
     if (tlsLastContext == data->context) tlsLastContext = nullptr;
     return;
   }
+  if (onTensorGraphResource(cbid, data)) return;
   tracker_.onGraphResource(cbid, data);
+}
+
+bool CuptiBackend::onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
+  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
+  DeviceMetricBuffers &buffers = DeviceMetricBuffers::global();
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
+      if (graph) buffers.onGraphCloned(graph->graph, graph->originalGraph);
+      return true;
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+      if (graph) buffers.onGraphDestroyed(graph->graph);
+      return true;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+      if (graph) buffers.onGraphExecCreated(graph->graphExec, graph->graph);
+      return true;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+      if (graph) buffers.onGraphExecDestroyed(graph->graphExec);
+      return true;
+    default:
+      return false;
+  }
 }
 
 void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {

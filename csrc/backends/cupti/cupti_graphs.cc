@@ -22,6 +22,18 @@ struct LaunchTls {
   uint32_t count = 0;
   uint64_t correlation = 0;  // of the outermost call: the one the kernel's record carries
   LaunchEntry entries[LaunchInfo::kMaxEntries];
+  // A graph launch: its executable graph and stream, for tensor metrics captured in it.
+  bool graph = false;
+  CUgraphExec exec = nullptr;
+  CUstream stream = nullptr;
+  uint64_t launchNs = 0;
+  uint64_t threadId = 0;
+};
+
+// cudaGraphLaunch(_ptsz) and cuGraphLaunch(_ptsz) parameter blocks share this layout.
+struct GraphLaunchParams {
+  CUgraphExec exec;
+  CUstream stream;
 };
 thread_local LaunchTls tlsLaunch;
 
@@ -46,8 +58,17 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
     t.metadata = name != StringId{};
     t.count = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
-    launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n),
-                     isGraphLaunch(domain, cbid), launchNs, threadId, name);
+    bool graphLaunch = isGraphLaunch(domain, cbid);
+    t.graph = graphLaunch && cb->functionParams;
+    if (t.graph) {
+      const auto *params = static_cast<const GraphLaunchParams *>(cb->functionParams);
+      t.exec = params->exec;
+      t.stream = params->stream;
+      t.launchNs = launchNs;
+      t.threadId = threadId;
+    }
+    launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n), graphLaunch, launchNs,
+                     threadId, name);
     // An instrumented launch (its buffer was just handed out on this thread).
     IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName);
     // A kernel built with proton/instrument.cuh (nothing to do unless instrumenting).
@@ -63,6 +84,8 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     t.metadata = false;
     manager.endLaunch(t.entries, t.count, ran);
   }
+  if (ran && t.graph && graphLaunched_)
+    graphLaunched_(t.exec, t.stream, t.entries, t.count, t.launchNs, t.threadId);
 }
 
 void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {

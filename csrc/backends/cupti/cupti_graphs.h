@@ -33,6 +33,11 @@ class LaunchTracker {
   LaunchTracker(LaunchTable &launches, CaptureRegistry &captures)
       : launches_(launches), captures_(captures) {}
   void setNodeIdFn(NodeIdFn fn) { nodeId_ = fn; }
+  // Called when a graph launch returned successfully, on the launching thread, with the
+  // launch's executable graph, stream and attribution (no Proton lock held).
+  using GraphLaunchFn = void (*)(CUgraphExec exec, CUstream stream, const LaunchEntry *entries,
+                                 size_t n, uint64_t launchNs, uint64_t threadId);
+  void setGraphLaunchFn(GraphLaunchFn fn) { graphLaunched_ = fn; }
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   // CUPTI_CBID_RESOURCE_GRAPHNODE_{CREATED,CLONED,DESTROY_STARTING}.
@@ -42,6 +47,7 @@ class LaunchTracker {
   LaunchTable &launches_;
   CaptureRegistry &captures_;
   NodeIdFn nodeId_ = nullptr;
+  GraphLaunchFn graphLaunched_ = nullptr;
 };
 
 }  // namespace PROTON_CUPTI_ABI

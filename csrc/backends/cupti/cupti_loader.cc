@@ -120,6 +120,10 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->moduleGetGlobal, "cuModuleGetGlobal_v2", &missing);
   resolve(handle, api->kernelGetLibrary, "cuKernelGetLibrary", &missing);
   resolve(handle, api->libraryGetGlobal, "cuLibraryGetGlobal", &missing);
+  resolve(handle, api->memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", &missing);
+  resolve(handle, api->pointerGetAttribute, "cuPointerGetAttribute", &missing);
+  resolve(handle, api->exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode", &missing);
+  resolve(handle, api->streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", nullptr);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

@@ -87,6 +87,15 @@ struct CudaDriverApi {
   // The CUDA runtime (12+) launches context-independent kernels of libraries.
   decltype(&::cuKernelGetLibrary) kernelGetLibrary = nullptr;
   decltype(&::cuLibraryGetGlobal) libraryGetGlobal = nullptr;
+  // Tensor metrics (device_metric_buffers.h).
+  decltype(&::cuMemcpyDtoDAsync_v2) memcpyDtoDAsync = nullptr;
+  decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
+  decltype(&::cuThreadExchangeStreamCaptureMode) exchangeCaptureMode = nullptr;
+  // cuStreamGetCaptureInfo_v2 (CUDA 11.3+; declared here: newer headers hide it).
+  using StreamGetCaptureInfoV2 = CUresult(CUDAAPI *)(CUstream, CUstreamCaptureStatus *,
+                                                     cuuint64_t *, CUgraph *, const CUgraphNode **,
+                                                     size_t *);
+  StreamGetCaptureInfoV2 streamGetCaptureInfo = nullptr;
 };
 
 // The CUPTI major this copy of the backend was compiled for.

@@ -52,6 +52,8 @@ def metrics_of(data) -> dict:
             metrics[key] = int(value)
         elif isinstance(value, numbers.Real):
             metrics[key] = float(value)
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "device"):
+            metrics[key] = value  # a tensor: copied on the device, read back at flush
     return metrics
 
 

@@ -1,0 +1,323 @@
+#include "backends/cupti/device_metric_buffers.h"
+
+#include <algorithm>
+
+#include "backends/cupti/cupti_loader.h"
+#include "core/clock.h"
+#include "core/session.h"
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
+namespace {
+
+Counter &dropped() {
+  static Counter &c = Stats::global().counter("tensor_metrics_dropped");
+  return c;
+}
+
+size_t aligned(size_t bytes) { return (bytes + 7) / 8 * 8; }
+
+}  // namespace
+
+DeviceMetricBuffers &DeviceMetricBuffers::global() {
+  static DeviceMetricBuffers *buffers = new DeviceMetricBuffers();  // outlives exit handlers
+  return *buffers;
+}
+
+void DeviceMetricBuffers::setDriver(const CudaDriverApi *driver, std::function<void()> flush) {
+  std::lock_guard lock(mu_);
+  driver_ = driver;
+  flush_ = std::move(flush);
+  capturedAt_ = StringTable::global().intern("<captured_at>");
+  dropped();
+}
+
+bool DeviceMetricBuffers::capturing(const DeviceTensor &tensor) {
+  if (!driver_) return false;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  // An error (e.g. the legacy stream while another stream is captured) counts as capturing:
+  // an eager copy there would break the user's capture; recordCaptured then drops the value.
+  if (driver_->streamIsCapturing(reinterpret_cast<CUstream>(tensor.stream), &status) !=
+      CUDA_SUCCESS)
+    return true;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool DeviceMetricBuffers::allocate(CUcontext context, CUdeviceptr *out, size_t bytes) {
+  // Relaxed capture mode: allocating is legal even while this thread captures a graph.
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  driver_->exchangeCaptureMode(&mode);
+  bool ok = driver_->ctxPushCurrent(context) == CUDA_SUCCESS;
+  if (ok) {
+    ok = driver_->memAlloc(out, bytes) == CUDA_SUCCESS;
+    CUcontext popped;
+    driver_->ctxPopCurrent(&popped);
+  }
+  driver_->exchangeCaptureMode(&mode);
+  return ok;
+}
+
+bool DeviceMetricBuffers::enqueueCopy(CUcontext context, CUdeviceptr dst, CUdeviceptr src,
+                                      size_t bytes, CUstream stream) {
+  if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return false;
+  bool ok = driver_->memcpyDtoDAsync(dst, src, bytes, stream) == CUDA_SUCCESS;
+  CUcontext popped;
+  driver_->ctxPopCurrent(&popped);
+  return ok;
+}
+
+DeviceMetricBuffers::Ring *DeviceMetricBuffers::ringFor(CUcontext context, size_t *index) {
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    if (rings_[i].context == context) {
+      *index = i;
+      return &rings_[i];
+    }
+  }
+  Ring ring;
+  ring.context = context;
+  if (!allocate(context, &ring.base, kRingBytes)) return nullptr;
+  rings_.push_back(std::move(ring));
+  *index = rings_.size() - 1;
+  return &rings_.back();
+}
+
+bool DeviceMetricBuffers::takeSlot(Ring &ring, size_t bytes, size_t *offset) {
+  if (ring.used + bytes > kRingBytes) return false;
+  *offset = ring.used;
+  ring.used += bytes;
+  return true;
+}
+
+DeviceMetricSink::Handle DeviceMetricBuffers::copy(const DeviceTensor &tensor) {
+  CUcontext context = nullptr;
+  size_t bytes = aligned(tensor.bytes());
+  if (!driver_ || bytes > kRingBytes ||
+      driver_->pointerGetAttribute(&context, CU_POINTER_ATTRIBUTE_CONTEXT, tensor.dataPtr) !=
+          CUDA_SUCCESS) {
+    dropped().add();
+    return 0;
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      std::lock_guard lock(mu_);
+      size_t index = 0, offset = 0;
+      Ring *ring = ringFor(context, &index);
+      if (!ring) break;
+      if (takeSlot(*ring, bytes, &offset)) {
+        if (!enqueueCopy(context, ring->base + offset, tensor.dataPtr, tensor.bytes(),
+                         reinterpret_cast<CUstream>(tensor.stream)))
+          break;
+        Handle handle = next_++;
+        Record &r = records_[handle];
+        r.tensor = tensor;
+        r.ring = index;
+        r.offset = offset;
+        updatePending();
+        return handle;
+      }
+    }
+    if (attempt == 0 && flush_) flush_();  // every copy so far lands; the rings start over
+  }
+  dropped().add();
+  return 0;
+}
+
+void DeviceMetricBuffers::bind(Handle handle, const MetricSpec &spec, const MetricTarget *targets,
+                               size_t n) {
+  std::lock_guard lock(mu_);
+  auto it = records_.find(handle);
+  if (it == records_.end()) return;
+  Record &r = it->second;
+  r.spec = spec;
+  r.targets.assign(targets, targets + n);
+  r.bound = true;
+  for (const MetricTarget &t : r.targets) t.session->notePending(t.phase, 1);
+  if (!r.onDevice) {  // read back by a drain since it was given
+    file(r, r.host.data());
+    records_.erase(it);
+    updatePending();
+  }
+}
+
+void DeviceMetricBuffers::updatePending() {
+  size_t n = 0;
+  for (const auto &[handle, r] : records_) n += r.onDevice ? 1 : 0;
+  pending_.store(n, std::memory_order_relaxed);
+}
+
+void DeviceMetricBuffers::discard(Handle handle) {
+  std::lock_guard lock(mu_);
+  records_.erase(handle);
+  updatePending();
+}
+
+void DeviceMetricBuffers::file(const Record &record, const uint8_t *bytes) {
+  NamedMetric metric{record.spec, decodeTensorValue(bytes, record.tensor)};
+  for (const MetricTarget &t : record.targets) {
+    fileTensorValue(t, metric);
+    t.session->notePending(t.phase, -1);
+  }
+}
+
+void DeviceMetricBuffers::recordCaptured(const TensorMetric &metric, CaptureContext context,
+                                         StringId sliceName) {
+  CUcontext cuContext = nullptr;
+  CUgraph graph = nullptr;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  CUstream stream = reinterpret_cast<CUstream>(metric.tensor.stream);
+  size_t bytes = aligned(metric.tensor.bytes());
+  if (!driver_ || !driver_->streamGetCaptureInfo || bytes > kArenaChunkBytes ||
+      driver_->streamGetCaptureInfo(stream, &status, &id, &graph, nullptr, nullptr) !=
+          CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph ||
+      driver_->pointerGetAttribute(&cuContext, CU_POINTER_ATTRIBUTE_CONTEXT,
+                                   metric.tensor.dataPtr) != CUDA_SUCCESS) {
+    dropped().add();
+    return;
+  }
+  std::lock_guard lock(mu_);
+  size_t index = 0;
+  Ring *ring = ringFor(cuContext, &index);
+  if (ring && ring->arenaUsed + bytes > kArenaChunkBytes) {
+    CUdeviceptr chunk = 0;
+    if (allocate(cuContext, &chunk, kArenaChunkBytes)) {
+      ring->arena.push_back(chunk);
+      ring->arenaUsed = 0;
+    }
+  }
+  if (!ring || ring->arenaUsed + bytes > kArenaChunkBytes) {
+    dropped().add();
+    return;
+  }
+  auto captured = std::make_shared<Captured>();
+  captured->metric = metric;
+  captured->context = std::move(context);
+  captured->sliceName = sliceName;
+  captured->ring = index;
+  captured->slot = ring->arena.back() + ring->arenaUsed;
+  // Captured, not run: the copy becomes a memcpy node of the graph.
+  if (!enqueueCopy(cuContext, captured->slot, metric.tensor.dataPtr, metric.tensor.bytes(),
+                   stream)) {
+    dropped().add();
+    return;
+  }
+  ring->arenaUsed += bytes;
+  byGraph_[graph].push_back(std::move(captured));
+  anyCaptured_.store(true, std::memory_order_relaxed);
+}
+
+void DeviceMetricBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  auto it = byGraph_.find(original);
+  if (it != byGraph_.end()) byGraph_[clone] = it->second;
+}
+
+void DeviceMetricBuffers::onGraphExecCreated(CUgraphExec exec, CUgraph graph) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  auto it = byGraph_.find(graph);
+  if (it != byGraph_.end()) byExec_[exec] = it->second;
+}
+
+void DeviceMetricBuffers::onGraphExecDestroyed(CUgraphExec exec) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  byExec_.erase(exec);
+}
+
+void DeviceMetricBuffers::onGraphDestroyed(CUgraph graph) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  byGraph_.erase(graph);
+}
+
+void DeviceMetricBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
+                                          const LaunchEntry *entries, size_t n, uint64_t launchNs,
+                                          uint64_t threadId) {
+  if (!anyCaptured_.load(std::memory_order_relaxed) || n == 0) return;
+  std::lock_guard lock(mu_);
+  auto it = byExec_.find(exec);
+  if (it == byExec_.end()) return;
+  if (!launchNs) launchNs = monotonicNs();
+  for (const auto &c : it->second) {
+    Record r;
+    r.tensor = c->metric.tensor;
+    r.spec = c->metric.spec;
+    r.bound = true;
+    MetricList types{{c->metric.spec, placeholderValue(c->metric.tensor)}};
+    for (size_t i = 0; i < n; ++i) {
+      Session &s = *entries[i].session;
+      if (!c->context.records(s.id())) continue;  // deactivated when the graph was captured
+      PhaseId phase = entries[i].phase;
+      NodeId node = s.child(phase, entries[i].node, capturedAt_);
+      for (StringId name : c->context.names)
+        if (node != kNoNode) node = s.child(phase, node, name);
+      if (node == kNoNode || !s.declareMetricTypes(types).isOk()) continue;
+      MetricTarget target{&s, phase, node};
+      if (s.options().data == DataKind::kTrace) {
+        target.kind = MetricTarget::Kind::kNewEvent;
+        target.eventName = c->sliceName;
+        target.thread = threadId;
+        target.timeNs = launchNs;
+      }
+      r.targets.push_back(target);
+    }
+    if (r.targets.empty()) continue;  // nobody records this replay: nothing is copied
+    Ring &ring = rings_[c->ring];
+    size_t bytes = aligned(r.tensor.bytes());
+    if (!takeSlot(ring, bytes, &r.offset) ||
+        !enqueueCopy(ring.context, ring.base + r.offset, c->slot, r.tensor.bytes(), stream)) {
+      dropped().add();  // no flush from inside a launch callback
+      continue;
+    }
+    r.ring = c->ring;
+    for (const MetricTarget &t : r.targets) t.session->notePending(t.phase, 1);
+    records_.emplace(next_++, std::move(r));
+  }
+  updatePending();
+}
+
+void DeviceMetricBuffers::drain() {
+  std::lock_guard lock(mu_);
+  std::vector<uint8_t> host;
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    Ring &ring = rings_[i];
+    if (ring.used == 0) continue;
+    host.resize(ring.used);
+    bool copied = driver_->ctxPushCurrent(ring.context) == CUDA_SUCCESS;
+    if (copied) {
+      copied = driver_->memcpyDtoH(host.data(), ring.base, ring.used) == CUDA_SUCCESS;
+      CUcontext popped;
+      driver_->ctxPopCurrent(&popped);
+    }
+    for (auto it = records_.begin(); it != records_.end();) {
+      Record &r = it->second;
+      if (!r.onDevice || r.ring != i) {
+        ++it;
+        continue;
+      }
+      if (!copied) {
+        dropped().add();
+        for (const MetricTarget &t : r.targets) t.session->notePending(t.phase, -1);
+        it = records_.erase(it);
+      } else if (r.bound) {
+        file(r, host.data() + r.offset);
+        it = records_.erase(it);
+      } else {
+        // Given, not yet bound (a trace scope still open): keep the value on the host.
+        r.host.assign(host.data() + r.offset, host.data() + r.offset + r.tensor.bytes());
+        r.onDevice = false;
+        ++it;
+      }
+    }
+    ring.used = 0;
+  }
+  updatePending();
+}
+
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -1,0 +1,131 @@
+// DeviceMetricBuffers: the CUPTI backend's DeviceMetricSink (core/tensor_metric.h). Tensor
+// metric values are copied on the device, on the stream that gave them, and read back at
+// flush; nothing waits for the GPU when a value is given.
+//
+//   buffers.setDriver(driver, flushFn);          // backend start
+//   Handle h = buffers.copy(tensor);             // scope entry: cuMemcpyDtoDAsync into a slot
+//   buffers.bind(h, spec, targets, n);           // where it is filed
+//   buffers.drain();                             // backend flush, every context synchronised
+//
+// Memory, per CUDA context (the one owning the tensor's memory):
+//   eager ring    [ slot | slot | ... ]  8-byte aligned slots, one per value given; reset
+//                                         at each drain; a full ring flushes first
+//   capture arena [ slot | slot | ... ]  one slot per value given inside graph capture,
+//                                         never reused (graphs may replay at any time)
+//
+// CUDA graphs. A value given on a stream being captured becomes a memcpy node writing into
+// its capture slot (the copy into the arena is what is captured). Each graph launch
+// (cuGraphLaunch, seen by the launch callback after it returned) then enqueues, on the
+// launch's stream, one plain copy from each capture slot of that executable graph into a
+// fresh eager slot, filed under the replay's launch context/<captured_at>/<capture context>.
+// Stream order makes this exact: the replay's copy node has written the capture slot before
+// the plain copy reads it, and the next replay, enqueued later on the stream, cannot
+// overwrite it before. A replay while no session records (deactivated) enqueues nothing, so
+// its value is never filed, and the next replay's copy node overwrites it: no leak.
+// Executables are tied to the capture slots of the graph they were instantiated from (the
+// GRAPH_CLONED and GRAPHEXEC_CREATED resource callbacks).
+//
+// Losses are counted: tensor_metrics_dropped (no memory, a full ring during a replay, a
+// pointer the driver does not know).
+// Thread-safe: one mutex, taken when a tensor metric is given, at graph launches of graphs
+// holding tensor metrics, at graph creation and destruction, and at drains.
+#pragma once
+
+#include <cuda.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/launch_table.h"
+#include "core/tensor_metric.h"
+
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
+
+struct CudaDriverApi;
+
+class DeviceMetricBuffers final : public DeviceMetricSink {
+ public:
+  static constexpr size_t kRingBytes = size_t(4) << 20;
+  static constexpr size_t kArenaChunkBytes = size_t(64) << 10;
+
+  static DeviceMetricBuffers &global();
+
+  // flush: the backend's flush (every launch finished, then drain()).
+  void setDriver(const CudaDriverApi *driver, std::function<void()> flush);
+
+  bool capturing(const DeviceTensor &tensor) override;
+  Handle copy(const DeviceTensor &tensor) override;
+  void bind(Handle handle, const MetricSpec &spec, const MetricTarget *targets, size_t n) override;
+  void discard(Handle handle) override;
+  void recordCaptured(const TensorMetric &metric, CaptureContext context,
+                      StringId sliceName) override;
+  size_t pending() const override { return pending_.load(std::memory_order_relaxed); }
+
+  // Graph bookkeeping (resource callbacks).
+  void onGraphCloned(CUgraph clone, CUgraph original);
+  void onGraphExecCreated(CUgraphExec exec, CUgraph graph);
+  void onGraphExecDestroyed(CUgraphExec exec);
+  void onGraphDestroyed(CUgraph graph);
+  // A graph launch returned successfully (launching thread, no Proton lock held).
+  void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n,
+                       uint64_t launchNs, uint64_t threadId);
+
+  // Every copy enqueued so far has completed: read back, file, reset the rings.
+  void drain();
+
+ private:
+  struct Ring {
+    CUcontext context = nullptr;
+    CUdeviceptr base = 0;
+    size_t used = 0;
+    std::vector<CUdeviceptr> arena;  // capture chunks, never freed
+    size_t arenaUsed = kArenaChunkBytes;
+  };
+  struct Record {
+    DeviceTensor tensor;
+    size_t ring = 0;
+    size_t offset = 0;
+    bool onDevice = true;
+    std::vector<uint8_t> host;  // the value, once read back while not yet bound
+    bool bound = false;
+    MetricSpec spec;
+    std::vector<MetricTarget> targets;
+  };
+  struct Captured {
+    TensorMetric metric;
+    CaptureContext context;
+    StringId sliceName;
+    size_t ring = 0;
+    CUdeviceptr slot = 0;
+  };
+  using CapturedList = std::vector<std::shared_ptr<const Captured>>;
+
+  Ring *ringFor(CUcontext context, size_t *index);  // mu_ held; allocates on first use
+  bool allocate(CUcontext context, CUdeviceptr *out, size_t bytes);
+  bool enqueueCopy(CUcontext context, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                   CUstream stream);
+  // mu_ held: a slot of the ring, or false when full.
+  bool takeSlot(Ring &ring, size_t bytes, size_t *offset);
+  void file(const Record &record, const uint8_t *bytes);  // mu_ held
+  void updatePending();                                   // mu_ held
+
+  const CudaDriverApi *driver_ = nullptr;
+  std::function<void()> flush_;
+  mutable std::mutex mu_;
+  std::vector<Ring> rings_;
+  std::unordered_map<Handle, Record> records_;
+  Handle next_ = 1;
+  std::atomic<size_t> pending_{0};
+  std::atomic<bool> anyCaptured_{false};
+  std::unordered_map<CUgraph, CapturedList> byGraph_;
+  std::unordered_map<CUgraphExec, CapturedList> byExec_;
+  StringId capturedAt_;
+};
+
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti

@@ -1,0 +1,181 @@
+"""Tensor metrics on a real GPU (issue 13, item 5): a metric given as a CUDA tensor is
+copied on the current stream with no host synchronisation and read back at flush; inside a
+CUDA graph each replay records the value the tensor holds at that replay; replays while a
+session is inactive record nothing; trace mode and periodic flushing carry the values too.
+
+Exact values read from the written profiles; no timing is asserted.
+"""
+
+# Nested `with` blocks are kept: capture and scope nesting is what these tests check.
+# ruff: noqa: SIM117
+
+import json
+
+import proton
+import pytest
+from proton import _C
+from proton_test_utils import find, load_hatchet
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+N = 1024
+
+
+def tokens_metadata(grid, kernel_metadata, args):
+    return {"name": "add_tokens", "tokens": args["x"][0].to(torch.int64), "flops": 2}
+
+
+@triton.jit(launch_metadata=tokens_metadata)
+def add_kernel(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + 1, mask=m)
+
+
+def dropped():
+    return dict(_C.stats()).get("tensor_metrics_dropped", 0)
+
+
+def captured(root, replay_scope, *path):
+    return find(root, replay_scope, "<captured_at>", *path)
+
+
+def test_scope_tensor_values_sum_as_given_without_a_sync():
+    before = dropped()
+    n = torch.zeros((), dtype=torch.int64, device="cuda")
+    v = torch.zeros(3, dtype=torch.float32, device="cuda")
+    proton.start("eager", backend="cupti")
+    for i in range(1, 4):
+        n.fill_(i)
+        v.copy_(torch.tensor([1.0, 2.0, 0.5], device="cuda") * i)
+        with proton.scope("step", {"n": n, "v": v, "half": n.to(torch.float16)}):
+            pass
+        n.fill_(100)  # after the scope: not recorded
+    proton.enter_scope("manual", metrics={"p (pty)": n})
+    n.fill_(7)
+    proton.exit_scope("manual", metrics={"e (exc)": n.to(torch.int32)})
+    proton.finalize()
+    root = load_hatchet("eager.hatchet")[0]
+    step = find(root, "step")["metrics"]
+    assert (step["n"], step["v"], step["half"]) == (6, [6.0, 12.0, 3.0], 6.0)
+    manual = find(root, "manual")["metrics"]
+    assert (manual["p"], manual["e"]) == (100, 7)
+    assert dropped() == before
+
+
+def test_each_graph_replay_records_the_value_at_that_replay():
+    stream = torch.cuda.Stream()
+    t = torch.zeros((), dtype=torch.int64, device="cuda")
+    x = torch.ones(N, device="cuda")
+    with torch.cuda.stream(stream):
+        proton.start("replays", backend="cupti")
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            with proton.scope("iter", {"v": t}):
+                x.add_(1)
+        for value in (1, 2, 3):
+            t.fill_(value)
+            with proton.scope("replay"):
+                g.replay()
+        proton.deactivate()
+        t.fill_(1000)
+        g.replay()  # while inactive: must not leak into the next replay
+        proton.activate()
+        t.fill_(5)
+        with proton.scope("after"):
+            g.replay()
+    proton.finalize()
+    root = load_hatchet("replays.hatchet")[0]
+    assert captured(root, "replay", "iter")["metrics"]["v"] == 6
+    assert captured(root, "after", "iter")["metrics"]["v"] == 5
+
+
+def test_launch_metadata_tensor_is_recorded_eagerly_and_per_replay():
+    x = torch.full((N,), 4.0, device="cuda")
+    out = torch.empty_like(x)
+
+    def run():
+        add_kernel[(triton.cdiv(N, 256),)](x, out, N, BLOCK=256)
+
+    run()  # compile first
+    torch.cuda.synchronize()
+    proton.start("metadata", backend="cupti", hook="triton")
+    with proton.scope("eager"):
+        run()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            with proton.scope("cap"):
+                run()
+        for value in (1.0, 2.0):
+            x.fill_(value)
+            with proton.scope("replay"):
+                g.replay()
+    proton.finalize()
+    root = load_hatchet("metadata.hatchet")[0]
+    eager = find(root, "eager", "add_tokens")["metrics"]
+    assert (eager["tokens"], eager["count"]) == (4, 1)
+    replayed = captured(root, "replay", "cap", "add_tokens")["metrics"]
+    assert (replayed["tokens"], replayed["count"]) == (3, 2)
+
+
+def test_trace_slices_carry_tensor_values_and_graph_replays(tmp_path):
+    t = torch.full((), 3, dtype=torch.int64, device="cuda")
+    proton.start("trace", backend="cupti", data="trace")
+    with proton.scope("no_kernel", {"t": t}):
+        pass
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        g = torch.cuda.CUDAGraph()
+        x = torch.ones(N, device="cuda")
+        with torch.cuda.graph(g, stream=stream):
+            with proton.scope("inside", {"t": t}):
+                x.add_(1)
+        for value in (10, 20):
+            t.fill_(value)
+            with proton.scope("replay"):
+                g.replay()
+    proton.finalize()
+    events = json.loads((tmp_path / "trace.chrome_trace").read_text())["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] == "scope"]
+    assert [e["args"]["t"] for e in slices if e["name"] == "no_kernel"] == [3]
+    replays = [
+        e for e in slices if e["name"] == "inside" and "<captured_at>" in e["args"]["call_stack"]
+    ]
+    assert sorted(e["args"]["t"] for e in replays) == [10, 20]
+    assert all(e["args"]["call_stack"][:3] == ["ROOT", "replay", "<captured_at>"] for e in replays)
+    assert sum(e["name"] == "replay" for e in slices) == 2
+
+
+def test_periodic_flushing_writes_tensor_values_with_their_phase(tmp_path):
+    t = torch.full((), 2, dtype=torch.int64, device="cuda")
+    s = proton.start("periodic", backend="cupti", mode="periodic_flushing")
+    with proton.scope("phase0", {"t": t}):
+        pass
+    proton.data.advance_phase(s)
+    t.fill_(9)
+    with proton.scope("phase1", {"t": t}):
+        pass
+    proton.finalize()
+    phase0 = load_hatchet("periodic.part_0.hatchet")[0]
+    phase1 = load_hatchet("periodic.part_1.hatchet")[0]
+    assert find(phase0, "phase0")["metrics"]["t"] == 2
+    assert find(phase1, "phase1")["metrics"]["t"] == 9
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_two_devices_are_each_copied_on_their_device():
+    a = torch.full((), 3, dtype=torch.int64, device="cuda:0")
+    b = torch.full((), 4, dtype=torch.int64, device="cuda:1")
+    proton.start("devices", backend="cupti")
+    with proton.scope("both", {"a": a, "b": b}):
+        pass
+    with torch.cuda.device(1):
+        with proton.scope("both", {"a": a, "b": b}):
+            pass
+    proton.finalize()
+    both = find(load_hatchet("devices.hatchet")[0], "both")["metrics"]
+    assert (both["a"], both["b"]) == (6, 8)
