@@ -124,10 +124,31 @@ def _worker(config: str, out_path: str) -> None:
     }
     reps = {"vadd": 200, "softmax": 100, "matmul": 10, "attention": 50}
 
+    def spin_cycles_per_s():
+        # torch.cuda._sleep spins for a number of SM cycles: calibrate it with CUDA events.
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(1000)
+        start.record()
+        torch.cuda._sleep(20_000_000)
+        end.record()
+        torch.cuda.synchronize()
+        return 20_000_000 / (start.elapsed_time(end) / 1e3)
+
+    spin_rate = spin_cycles_per_s()
+
     def kernel_ms(fn, count):
+        # GPU time of `count` back-to-back launches: they are queued behind a GPU spin long
+        # enough for the host to enqueue them all, so host launch cost (and any profiler work
+        # on the launch path) does not show here; wall_s measures that.
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         fn()
         torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(count):
+            fn()
+        enqueue_s = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int((3 * enqueue_s + 2e-3) * spin_rate))
         start.record()
         for _ in range(count):
             fn()
