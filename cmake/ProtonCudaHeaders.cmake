@@ -81,6 +81,13 @@ foreach(root IN LISTS _wheel_roots)
     "${root}/cuda_cupti/include|${root}/cuda_runtime/include|${root}/nvtx/include|${root}/cuda_nvcc/include")
 endforeach()
 
+set(_proton_crt12_dirs "")
+set(_proton_crt13_dirs "")
+foreach(root IN LISTS _wheel_roots)
+  list(APPEND _proton_crt12_dirs "${root}/cuda_nvcc/include")
+  list(APPEND _proton_crt13_dirs "${root}/cu13/include")
+endforeach()
+
 set(_nvtx_dirs "")
 foreach(source IN LISTS _proton_sources)
   string(REPLACE "|" ";" dirs "${source}")
@@ -109,8 +116,13 @@ foreach(major 12 13)
       if(NOT nvtx_dir)
         set(nvtx_dir "${_proton_nvtx}")
       endif()
-      # The runtime headers' crt/ (CUDA 12 wheels ship it with nvcc's).
+      # The runtime headers' crt/: CUDA 12 wheels ship it with nvcc's, CUDA 13 ones in
+      # nvidia-cuda-crt, which may sit under another `nvidia` root than cupti.h (a build
+      # requirement next to PyTorch's wheels): then any root's cu13/include serves.
       proton_first_with(crt/host_defines.h crt_dir ${dirs})
+      if(NOT crt_dir)
+        proton_first_with(crt/host_defines.h crt_dir ${_proton_crt${major}_dirs})
+      endif()
       if(nvtx_dir)
         set(PROTON_CUDA${major}_HEADERS ${cupti_dir} ${cuda_dir} ${nvtx_dir} ${crt_dir})
         list(REMOVE_DUPLICATES PROTON_CUDA${major}_HEADERS)

@@ -12,6 +12,7 @@ While an instrumentation session is live:
 Everything is put back as it was when the last instrumentation session is finalized.
 """
 
+import hashlib
 import json
 import os
 import warnings
@@ -33,9 +34,10 @@ _UNIT_WARPS = {
     "warp_group_4": 16,
     "warp_group_8": 32,
 }
-# Trace buffers: GPU memory per device; slices kept in a trace (the size cap: beyond it
-# launches run without recording, counted). PROTON_INSTRUMENTATION_TRACE_EVENTS sets the cap.
-TRACE_RING_BYTES = 256 << 20
+# Device buffers: GPU memory per device for the launches between two drains; slices kept in a
+# trace (the size cap: beyond it launches run without recording, counted).
+# PROTON_INSTRUMENTATION_TRACE_EVENTS sets the cap.
+RING_BYTES = 256 << 20
 MAX_TRACE_EVENTS = 1 << 20
 
 
@@ -119,7 +121,7 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
     _state.config = config
     _state.trace = config.split(":")[1] == "trace"
     cap = int(os.environ.get("PROTON_INSTRUMENTATION_TRACE_EVENTS", "") or MAX_TRACE_EVENTS)
-    _C.set_instrumentation_limits(TRACE_RING_BYTES, cap, capacity_of(m))
+    _C.set_instrumentation_limits(RING_BYTES, cap, capacity_of(m))
     try:
         import triton
         from triton.runtime import _allocation
@@ -134,9 +136,16 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
     knobs.compilation.instrumentation_mode = config
     previous = _state.saved["stages"]
 
-    def stages_hook(backend, stages, options, language, capability):
+    def stages_hook(*args):
+        # Triton 3.7 and later first call the hook with no arguments for a cache key and its
+        # hash; then, like 3.6, with (backend, stages, options, language, capability).
+        if not args:
+            key, digest = previous() if previous is not None else ("", "")
+            key += config
+            return key, hashlib.sha256(key.encode()).hexdigest()
         if previous is not None:
-            previous(backend, stages, options, language, capability)
+            previous(*args)
+        backend, stages, options = args[:3]
         _add_ptx_step(stages, getattr(options, "instrumentation_mode", ""))
 
     knobs.runtime.add_stages_inspection_hook = stages_hook
@@ -186,10 +195,9 @@ def _add_ptx_step(stages: dict, config: str) -> None:
         except _C.ProfilerError as e:
             _warn_once(name, f"[PROTON] kernel {name} runs without instrumentation: {e}")
             return ptx
-        fields = table.split("\t")
-        trace, slot_bytes = fields[3] == "1", int(fields[9])
+        slot_bytes = int(table.split("\t")[9])  # per CTA: its units' records
         # Triton's launcher asks the profile allocator for grid * this many bytes per launch.
-        metadata["profile_scratch_size"] = slot_bytes if trace else 1
+        metadata["profile_scratch_size"] = slot_bytes
         metadata["profile_scratch_align"] = 256
         metadata[_METADATA_KEY] = table
         _C.register_instrumentation_table(table)

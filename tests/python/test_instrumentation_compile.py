@@ -56,11 +56,13 @@ def test_scopes_compile_into_recording_code_with_their_table(session):
     kernel = compile_for_hopper(session)
     ptx = kernel.asm["ptx"]
     assert ptx.count("// @proton:E:") == 2 and ptx.count("// @proton:X:") == 2
-    assert "red.global.add.u64" in ptx and "%pt_lead" in ptx
+    # Each recording warp stores its own sums: three 16-byte scope records, no atomics.
+    assert ptx.count("st.global.v2.u64") == 3 and "red.global" not in ptx and "%pt_lead" in ptx
     table = kernel.metadata.proton_instrumentation.split("\t")
     assert bytes.fromhex(table[1]).decode() == "scoped_kernel"
     assert [bytes.fromhex(p).decode() for p in table[13:]] == ["", "load", "math"]
-    assert kernel.metadata.profile_scratch_size == 1  # tree: Proton sizes the slot itself
+    # Per CTA: its warps' records (granularity "warp": every warp), 16 + 16 * 3 bytes each.
+    assert kernel.metadata.profile_scratch_size == kernel.metadata.num_warps * 64
     assert triton.knobs.compilation.instrumentation_mode == session
 
 

@@ -625,9 +625,9 @@ Status registerInstrumentationTable(std::string_view text) {
   return {};
 }
 
-void setInstrumentationLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
+void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
                               uint32_t traceCapacity) {
-  IntraKernelBuffers::global().setLimits(traceRingBytes, maxTraceEvents, traceCapacity);
+  IntraKernelBuffers::global().setLimits(ringBytes, maxTraceEvents, traceCapacity);
 }
 
 }  // namespace

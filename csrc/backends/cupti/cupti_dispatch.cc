@@ -82,10 +82,10 @@ Status registerInstrumentationTable(std::string_view text) {
   return {};
 }
 
-void setInstrumentationLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
+void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
                               uint32_t traceCapacity) {
   for (const cupti::MajorBackend *b : cupti::builtBackends())
-    b->setInstrumentationLimits(traceRingBytes, maxTraceEvents, traceCapacity);
+    b->setInstrumentationLimits(ringBytes, maxTraceEvents, traceCapacity);
 }
 
 }  // namespace proton

@@ -24,7 +24,7 @@ struct MajorBackend {
   Status (*allocateInstrumentationBuffer)(size_t bytes, bool trace, uint64_t stream,
                                           uint64_t *devicePtr);
   Status (*registerInstrumentationTable)(std::string_view text);
-  void (*setInstrumentationLimits)(uint64_t traceRingBytes, uint64_t maxTraceEvents,
+  void (*setInstrumentationLimits)(uint64_t ringBytes, uint64_t maxTraceEvents,
                                    uint32_t traceCapacity);
 };
 

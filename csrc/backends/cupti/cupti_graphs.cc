@@ -36,8 +36,12 @@ struct GraphLaunchParams {
   CUstream stream;
 };
 thread_local LaunchTls tlsLaunch;
+thread_local bool tlsInternalLaunch = false;
 
 }  // namespace
+
+InternalLaunchGuard::InternalLaunchGuard() { tlsInternalLaunch = true; }
+InternalLaunchGuard::~InternalLaunchGuard() { tlsInternalLaunch = false; }
 
 void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const CUpti_CallbackData *cb) {
@@ -54,7 +58,9 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     LaunchEntry *entries = t.entries;
     uint64_t threadId = 0;
     StringId name;
-    size_t n = manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
+    size_t n = tlsInternalLaunch
+                   ? 0
+                   : manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
     uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
     t.metadata = name != StringId{};
     t.count = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));

@@ -26,6 +26,16 @@
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
 
+// While alive on a thread, kernels that thread launches are Proton's own (the tree
+// reduction): their launches are filed in no session, so their records are dropped.
+class InternalLaunchGuard {
+ public:
+  InternalLaunchGuard();
+  ~InternalLaunchGuard();
+  InternalLaunchGuard(const InternalLaunchGuard &) = delete;
+  InternalLaunchGuard &operator=(const InternalLaunchGuard &) = delete;
+};
+
 class LaunchTracker {
  public:
   using NodeIdFn = CUptiResult (*)(CUgraphNode, uint64_t *);  // cuptiGetGraphNodeId

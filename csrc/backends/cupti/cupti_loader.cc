@@ -118,6 +118,9 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memcpyHtoD, "cuMemcpyHtoD_v2", &missing);
   resolve(handle, api->funcGetModule, "cuFuncGetModule", &missing);
   resolve(handle, api->moduleGetGlobal, "cuModuleGetGlobal_v2", &missing);
+  resolve(handle, api->moduleLoadData, "cuModuleLoadData", &missing);
+  resolve(handle, api->moduleGetFunction, "cuModuleGetFunction", &missing);
+  resolve(handle, api->launchKernel, "cuLaunchKernel", &missing);
   resolve(handle, api->kernelGetLibrary, "cuKernelGetLibrary", &missing);
   resolve(handle, api->libraryGetGlobal, "cuLibraryGetGlobal", &missing);
   resolve(handle, api->memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", &missing);

@@ -84,6 +84,10 @@ struct CudaDriverApi {
   decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
   decltype(&::cuFuncGetModule) funcGetModule = nullptr;
   decltype(&::cuModuleGetGlobal_v2) moduleGetGlobal = nullptr;
+  // Proton's own tree reduction kernel (tree_reduce.cu), loaded from PTX.
+  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
   // The CUDA runtime (12+) launches context-independent kernels of libraries.
   decltype(&::cuKernelGetLibrary) kernelGetLibrary = nullptr;
   decltype(&::cuLibraryGetGlobal) libraryGetGlobal = nullptr;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
 #include "backends/kernel_attributor.h"
 #include "core/session.h"
@@ -14,11 +15,21 @@ namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
 namespace {
 
-constexpr size_t kTreeSlotBytes =
-    instrumentation::kTreeHeaderBytes +
-    instrumentation::kTreeStripes * instrumentation::kTreeScopeBytes * instrumentation::kMaxScopes;
-constexpr size_t kTreeRingBytes = kTreeSlotBytes * 4096;  // 4096 launches between drains
 constexpr size_t kAlign = 256;
+// Launches per ring between drains (a drain reduces them in chunks of kReduceChunk).
+constexpr size_t kMaxSlots = 65536;
+constexpr size_t kReduceChunk = 4096;
+constexpr uint32_t kReduceThreads = 256;
+
+// The GPU tree reduction (tree_reduce.cu), as PTX.
+constexpr const char *kTreeReducePtx =
+#include "backends/cupti/tree_reduce_ptx.inc"
+    ;
+
+struct SlotDesc {
+  uint64_t ptr;
+  uint64_t bytes;
+};
 
 struct Pending {
   bool valid = false;
@@ -57,21 +68,21 @@ bool IntraKernelBuffers::inUse() const {
   return users_ > 0;
 }
 
-void IntraKernelBuffers::setLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents,
+void IntraKernelBuffers::setLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
                                    uint32_t traceCapacity) {
   std::lock_guard lock(mu_);
   traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * traceCapacity;
-  if (traceRingBytes) traceRingBytes_ = traceRingBytes;
+  if (ringBytes) ringBytes_ = ringBytes;
   if (maxTraceEvents) decoder_.setMaxTraceEvents(maxTraceEvents);
 }
 
 IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &driver,
-                                                      CUcontext context, bool trace) {
+                                                      CUcontext context) {
   for (Ring &r : rings_)
     if (r.context == context) return &r;
   Ring ring;
   ring.context = context;
-  ring.capacity = trace ? traceRingBytes_ : kTreeRingBytes;
+  ring.capacity = ringBytes_;
   CUdevice device = 0;
   if (driver.ctxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
   ring.device = static_cast<int>(device);
@@ -111,13 +122,15 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     stat("instrumentation_launches_past_trace_cap").add();
     return Alloc::kOff;
   }
-  Ring *ring = ringFor(driver, context, trace);
-  size_t need = trace ? (bytes + kAlign - 1) / kAlign * kAlign : kTreeSlotBytes;
+  Ring *ring = ringFor(driver, context);
+  // A tree slot starts with a 16-byte header that Triton's size does not include.
+  size_t raw = trace ? bytes : bytes + instrumentation::kTreeHeaderBytes;
+  size_t need = (raw + kAlign - 1) / kAlign * kAlign;
   if (!ring || need > ring->capacity) {
     stat("instrumentation_launches_unrecorded").add();
     return Alloc::kOff;
   }
-  if (ring->used + need > ring->capacity) return Alloc::kFull;
+  if (ring->used + need > ring->capacity || ring->slots.size() >= kMaxSlots) return Alloc::kFull;
   tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), ring->used, need, trace};
   *devicePtr = ring->base + ring->used;
   ring->used += need;
@@ -166,10 +179,72 @@ void IntraKernelBuffers::fileSlot(const Ring &ring, const SlotRecord &slot, cons
   size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, targets);
   instrumentation::IntraLaunch launch{targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
   if (!slot.trace) {
-    decoder_.fileTree(data, slot.bytes, launch);
+    decoder_.fileTree(data, launch);  // already reduced
     return;
   }
   decoder_.fileTrace(data, slot.bytes, traceUnitBytes_, launch);
+}
+
+bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
+  if (ring.reduceTried) return ring.reduce != nullptr;
+  ring.reduceTried = true;
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  if (driver.moduleLoadData(&module, kTreeReducePtx) != CUDA_SUCCESS ||
+      driver.moduleGetFunction(&fn, module, "proton_tree_reduce") != CUDA_SUCCESS ||
+      driver.memAlloc(&ring.reduceDescs, kReduceChunk * sizeof(SlotDesc)) != CUDA_SUCCESS ||
+      driver.memAlloc(&ring.reduceOut, kReduceChunk * instrumentation::kReducedTreeBytes) !=
+          CUDA_SUCCESS) {
+    stat("instrumentation_tree_reduced_on_host").add();
+    std::fprintf(stderr,
+                 "[PROTON] the GPU tree reduction could not be loaded on device %d; "
+                 "intra-kernel sums are added up on the host (slower drains).\n",
+                 ring.device);
+    return false;
+  }
+  ring.reduce = fn;
+  return true;
+}
+
+bool IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
+                                   std::vector<uint8_t> &host) {
+  std::vector<const SlotRecord *> tree;
+  for (const SlotRecord &slot : ring.slots)
+    if (!slot.trace) tree.push_back(&slot);
+  if (tree.empty()) return true;
+  constexpr size_t kOut = instrumentation::kReducedTreeBytes;
+  if (!loadReduce(driver, ring)) {
+    // Host fallback: copy the slots back and reduce them here.
+    host.resize(ring.used);
+    if (driver.memcpyDtoH(host.data(), ring.base, ring.used) != CUDA_SUCCESS) return false;
+    uint8_t reduced[kOut];
+    for (const SlotRecord *slot : tree) {
+      instrumentation::reduceTreeSlot(host.data() + slot->offset, slot->bytes, reduced);
+      fileSlot(ring, *slot, reduced);
+    }
+    return true;
+  }
+  std::vector<SlotDesc> descs;
+  host.resize(kReduceChunk * kOut);
+  for (size_t first = 0; first < tree.size(); first += kReduceChunk) {
+    size_t n = std::min(kReduceChunk, tree.size() - first);
+    descs.clear();
+    for (size_t i = 0; i < n; ++i)
+      descs.push_back({ring.base + tree[first + i]->offset, tree[first + i]->bytes});
+    if (driver.memcpyHtoD(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc)) != CUDA_SUCCESS)
+      return false;
+    void *args[] = {&ring.reduceDescs, &ring.reduceOut};
+    {
+      InternalLaunchGuard internal;  // not a kernel of the user's: filed in no session
+      if (driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
+                              nullptr, args, nullptr) != CUDA_SUCCESS)
+        return false;
+    }
+    // The copy waits for the reduction (both on the legacy default stream).
+    if (driver.memcpyDtoH(host.data(), ring.reduceOut, n * kOut) != CUDA_SUCCESS) return false;
+    for (size_t i = 0; i < n; ++i) fileSlot(ring, *tree[first + i], host.data() + i * kOut);
+  }
+  return true;
 }
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
@@ -178,15 +253,23 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
   for (Ring &ring : rings_) {
     if (ring.used == 0) continue;
     stat("instrumentation_ring_drains").add();
-    host.resize(ring.used);
     if (driver.ctxPushCurrent(ring.context) != CUDA_SUCCESS) continue;
-    bool copied = driver.memcpyDtoH(host.data(), ring.base, ring.used) == CUDA_SUCCESS;
-    if (copied) driver.memsetD8(ring.base, 0, ring.used);
+    bool anyTrace = false;
+    for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
+    if (!drainTree(driver, ring, host))
+      stat("instrumentation_launches_unrecorded").add(ring.slots.size());
+    if (anyTrace) {
+      host.resize(ring.used);
+      bool copied = driver.memcpyDtoH(host.data(), ring.base, ring.used) == CUDA_SUCCESS;
+      for (const SlotRecord &slot : ring.slots)
+        if (copied && slot.trace) fileSlot(ring, slot, host.data() + slot.offset);
+    }
+    // Units that do not record never write: the next launches must find zeros there. The
+    // clear is ordered before them (legacy default stream, then the context synchronised).
+    driver.memsetD8(ring.base, 0, ring.used);
+    driver.ctxSynchronize();
     CUcontext popped;
     driver.ctxPopCurrent(&popped);
-    if (copied) {
-      for (const SlotRecord &slot : ring.slots) fileSlot(ring, slot, host.data() + slot.offset);
-    }
     ring.slots.clear();
     ring.used = 0;
   }

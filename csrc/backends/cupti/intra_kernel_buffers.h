@@ -6,8 +6,10 @@
 //   ...
 //   buffers.drain(driver);  // every launch finished and flushed: read back, file, reset
 //
-// A launch gets one slot: a fixed-size block of on-GPU sums (tree) or its per-CTA event
-// buffers (trace, `bytes` as Triton's launcher computed them). The slot is tied to the next
+// A launch gets one slot, `bytes` as Triton's launcher computed them (grid * bytes per CTA):
+// its units' sum records (tree, plus a 16-byte header) or event buffers (trace). A drain
+// reduces tree slots on the GPU (tree_reduce.cu; on the host if that kernel cannot be loaded)
+// and copies back one small reduced slot per launch; trace slots are copied whole. The slot is tied to the next
 // launch on the same thread; its context comes from that launch's callback, so scopes land
 // under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
 // launch that cannot get a slot, or is being captured into a CUDA graph (replays would write
@@ -45,9 +47,9 @@ class IntraKernelBuffers {
   void removeUser();
   bool inUse() const;
   instrumentation::ScopeTables &tables() { return tables_; }
-  // Ring size for trace buffers, the trace's cap on slices, and events per recording unit
-  // (the mode's buffer size: it fixes the layout the decoder walks).
-  void setLimits(uint64_t traceRingBytes, uint64_t maxTraceEvents, uint32_t traceCapacity);
+  // Ring size per context, the trace's cap on slices, and events per recording unit (the
+  // mode's buffer size: it fixes the layout the decoder walks).
+  void setLimits(uint64_t ringBytes, uint64_t maxTraceEvents, uint32_t traceCapacity);
 
   enum class Alloc { kOk, kFull, kOff };
   // A slot of at least `bytes` for the next launch on this thread, in the current context.
@@ -79,14 +81,22 @@ class IntraKernelBuffers {
     size_t used = 0;
     double cyclesPerNs = 0;
     std::vector<SlotRecord> slots;
+    // The tree reduction: its kernel (null: reduce on the host), descriptors and output.
+    CUfunction reduce = nullptr;
+    bool reduceTried = false;
+    CUdeviceptr reduceDescs = 0;
+    CUdeviceptr reduceOut = 0;
   };
 
-  Ring *ringFor(const CudaDriverApi &driver, CUcontext context, bool trace);  // mu_ held
+  Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
   void fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data);
+  // mu_ held, ring's context current: file every tree slot of the ring.
+  bool drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
+  bool loadReduce(const CudaDriverApi &driver, Ring &ring);
 
   mutable std::mutex mu_;
   int users_ = 0;
-  uint64_t traceRingBytes_ = uint64_t{256} << 20;
+  uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot

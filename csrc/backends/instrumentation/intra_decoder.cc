@@ -119,9 +119,43 @@ void IntraDecoder::fileSums(const InternedTable &interned, const std::vector<Sco
   }
 }
 
-void IntraDecoder::fileTree(const uint8_t *slot, size_t size, const IntraLaunch &launch) {
-  if (size < kTreeHeaderBytes) return;
-  uint32_t hash = load<uint32_t>(slot);
+bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
+  std::memset(out, 0, kReducedTreeBytes);
+  if (size < kTreeHeaderBytes) return false;
+  uint32_t hash = load<uint32_t>(slot), unitBytes = load<uint32_t>(slot + 4);
+  std::memcpy(out, &hash, 4);
+  uint32_t scopes = unitBytes >= kTreeUnitHeaderBytes
+                        ? (unitBytes - kTreeUnitHeaderBytes) / kTreeScopeBytes
+                        : 0;
+  if (hash == 0 || scopes == 0 || scopes > kMaxScopes || unitBytes % kTreeScopeBytes)
+    return hash == 0;
+  uint32_t unmatched = 0, crossing = 0, units = 0;
+  for (size_t at = kTreeHeaderBytes; at + unitBytes <= size; at += unitBytes) {
+    const uint8_t *rec = slot + at;
+    if (load<uint32_t>(rec + 8) == 0) continue;  // this unit did not record
+    unmatched += load<uint32_t>(rec);
+    crossing += load<uint32_t>(rec + 4);
+    ++units;
+    for (uint32_t i = 0; i < scopes; ++i) {
+      const uint8_t *v = rec + kTreeUnitHeaderBytes + kTreeScopeBytes * i;
+      uint32_t count = load<uint32_t>(v + 8);
+      if (count == 0) continue;
+      uint8_t *o = out + kTreeHeaderBytes + kTreeScopeBytes * i;
+      uint64_t cycles = load<uint64_t>(o) + load<uint64_t>(v);
+      uint32_t c = load<uint32_t>(o + 8) + count, w = load<uint32_t>(o + 12) + 1;
+      std::memcpy(o, &cycles, 8);
+      std::memcpy(o + 8, &c, 4);
+      std::memcpy(o + 12, &w, 4);
+    }
+  }
+  std::memcpy(out + 4, &unmatched, 4);
+  std::memcpy(out + 8, &crossing, 4);
+  std::memcpy(out + 12, &units, 4);
+  return true;
+}
+
+void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
+  uint32_t hash = load<uint32_t>(reduced);
   if (hash == 0) return;  // no recording warp returned (or recording was off)
   std::shared_ptr<const InternedTable> interned = tables_.find(hash);
   if (!interned) {
@@ -129,19 +163,15 @@ void IntraDecoder::fileTree(const uint8_t *slot, size_t size, const IntraLaunch 
     return;
   }
   const ScopeTable &table = interned->table;
-  std::vector<ScopeSums> sums(table.paths.size());
-  size_t stripeBytes = kTreeScopeBytes * sums.size();
-  for (size_t stripe = 0; stripe < kTreeStripes; ++stripe) {
-    for (size_t i = 0; i < sums.size(); ++i) {
-      size_t at = kTreeHeaderBytes + stripe * stripeBytes + kTreeScopeBytes * i;
-      if (at + kTreeScopeBytes > size) break;
-      sums[i].cycles += load<uint64_t>(slot + at);
-      sums[i].count += load<uint32_t>(slot + at + 8);
-      sums[i].warps += load<uint32_t>(slot + at + 12);
-    }
+  std::vector<ScopeSums> sums(std::min<size_t>(table.paths.size(), kMaxScopes));
+  for (size_t i = 0; i < sums.size(); ++i) {
+    const uint8_t *v = reduced + kTreeHeaderBytes + kTreeScopeBytes * i;
+    sums[i].cycles = load<uint64_t>(v);
+    sums[i].count = load<uint32_t>(v + 8);
+    sums[i].warps = load<uint32_t>(v + 12);
   }
-  noteMismatch(table, load<uint32_t>(slot + 4) + table.staticUnmatched,
-               load<uint32_t>(slot + 8) + table.staticCrossing);
+  noteMismatch(table, load<uint32_t>(reduced + 4) + table.staticUnmatched,
+               load<uint32_t>(reduced + 8) + table.staticCrossing);
   fileSums(*interned, sums, launch);
 }
 

@@ -4,7 +4,7 @@
 //
 //   ScopeTables tables;  tables.add(decodeTable(metadataText).value());
 //   IntraDecoder decoder(tables);
-//   decoder.fileTree(slotBytes, size, launches, n);    // one launch's slot, after it ran
+//   decoder.fileTree(reduced, launch);  // one launch's reduced tree slot, after it ran
 //
 // Tree: the kernel node gets `cycles` (sum over recording warps) and `normalized_cycles`
 // (per recording warp); each scope is a child (nested scopes nested) with `cycles`,
@@ -82,11 +82,17 @@ struct IntraLaunch {
   double cyclesPerNs = 0;      // fallback clock when warps ran too briefly to measure it
 };
 
+// The host's version of the GPU tree reduction (backends/cupti/tree_reduce.cu): sums the
+// unit records of one launch's tree slot (`size` bytes) into `out` (kReducedTreeBytes).
+// False for a slot whose header is malformed (out then holds only its hash).
+bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out);
+
 class IntraDecoder {
  public:
   explicit IntraDecoder(const ScopeTables &tables);
 
-  void fileTree(const uint8_t *slot, size_t size, const IntraLaunch &launch);
+  // `reduced`: kReducedTreeBytes, as reduceTreeSlot or the GPU reduction makes them.
+  void fileTree(const uint8_t *reduced, const IntraLaunch &launch);
   void fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes, const IntraLaunch &launch);
   // One launch's events from proton/instrument.cuh, in the order they were written: enters
   // and exits are paired per warp, nesting taken from the order; `nameOf` reads a name.

@@ -34,6 +34,13 @@ void put(std::vector<uint8_t> &buf, size_t at, T v) {
   std::memcpy(buf.data() + at, &v, sizeof(T));
 }
 
+template <typename T>
+T load(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 const MetricValue *metric(Session &s, NodeId node, const std::string &name) {
   const MetricValue *out = nullptr;
   s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
@@ -52,45 +59,75 @@ class IntraDecoderTest : public ::testing::Test {
   NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("mm_kernel"));
 };
 
-TEST_F(IntraDecoderTest, TreeSlotsAddTheirStripesUnderTheKernelNode) {
+// One tree unit record: [unmatched | crossing | recorded | 0] then [cycles | count | 0] per scope.
+void treeUnit(std::vector<uint8_t> &slot, size_t at, uint32_t unmatched,
+              const std::vector<std::pair<uint64_t, uint32_t>> &scopes) {
+  put<uint32_t>(slot, at, unmatched);
+  put<uint32_t>(slot, at + 8, 1);
+  for (size_t i = 0; i < scopes.size(); ++i) {
+    put<uint64_t>(slot, at + 16 + 16 * i, scopes[i].first);
+    put<uint32_t>(slot, at + 24 + 16 * i, scopes[i].second);
+  }
+}
+
+TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   ScopeTables tables;
   tables.add(table(0xabc, false));
   IntraDecoder decoder(tables);
-  std::vector<uint8_t> slot(kTreeHeaderBytes + kTreeStripes * 3 * kTreeScopeBytes, 0);
+  // Two CTAs of two units, 3 scopes (kernel, load, load/wait): unit bytes 16 + 3 * 16 = 64.
+  const uint32_t unitBytes = 64;
+  std::vector<uint8_t> slot(kTreeHeaderBytes + 4 * unitBytes, 0);
   put<uint32_t>(slot, 0, 0xabc);
-  // Stripe 0: kernel 1000 cycles over 2 warps; "load" 300 cycles, 4 runs by 2 warps.
-  // Stripe 5: "load/wait" 90 cycles, 3 runs by 1 warp.
-  size_t stripe = 3 * kTreeScopeBytes;
-  put<uint64_t>(slot, 16, 1000);
-  put<uint32_t>(slot, 16 + 12, 2);
-  put<uint64_t>(slot, 32, 300);
-  put<uint32_t>(slot, 32 + 8, 4);
-  put<uint32_t>(slot, 32 + 12, 2);
-  put<uint64_t>(slot, 16 + 5 * stripe + 32, 90);
-  put<uint32_t>(slot, 16 + 5 * stripe + 32 + 8, 3);
-  put<uint32_t>(slot, 16 + 5 * stripe + 32 + 12, 1);
+  put<uint32_t>(slot, 4, unitBytes);
+  // Unit 0: kernel 600 cycles; "load" 200 cycles in 3 runs. Unit 1 did not record (not
+  // selected): its stale words must not count. Unit 2: kernel 400; "load" 100 in 1 run;
+  // "load/wait" 90 in 3 runs; one unmatched exit. Unit 3: kernel only, 0 cycles.
+  treeUnit(slot, 16, 0, {{600, 1}, {200, 3}, {0, 0}});
+  put<uint64_t>(slot, 16 + unitBytes + 16, 7777);  // stale, `recorded` is 0
+  put<uint32_t>(slot, 16 + unitBytes + 24, 5);
+  treeUnit(slot, 16 + 2 * unitBytes, 1, {{400, 1}, {100, 1}, {90, 3}});
+  treeUnit(slot, 16 + 3 * unitBytes, 0, {{0, 1}, {0, 0}, {0, 0}});
+  std::vector<uint8_t> reduced(kReducedTreeBytes);
+  ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);  // units that recorded
+  uint64_t unmatchedBefore = counter("instrumentation_unmatched_scopes");
   IntraTarget target{&tree, PhaseId{0}, kernel};
-  decoder.fileTree(slot.data(), slot.size(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
 
   EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 1000);
-  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, kernel, "normalized_cycles")), 500.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, kernel, "normalized_cycles")), 1000.0 / 3);
   EXPECT_EQ(metric(tree, kernel, "count"), nullptr);  // the launch count is CUPTI's
   NodeId load = tree.child(PhaseId{0}, kernel, S("load"));
   NodeId wait = tree.child(PhaseId{0}, load, S("wait"));
   EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "count")), 4);
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "cycles")), 300);
   EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, load, "normalized_cycles")), 150.0);
   EXPECT_EQ(std::get<int64_t>(*metric(tree, wait, "cycles")), 90);
   EXPECT_EQ(std::get<int64_t>(*metric(tree, wait, "count")), 3);
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatchedBefore + 1);
+}
+
+TEST_F(IntraDecoderTest, TreeSlotThatNoUnitWroteFilesNothing) {
+  ScopeTables tables;
+  tables.add(table(0xabc, false));
+  IntraDecoder decoder(tables);
+  std::vector<uint8_t> slot(kTreeHeaderBytes + 2 * 64, 0);
+  std::vector<uint8_t> reduced(kReducedTreeBytes, 0xff);
+  EXPECT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
+  EXPECT_EQ(load<uint32_t>(reduced.data()), 0u);
+  IntraTarget target{&tree, PhaseId{0}, kernel};
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  EXPECT_EQ(metric(tree, kernel, "cycles"), nullptr);
 }
 
 TEST_F(IntraDecoderTest, TreeSlotWithUnknownTableIsCountedNotGuessed) {
   ScopeTables tables;
   IntraDecoder decoder(tables);
-  std::vector<uint8_t> slot(1024, 0);
-  put<uint32_t>(slot, 0, 0x1234);
+  std::vector<uint8_t> reduced(kReducedTreeBytes, 0);
+  put<uint32_t>(reduced, 0, 0x1234);
   uint64_t before = counter("instrumentation_buffers_without_table");
   IntraTarget target{&tree, PhaseId{0}, kernel};
-  decoder.fileTree(slot.data(), slot.size(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
   EXPECT_EQ(counter("instrumentation_buffers_without_table"), before + 1);
   EXPECT_EQ(metric(tree, kernel, "cycles"), nullptr);
 }

@@ -132,7 +132,7 @@ class Emitter {
     if (!c_.trace) {
       o << "\t.reg ." << (c_.clock32 ? "b32" : "b64") << " \t%pt_s<" << k << ">;\n"
         << "\t.reg .b64 \t%pt_a<" << k << ">;\n\t.reg .b32 \t%pt_c<" << k << ">;\n"
-        << "\t.reg .b32 \t%pt_o<" << k << ">;\n";
+        << "\t.reg .b32 \t%pt_e<" << k << ">;\n";
     }
     return o.str();
   }
@@ -166,12 +166,13 @@ class Emitter {
     } else {
       o << "\tmov.u32 \t%pt_sh, 0;\n";
     }
+    unitAddress(o);
     if (c_.trace) {
       traceHeaderStart(o);
     } else {
       for (size_t i = 0; i < t_.paths.size(); ++i)
         o << "\tmov.u64 \t%pt_a" << i << ", 0;\n\tmov.u32 \t%pt_c" << i << ", 0;\n"
-          << "\tmov.u32 \t%pt_o" << i << ", 0;\n";
+          << "\tmov.u32 \t%pt_e" << i << ", 0;\n";
     }
     o << enter(0);
     return o.str();
@@ -183,13 +184,13 @@ class Emitter {
       event(o, static_cast<uint32_t>(id << 1));
       return o.str();
     }
+    // Two instructions: the clock, and the enter count (enters and exits that do not pair up
+    // are found at the end, from the counts).
     if (c_.clock32)
       o << "\tmov.u32 \t%pt_s" << id << ", %clock;\n";
     else
       o << "\tmov.u64 \t%pt_s" << id << ", %clock64;\n";
-    o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << id << ", 0;\n"
-      << "\t@%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n"
-      << "\tmov.u32 \t%pt_o" << id << ", 1;\n";
+    o << "\tadd.u32 \t%pt_e" << id << ", %pt_e" << id << ", 1;\n";
     return o.str();
   }
 
@@ -202,22 +203,21 @@ class Emitter {
     }
     if (c_.clock32) {
       o << "\tmov.u32 \t%pt_w6, %clock;\n"
-        << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_s" << id << ";\n"
-        << "\tmin.u32 \t%pt_w7, %pt_w6, %pt_sh;\n"
-        << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_w7;\n"
-        << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n";
+        << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_s" << id << ";\n";
+      if (c_.timeShift)
+        o << "\tmin.u32 \t%pt_w7, %pt_w6, %pt_sh;\n"
+          << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_w7;\n";
+      o << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n";
     } else {
       o << "\tmov.u64 \t%pt_d6, %clock64;\n"
-        << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_s" << id << ";\n"
-        << "\tcvt.u64.u32 \t%pt_d7, %pt_sh;\n"
-        << "\tmin.u64 \t%pt_d7, %pt_d6, %pt_d7;\n"
-        << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_d7;\n";
+        << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_s" << id << ";\n";
+      if (c_.timeShift)
+        o << "\tcvt.u64.u32 \t%pt_d7, %pt_sh;\n"
+          << "\tmin.u64 \t%pt_d7, %pt_d6, %pt_d7;\n"
+          << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_d7;\n";
     }
-    o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << id << ", 0;\n"
-      << "\t@%pt_q2 add.u64 \t%pt_a" << id << ", %pt_a" << id << ", %pt_d6;\n"
-      << "\t@%pt_q2 add.u32 \t%pt_c" << id << ", %pt_c" << id << ", 1;\n"
-      << "\t@!%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n"
-      << "\tmov.u32 \t%pt_o" << id << ", 0;\n";
+    o << "\tadd.u64 \t%pt_a" << id << ", %pt_a" << id << ", %pt_d6;\n"
+      << "\tadd.u32 \t%pt_c" << id << ", %pt_c" << id << ", 1;\n";
     return o.str();
   }
 
@@ -238,30 +238,22 @@ class Emitter {
         << "\tst.global.u32 \t[%pt_d1+40], %pt_w6;\n"
         << "\tst.global.u32 \t[%pt_d1+44], %pt_sh;\n";
     } else {
-      for (size_t i = 1; i < t_.paths.size(); ++i)
-        o << "\tsetp.ne.u32 \t%pt_q2, %pt_o" << i << ", 0;\n"
-          << "\t@%pt_q2 add.u32 \t%pt_u, %pt_u, 1;\n";
-      // Stripe of this CTA: blockIdx.x mod kTreeStripes.
+      // Enters and exits that did not pair up: |enters - exits| per scope.
+      for (size_t i = 0; i < t_.paths.size(); ++i)
+        o << "\tsub.s32 \t%pt_w6, %pt_e" << i << ", %pt_c" << i << ";\n"
+          << "\tabs.s32 \t%pt_w6, %pt_w6;\n"
+          << "\tadd.u32 \t%pt_u, %pt_u, %pt_w6;\n";
+      // Plain stores into this unit's own record: no atomics, nothing shared between warps.
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
-        << "\tmov.u32 \t%pt_w6, %ctaid.x;\n"
-        << "\tsetp.eq.u32 \t%pt_q2, %pt_w6, 0;\n"
-        << "\tmov.u32 \t%pt_w7, " << t_.hash << ";\n"
-        << "\t@%pt_q2 st.global.u32 \t[%pt_d0], %pt_w7;\n"
-        << "\tsetp.ne.u32 \t%pt_q2, %pt_u, 0;\n"
-        << "\t@%pt_q2 red.global.add.u32 \t[%pt_d0+4], %pt_u;\n"
-        << "\tsetp.ne.u32 \t%pt_q2, %pt_x, 0;\n"
-        << "\t@%pt_q2 red.global.add.u32 \t[%pt_d0+8], %pt_x;\n"
-        << "\tand.b32 \t%pt_w6, %pt_w6, " << (kTreeStripes - 1) << ";\n"
-        << "\tmul.wide.u32 \t%pt_d3, %pt_w6, " << kTreeScopeBytes * t_.paths.size() << ";\n"
-        << "\tadd.u64 \t%pt_d3, %pt_d3, %pt_d0;\n";
-      for (size_t i = 0; i < t_.paths.size(); ++i) {
-        size_t at = kTreeHeaderBytes + kTreeScopeBytes * i;
-        // count in the low word, one warp in the high word, in one 64-bit add.
-        o << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
-          << "\t@%pt_q2 red.global.add.u64 \t[%pt_d3+" << at << "], %pt_a" << i << ";\n"
-          << "\t@%pt_q2 mov.b64 \t%pt_d4, {%pt_c" << i << ", 1};\n"
-          << "\t@%pt_q2 red.global.add.u64 \t[%pt_d3+" << at + 8 << "], %pt_d4;\n";
-      }
+        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+        << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
+        << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n"
+        << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
+        << "\tst.global.v4.u32 \t[%pt_d1], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
+      for (size_t i = 0; i < t_.paths.size(); ++i)
+        o << "\tcvt.u64.u32 \t%pt_d6, %pt_c" << i << ";\n"
+          << "\tst.global.v2.u64 \t[%pt_d1+" << kTreeUnitHeaderBytes + kTreeScopeBytes * i
+          << "], {%pt_a" << i << ", %pt_d6};\n";
     }
     o << skip << ":\n";
     return o.str();
@@ -274,8 +266,8 @@ class Emitter {
     return r;
   }
 
-  void traceHeaderStart(Out &o) const {
-    // CTA-linear index, then this unit's header and event area.
+  // %pt_d1: this unit's record (tree) or header (trace), from the CTA-linear index.
+  void unitAddress(Out &o) const {
     o << "\tmov.u32 \t%pt_w4, %ctaid.z;\n\tmov.u32 \t%pt_w5, %nctaid.y;\n"
       << "\tmov.u32 \t%pt_w6, %ctaid.y;\n"
       << "\tmad.lo.u32 \t%pt_w4, %pt_w4, %pt_w5, %pt_w6;\n"
@@ -284,8 +276,20 @@ class Emitter {
       << "\tmul.wide.u32 \t%pt_d1, %pt_w4, " << t_.slotBytes << ";\n"
       << "\tadd.u64 \t%pt_d1, %pt_d0, %pt_d1;\n"
       << "\tmul.wide.u32 \t%pt_d2, %pt_w3, " << t_.unitBytes << ";\n"
-      << "\tadd.u64 \t%pt_d1, %pt_d1, %pt_d2;\n"
-      << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
+      << "\tadd.u64 \t%pt_d1, %pt_d1, %pt_d2;\n";
+    if (c_.trace) return;
+    o << "\tadd.u64 \t%pt_d1, %pt_d1, " << kTreeHeaderBytes << ";\n";
+    // %pt_q3: the one unit of the grid that writes the slot header (the first recording unit
+    // of the first CTA), so that no address is written by every warp.
+    uint32_t first = 0;
+    if (!c_.selectedUnits.empty())
+      first = *std::min_element(c_.selectedUnits.begin(), c_.selectedUnits.end());
+    o << "\tsetp.eq.u32 \t%pt_q3, %pt_w4, 0;\n"
+      << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
+  }
+
+  void traceHeaderStart(Out &o) const {
+    o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
       << "\t@%pt_lead mov.u32 \t%pt_w6, %smid;\n"
       << "\t@%pt_lead st.global.u32 \t[%pt_d1+4], %pt_w6;\n"
       << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
@@ -438,8 +442,8 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
     t.slotBytes = t.unitBytes * t.unitsPerCta;
   } else {
-    t.slotBytes =
-        kTreeHeaderBytes + kTreeStripes * kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
+    t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
+    t.slotBytes = t.unitBytes * t.unitsPerCta;
   }
   uint32_t h = fnv1a(config.text, fnv1a(e.name));
   for (const std::string &p : t.paths) h = fnv1a(p, fnv1a("\x1e", h));

@@ -13,12 +13,20 @@
 // The buffer is the kernel's last parameter (Triton's profile scratch pointer; the launcher
 // passes what Proton's allocator returned). A null pointer turns recording off.
 //
-// Tree layout (one slot per launch, reduced on the GPU: each recording warp keeps per-scope
-// sums in registers and adds them with two atomics per scope when it returns; CTAs spread
-// over kTreeStripes copies, by blockIdx.x, so that atomics to one address stay few):
-//   [ u32 hash | u32 unmatched | u32 crossing | u32 0 ] then kTreeStripes stripes of, per
-//   scope i (0 = the kernel): [ u64 cycles | u32 count | u32 warps ]
-//   (16 + kTreeStripes * 16 * scopes bytes; the decoder adds the stripes up)
+// Tree layout (one slot per launch; each recording unit keeps per-scope sums in registers
+// and, when it returns, writes them with plain stores into its own record: no atomics, so
+// warps never wait on each other; the sums are added up on the GPU when the buffers are
+// drained, see backends/cupti/tree_reduce.cu):
+//   slot header, 16 bytes: [ u32 hash | u32 unitBytes | u32 0 | u32 0 ] (written by the
+//   first recording unit of CTA 0 alone), then per CTA (CTA-linear order), per recording unit, a record of
+//   unitBytes = 16 + 16 * scopes:
+//   [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32 0 ] then per scope i (0 = the
+//   kernel): [ u64 cycles | u32 count | u32 0 ]
+//   (slotBytes = unitBytes * unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
+// Reduced tree slot (what the GPU reduction, or reduceTreeSlot on the host, makes of one
+// launch's slot; kReducedTreeBytes):
+//   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ] then kMaxScopes of
+//   [ u64 cycles | u32 count | u32 warps ]
 // Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
 //   unit header, 48 bytes:
 //   [ u32 events | u32 smid | u64 globaltimer0 | u64 clock0 | u64 globaltimer1 | u64 clock1 |
@@ -59,8 +67,8 @@ struct ScopeTable {
   uint32_t unitWarps = 1;
   uint32_t unitsPerCta = 1;
   uint32_t capacity = 0;         // trace: events per unit
-  uint32_t unitBytes = 0;        // trace: 48 + 8 * capacity
-  uint32_t slotBytes = 0;        // tree: bytes per launch; trace: bytes per CTA
+  uint32_t unitBytes = 0;        // trace: 48 + 8 * capacity; tree: 16 + 16 * scopes
+  uint32_t slotBytes = 0;        // bytes per CTA (a tree slot adds kTreeHeaderBytes)
   uint32_t staticUnmatched = 0;  // U markers: exits of scopes never opened
   uint32_t staticCrossing = 0;   // C markers: scopes closed by an outer exit
   uint32_t droppedMarkers = 0;   // markers outside the entry function (not recorded)
@@ -73,9 +81,10 @@ struct RewriteResult {
 
 constexpr uint32_t kTraceUnitHeaderBytes = 48;
 constexpr uint32_t kTreeHeaderBytes = 16;
+constexpr uint32_t kTreeUnitHeaderBytes = 16;
 constexpr uint32_t kTreeScopeBytes = 16;
-constexpr uint32_t kTreeStripes = 32;
 constexpr uint32_t kMaxScopes = 64;  // per kernel, the kernel's own scope included
+constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.
 Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &config);

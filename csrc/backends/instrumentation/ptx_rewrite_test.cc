@@ -32,21 +32,33 @@ RewriteResult rewrite(const std::string &ptx, const std::string &mode) {
   return r.value();
 }
 
-TEST(PtxRewrite, TreeModeSumsEveryScopeOnTheGpu) {
+TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:tree:1:256:*:");
   const ScopeTable &t = r.table;
   EXPECT_EQ(t.kernel, "mm");
   ASSERT_EQ(t.paths, (std::vector<std::string>{"", "load", "mma"}));
   EXPECT_EQ(t.numWarps, 8u);
   EXPECT_EQ(t.unitsPerCta, 8u);
-  EXPECT_EQ(t.slotBytes, kTreeHeaderBytes + kTreeStripes * 3 * kTreeScopeBytes);
-  // One return: three scopes flushed with two 64-bit atomics each, into the CTA's stripe.
-  EXPECT_EQ(count(r.ptx, "red.global.add.u64"), 6u);
-  EXPECT_EQ(count(r.ptx, "and.b32 \t%pt_w6, %pt_w6, 31;"), 1u);
+  EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
+  EXPECT_EQ(t.slotBytes, 8 * t.unitBytes);  // per CTA
+  // No atomics: one return stores the slot header, the unit header and one 16-byte record
+  // per scope, all by the unit's leader, after its branch.
+  EXPECT_EQ(count(r.ptx, "red.global"), 0u);
+  EXPECT_EQ(count(r.ptx, "atom."), 0u);
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u64"), 3u);
+  EXPECT_EQ(count(r.ptx, "st.global.v4.u32 \t[%pt_d1]"), 1u);
+  // The slot header: one unit of the grid writes it (a store by every warp to one address
+  // serialises them all).
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d0]"), 1u);
+  EXPECT_EQ(count(r.ptx, "@!%pt_lead bra \t$pt_skip0;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
   // Each marker keeps its line and gets one clock read; the kernel scope adds two more.
   EXPECT_EQ(count(r.ptx, "// @proton:"), 4u);
   EXPECT_EQ(count(r.ptx, "%clock;"), 6u);
+  // An enter is the clock and a count; an exit without time_shift has no min/sub pair.
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_e"), 3u);
+  EXPECT_EQ(count(r.ptx, "min.u32"), 0u);
+  EXPECT_EQ(count(r.ptx, "abs.s32"), 3u);  // |enters - exits| per scope, once
   EXPECT_EQ(count(r.ptx, "$pt_skip0:"), 1u);
   EXPECT_EQ(t.staticUnmatched + t.staticCrossing + t.droppedMarkers, 0u);
 }
