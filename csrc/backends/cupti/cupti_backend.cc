@@ -239,7 +239,12 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   using Alloc = IntraKernelBuffers::Alloc;
   Alloc result = buffers.allocate(*driver_, bytes, trace, stream, devicePtr);
   if (result != Alloc::kFull) return {};
-  flush();  // every earlier launch finishes and is filed; the ring starts over
+  // The ring is full. Tree slots are filed from the launch callback's context alone: wait
+  // for the GPU and reduce. Trace slices are aligned to their kernels' records: flush those.
+  if (trace)
+    flush();
+  else
+    buffers.drain(*driver_);
   if (buffers.allocate(*driver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
     statCounter("instrumentation_launches_unrecorded").add();
   return {};

@@ -123,6 +123,9 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     return Alloc::kOff;
   }
   Ring *ring = ringFor(driver, context);
+  // Load (and, the first time on this machine, JIT-compile) the reduction now, at the first
+  // instrumented launch, rather than inside a drain in the middle of the user's loop.
+  if (ring && !trace) loadReduce(driver, *ring);
   // A tree slot starts with a 16-byte header that Triton's size does not include.
   size_t raw = trace ? bytes : bytes + instrumentation::kTreeHeaderBytes;
   size_t need = (raw + kAlign - 1) / kAlign * kAlign;
@@ -254,6 +257,7 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
     if (ring.used == 0) continue;
     stat("instrumentation_ring_drains").add();
     if (driver.ctxPushCurrent(ring.context) != CUDA_SUCCESS) continue;
+    driver.ctxSynchronize();  // every launch that wrote into the ring has finished
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
     if (!drainTree(driver, ring, host))

@@ -59,8 +59,10 @@ class IntraKernelBuffers {
   void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol);
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
-  // Every bound launch has completed: copy the used part of each ring back, file each slot
-  // into its sessions, zero it for reuse.
+  // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
+  // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
+  // need nothing from kernel records; trace slots need their kernel's start, so a trace
+  // drain follows a CUPTI flush.
   void drain(const CudaDriverApi &driver);
 
  private:
