@@ -172,7 +172,8 @@ class Emitter {
     } else {
       for (size_t i = 0; i < t_.paths.size(); ++i)
         o << "\tmov.u64 \t%pt_a" << i << ", 0;\n\tmov.u32 \t%pt_c" << i << ", 0;\n"
-          << "\tmov.u32 \t%pt_e" << i << ", 0;\n";
+          << "\tmov.u32 \t%pt_e" << i << ", 0;\n\tmov." << (c_.clock32 ? "u32" : "u64")
+          << " \t%pt_s" << i << ", 0;\n";
     }
     o << enter(0);
     return o.str();
@@ -186,10 +187,12 @@ class Emitter {
     }
     // Two instructions: the clock, and the enter count (enters and exits that do not pair up
     // are found at the end, from the counts).
+    // The read is predicated on the lane that records: a value only some lanes compute cannot
+    // live in a uniform register, so ptxas emits the fixed-latency CS2R rather than S2UR.
     if (c_.clock32)
-      o << "\tmov.u32 \t%pt_s" << id << ", %clock;\n";
+      o << "\t@%pt_lead mov.u32 \t%pt_s" << id << ", %clock;\n";
     else
-      o << "\tmov.u64 \t%pt_s" << id << ", %clock64;\n";
+      o << "\t@%pt_lead mov.u64 \t%pt_s" << id << ", %clock64;\n";
     o << "\tadd.u32 \t%pt_e" << id << ", %pt_e" << id << ", 1;\n";
     return o.str();
   }
@@ -202,14 +205,14 @@ class Emitter {
       return o.str();
     }
     if (c_.clock32) {
-      o << "\tmov.u32 \t%pt_w6, %clock;\n"
+      o << "\tmov.u32 \t%pt_w6, 0;\n\t@%pt_lead mov.u32 \t%pt_w6, %clock;\n"
         << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_s" << id << ";\n";
       if (c_.timeShift)
         o << "\tmin.u32 \t%pt_w7, %pt_w6, %pt_sh;\n"
           << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_w7;\n";
       o << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n";
     } else {
-      o << "\tmov.u64 \t%pt_d6, %clock64;\n"
+      o << "\tmov.u64 \t%pt_d6, 0;\n\t@%pt_lead mov.u64 \t%pt_d6, %clock64;\n"
         << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_s" << id << ";\n";
       if (c_.timeShift)
         o << "\tcvt.u64.u32 \t%pt_d7, %pt_sh;\n"

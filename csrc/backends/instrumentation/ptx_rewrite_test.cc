@@ -54,6 +54,7 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
   // Each marker keeps its line and gets one clock read; the kernel scope adds two more.
   EXPECT_EQ(count(r.ptx, "// @proton:"), 4u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_s"), 3u);  // lane-predicated: not S2UR
   EXPECT_EQ(count(r.ptx, "%clock;"), 6u);
   // An enter is the clock and a count; an exit without time_shift has no min/sub pair.
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_e"), 3u);
