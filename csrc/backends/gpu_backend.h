@@ -46,8 +46,7 @@ Status allocateInstrumentationBuffer(size_t bytes, bool trace, uint64_t stream,
                                      uint64_t *devicePtr);
 // A kernel's scope table (instrumentation::encodeTable's text), from compile or cache load.
 Status registerInstrumentationTable(std::string_view text);
-void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
-                              uint32_t traceCapacity);
+void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents, uint32_t traceCapacity);
 
 // Extra directories to search for vendor libraries (e.g. the CUPTI inside an installed
 // Triton or NVIDIA wheel), found by the Python layer. Thread-safe.

@@ -630,8 +630,7 @@ Status registerInstrumentationTable(std::string_view text) {
   return {};
 }
 
-void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
-                              uint32_t traceCapacity) {
+void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents, uint32_t traceCapacity) {
   IntraKernelBuffers::global().setLimits(ringBytes, maxTraceEvents, traceCapacity);
 }
 

@@ -82,8 +82,7 @@ Status registerInstrumentationTable(std::string_view text) {
   return {};
 }
 
-void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
-                              uint32_t traceCapacity) {
+void setInstrumentationLimits(uint64_t ringBytes, uint64_t maxTraceEvents, uint32_t traceCapacity) {
   for (const cupti::MajorBackend *b : cupti::builtBackends())
     b->setInstrumentationLimits(ringBytes, maxTraceEvents, traceCapacity);
 }

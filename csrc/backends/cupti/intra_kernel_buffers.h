@@ -9,9 +9,9 @@
 // A launch gets one slot, `bytes` as Triton's launcher computed them (grid * bytes per CTA):
 // its units' sum records (tree, plus a 16-byte header) or event buffers (trace). A drain
 // reduces tree slots on the GPU (tree_reduce.cu; on the host if that kernel cannot be loaded)
-// and copies back one small reduced slot per launch; trace slots are copied whole. The slot is tied to the next
-// launch on the same thread; its context comes from that launch's callback, so scopes land
-// under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
+// and copies back one small reduced slot per launch; trace slots are copied whole. The slot is tied
+// to the next launch on the same thread; its context comes from that launch's callback, so scopes
+// land under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
 // launch that cannot get a slot, or is being captured into a CUDA graph (replays would write
 // into memory reused by later launches), runs with recording off and is counted.
 //

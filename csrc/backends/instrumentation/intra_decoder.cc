@@ -124,9 +124,8 @@ bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
   if (size < kTreeHeaderBytes) return false;
   uint32_t hash = load<uint32_t>(slot), unitBytes = load<uint32_t>(slot + 4);
   std::memcpy(out, &hash, 4);
-  uint32_t scopes = unitBytes >= kTreeUnitHeaderBytes
-                        ? (unitBytes - kTreeUnitHeaderBytes) / kTreeScopeBytes
-                        : 0;
+  uint32_t scopes =
+      unitBytes >= kTreeUnitHeaderBytes ? (unitBytes - kTreeUnitHeaderBytes) / kTreeScopeBytes : 0;
   if (hash == 0 || scopes == 0 || scopes > kMaxScopes || unitBytes % kTreeScopeBytes)
     return hash == 0;
   uint32_t unmatched = 0, crossing = 0, units = 0;

@@ -18,11 +18,10 @@
 // warps never wait on each other; the sums are added up on the GPU when the buffers are
 // drained, see backends/cupti/tree_reduce.cu):
 //   slot header, 16 bytes: [ u32 hash | u32 unitBytes | u32 0 | u32 0 ] (written by the
-//   first recording unit of CTA 0 alone), then per CTA (CTA-linear order), per recording unit, a record of
-//   unitBytes = 16 + 16 * scopes:
-//   [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32 0 ] then per scope i (0 = the
-//   kernel): [ u64 cycles | u32 count | u32 0 ]
-//   (slotBytes = unitBytes * unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
+//   first recording unit of CTA 0 alone), then per CTA (CTA-linear order), per recording unit, a
+//   record of unitBytes = 16 + 16 * scopes: [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32
+//   0 ] then per scope i (0 = the kernel): [ u64 cycles | u32 count | u32 0 ] (slotBytes =
+//   unitBytes * unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
 // Reduced tree slot (what the GPU reduction, or reduceTreeSlot on the host, makes of one
 // launch's slot; kReducedTreeBytes):
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ] then kMaxScopes of
