@@ -21,15 +21,38 @@ CHILD = textwrap.dedent(
     preload = os.environ.get("PRELOAD_CUPTI")
     if preload:
         ctypes.CDLL(preload, mode=ctypes.RTLD_GLOBAL)
-    import torch
     import proton
-    x = torch.zeros(1024, device="cuda")
-    torch.cuda.synchronize()
+    if os.environ.get("NO_TORCH"):
+        # A plain CUDA program: PyTorch would map its own libcupti at import, and a process
+        # keeps the CUPTI it already has. The driver API, a PTX kernel, ten launches.
+        cu = ctypes.CDLL("libcuda.so.1")
+        def ok(r):
+            assert r == 0, r
+        ok(cu.cuInit(0))
+        dev, ctx, mod, fn = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+        ok(cu.cuDeviceGet(ctypes.byref(dev), 0))
+        ok(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
+        ok(cu.cuCtxSetCurrent(ctx))
+        ptx = b".version 7.0\\n.target sm_70\\n.address_size 64\\n.visible .entry noop() { ret; }\\n"
+        ok(cu.cuModuleLoadData(ctypes.byref(mod), ptx))
+        ok(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"noop"))
+        def run():
+            for _ in range(10):
+                ok(cu.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, None, None, None))
+            ok(cu.cuCtxSynchronize())
+        sync = lambda: cu.cuCtxSynchronize()
+    else:
+        import torch
+        x = torch.zeros(1024, device="cuda")
+        def run():
+            for _ in range(10):
+                x.add_(1)
+        sync = torch.cuda.synchronize
+    sync()
     proton.start("majors", backend="cupti")
     with proton.scope("ten"):
-        for _ in range(10):
-            x.add_(1)
-    torch.cuda.synchronize()
+        run()
+    sync()
     proton.finalize()
     with open("/proc/self/maps") as f:
         mapped = sorted({l.split()[-1] for l in f if "libcupti.so" in l})
@@ -144,8 +167,16 @@ def test_override_selects_cuda13(tmp_path):
 
 @need12
 def test_override_directory_selects_cuda12(tmp_path):
-    path, major = _run(tmp_path, PROTON_CUPTI_LIB_PATH=os.path.dirname(CUPTI12))
+    path, major = _run(tmp_path, NO_TORCH="1", PROTON_CUPTI_LIB_PATH=os.path.dirname(CUPTI12))
     assert major == 12, path
+
+
+@need12
+@need13
+def test_an_override_cannot_replace_the_cupti_pytorch_already_loaded(tmp_path):
+    # PyTorch (cu13) maps CUDA 13's CUPTI when imported: one CUPTI per process, so it is used.
+    path, major = _run(tmp_path, PROTON_CUPTI_LIB_PATH=os.path.dirname(CUPTI12))
+    assert major == 13, path
 
 
 @need13
@@ -157,5 +188,5 @@ def test_a_cuda13_cupti_already_loaded_is_used_and_no_other(tmp_path):
 @need12
 @need13
 def test_a_loaded_cupti_wins_over_an_override_of_the_other_major(tmp_path):
-    path, major = _run(tmp_path, PRELOAD_CUPTI=CUPTI12, PROTON_CUPTI_LIB_PATH=CUPTI13)
+    path, major = _run(tmp_path, NO_TORCH="1", PRELOAD_CUPTI=CUPTI12, PROTON_CUPTI_LIB_PATH=CUPTI13)
     assert major == 12, path
