@@ -174,17 +174,17 @@ def _worker(config: str, out_path: str) -> None:
     def measure(name, fn):
         before_k, before_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
         if config == "cupti":
-            prof.start(f"b_{name}")
+            prof.start(f"b_{config}_{name}")
         elif config == "proton_trace":
-            prof.start(f"b_{name}", backend="instrumentation", data="trace")
+            prof.start(f"b_{config}_{name}", backend="instrumentation", data="trace")
         else:
-            prof.start(f"b_{name}", backend="instrumentation")
+            prof.start(f"b_{config}_{name}", backend="instrumentation")
         inst_k, inst_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
         t0 = time.perf_counter()
         prof.finalize()
         fin = time.perf_counter() - t0
         after_k, after_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
-        size = sum(os.path.getsize(f) for f in os.listdir(".") if f.startswith(f"b_{name}."))
+        size = sum(os.path.getsize(f) for f in os.listdir(".") if f.startswith(f"b_{config}_{name}."))
         return {
             "kernel_ratio": inst_k / min(before_k, after_k),
             "wall_ratio": inst_w / min(before_w, after_w),
