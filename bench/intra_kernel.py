@@ -184,7 +184,9 @@ def _worker(config: str, out_path: str) -> None:
         prof.finalize()
         fin = time.perf_counter() - t0
         after_k, after_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
-        size = sum(os.path.getsize(f) for f in os.listdir(".") if f.startswith(f"b_{config}_{name}."))
+        size = sum(
+            os.path.getsize(f) for f in os.listdir(".") if f.startswith(f"b_{config}_{name}.")
+        )
         return {
             "kernel_ratio": inst_k / min(before_k, after_k),
             "wall_ratio": inst_w / min(before_w, after_w),
