@@ -54,7 +54,8 @@ void IntraKernelBuffers::addUser() {
   if (users_++ == 0)
     for (const char *name :
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
-          "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap"})
+          "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap",
+          "instrumentation_tree_reduced_on_host"})
       stat(name);
 }
 
