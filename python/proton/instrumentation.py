@@ -140,12 +140,11 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
         # Triton 3.7 and later first call the hook with no arguments for a cache key and its
         # hash; then, like 3.6, with (backend, stages, options, language, capability).
         if not args:
-            key, digest = previous() if previous is not None else ("", "")
-            key += config
+            key = (previous()[0] if previous is not None else "") + config
             return key, hashlib.sha256(key.encode()).hexdigest()
         if previous is not None:
             previous(*args)
-        backend, stages, options = args[:3]
+        stages, options = args[1], args[2]
         _add_ptx_step(stages, getattr(options, "instrumentation_mode", ""))
 
     knobs.runtime.add_stages_inspection_hook = stages_hook

@@ -210,23 +210,26 @@ bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
   return true;
 }
 
-bool IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
+void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
                                    std::vector<uint8_t> &host) {
   std::vector<const SlotRecord *> tree;
   for (const SlotRecord &slot : ring.slots)
     if (!slot.trace) tree.push_back(&slot);
-  if (tree.empty()) return true;
+  if (tree.empty()) return;
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
   if (!loadReduce(driver, ring)) {
     // Host fallback: copy the slots back and reduce them here.
     host.resize(ring.used);
-    if (driver.memcpyDtoH(host.data(), ring.base, ring.used) != CUDA_SUCCESS) return false;
+    if (driver.memcpyDtoH(host.data(), ring.base, ring.used) != CUDA_SUCCESS) {
+      stat("instrumentation_launches_unrecorded").add(tree.size());
+      return;
+    }
     uint8_t reduced[kOut];
     for (const SlotRecord *slot : tree) {
       instrumentation::reduceTreeSlot(host.data() + slot->offset, slot->bytes, reduced);
       fileSlot(ring, *slot, reduced);
     }
-    return true;
+    return;
   }
   std::vector<SlotDesc> descs;
   host.resize(kReduceChunk * kOut);
@@ -235,20 +238,22 @@ bool IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
     descs.clear();
     for (size_t i = 0; i < n; ++i)
       descs.push_back({ring.base + tree[first + i]->offset, tree[first + i]->bytes});
-    if (driver.memcpyHtoD(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc)) != CUDA_SUCCESS)
-      return false;
     void *args[] = {&ring.reduceDescs, &ring.reduceOut};
-    {
+    bool ok =
+        driver.memcpyHtoD(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc)) == CUDA_SUCCESS;
+    if (ok) {
       InternalLaunchGuard internal;  // not a kernel of the user's: filed in no session
-      if (driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
-                              nullptr, args, nullptr) != CUDA_SUCCESS)
-        return false;
+      ok = driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
+                               nullptr, args, nullptr) == CUDA_SUCCESS;
     }
     // The copy waits for the reduction (both on the legacy default stream).
-    if (driver.memcpyDtoH(host.data(), ring.reduceOut, n * kOut) != CUDA_SUCCESS) return false;
+    ok = ok && driver.memcpyDtoH(host.data(), ring.reduceOut, n * kOut) == CUDA_SUCCESS;
+    if (!ok) {  // these launches and the ones after them cannot be filed
+      stat("instrumentation_launches_unrecorded").add(tree.size() - first);
+      return;
+    }
     for (size_t i = 0; i < n; ++i) fileSlot(ring, *tree[first + i], host.data() + i * kOut);
   }
-  return true;
 }
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
@@ -261,13 +266,17 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
     driver.ctxSynchronize();  // every launch that wrote into the ring has finished
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
-    if (!drainTree(driver, ring, host))
-      stat("instrumentation_launches_unrecorded").add(ring.slots.size());
+    drainTree(driver, ring, host);
     if (anyTrace) {
       host.resize(ring.used);
       bool copied = driver.memcpyDtoH(host.data(), ring.base, ring.used) == CUDA_SUCCESS;
-      for (const SlotRecord &slot : ring.slots)
-        if (copied && slot.trace) fileSlot(ring, slot, host.data() + slot.offset);
+      for (const SlotRecord &slot : ring.slots) {
+        if (!slot.trace) continue;
+        if (copied)
+          fileSlot(ring, slot, host.data() + slot.offset);
+        else
+          stat("instrumentation_launches_unrecorded").add();
+      }
     }
     // Units that do not record never write: the next launches must find zeros there. The
     // clear is ordered before them (legacy default stream, then the context synchronised).

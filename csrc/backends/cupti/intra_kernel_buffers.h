@@ -92,8 +92,9 @@ class IntraKernelBuffers {
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
   void fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data);
-  // mu_ held, ring's context current: file every tree slot of the ring.
-  bool drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
+  // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
+  // read back are counted as unrecorded launches).
+  void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
 
   mutable std::mutex mu_;

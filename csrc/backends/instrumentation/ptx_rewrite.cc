@@ -186,9 +186,9 @@ class Emitter {
       return o.str();
     }
     // Two instructions: the clock, and the enter count (enters and exits that do not pair up
-    // are found at the end, from the counts).
-    // The read is predicated on the lane that records: a value only some lanes compute cannot
-    // live in a uniform register, so ptxas emits the fixed-latency CS2R rather than S2UR.
+    // are found at the end, from the counts). The read is predicated on the recording lane:
+    // a value only some lanes compute cannot live in a uniform register, so ptxas emits the
+    // fixed-latency CS2R rather than S2UR.
     if (c_.clock32)
       o << "\t@%pt_lead mov.u32 \t%pt_s" << id << ", %clock;\n";
     else
