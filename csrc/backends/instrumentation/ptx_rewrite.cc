@@ -166,10 +166,12 @@ class Emitter {
     } else {
       o << "\tmov.u32 \t%pt_sh, 0;\n";
     }
-    unitAddress(o);
     if (c_.trace) {
+      unitAddress(o);
       traceHeaderStart(o);
     } else {
+      // A tree unit needs its record's address only when it returns: computed there, so the
+      // special-register reads and the multiply chain do not delay the kernel's first work.
       for (size_t i = 0; i < t_.paths.size(); ++i)
         o << "\tmov.u64 \t%pt_a" << i << ", 0;\n\tmov.u32 \t%pt_c" << i << ", 0;\n"
           << "\tmov.u32 \t%pt_e" << i << ", 0;\n\tmov." << (c_.clock32 ? "u32" : "u64")
@@ -248,7 +250,10 @@ class Emitter {
           << "\tadd.u32 \t%pt_u, %pt_u, %pt_w6;\n";
       // Plain stores into this unit's own record: no atomics, nothing shared between warps.
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
-        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+        << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
+        << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
+      unitAddress(o);
+      o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
         << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
         << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n"
         << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"

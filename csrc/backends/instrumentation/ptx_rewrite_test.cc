@@ -62,6 +62,13 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx, "abs.s32"), 3u);  // |enters - exits| per scope, once
   EXPECT_EQ(count(r.ptx, "$pt_skip0:"), 1u);
   EXPECT_EQ(t.staticUnmatched + t.staticCrossing + t.droppedMarkers, 0u);
+  // The record's address (%ctaid/%nctaid reads) is computed after the kernel's work, in the
+  // epilogue, not in the prologue before it.
+  size_t epilogue = r.ptx.find("// proton: instrumentation epilogue");
+  ASSERT_NE(epilogue, std::string::npos);
+  EXPECT_EQ(count(r.ptx.substr(0, epilogue), "%ctaid"),
+            count(golden("instrumentation_matmul_markers.ptx"), "%ctaid"));
+  EXPECT_EQ(count(r.ptx.substr(epilogue), "%ctaid.z"), 1u);
 }
 
 TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
