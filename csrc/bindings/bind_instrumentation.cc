@@ -41,6 +41,7 @@ void bindInstrumentation(nb::module_ &m) {
       },
       nb::arg("bytes"), nb::arg("trace"), nb::arg("stream"),
       "Device address of the next launch's buffer on this thread; 0 records nothing.");
+  m.attr("INSTRUMENTATION_LAYOUT") = instrumentation::kLayoutVersion;
   m.def("set_instrumentation_limits", &setInstrumentationLimits, nb::arg("ring_bytes"),
         nb::arg("max_trace_events"), nb::arg("trace_capacity"));
 }

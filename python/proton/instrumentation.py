@@ -91,6 +91,9 @@ def config_string(mode: _mode.InstrumentationMode, data: str) -> str:
     if mode.sampling_strategy != "selective":
         units = "*"
     opts = [o for o in mode.optimizations if o in ("clock32", "time_shift")]
+    # The device-buffer layout keys Triton's caches too: a kernel cached by a Proton that
+    # wrote another layout is compiled again.
+    opts.append(f"layout{_C.INSTRUMENTATION_LAYOUT}")
     return (
         f"{_PREFIX}{'trace' if data == 'trace' else 'tree'}:{_UNIT_WARPS[mode.granularity]}"
         f":{capacity_of(mode)}:{units}:{','.join(opts)}"

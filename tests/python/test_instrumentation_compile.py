@@ -72,6 +72,16 @@ def test_without_a_session_the_scopes_compile_to_nothing(tmp_path, monkeypatch):
     assert "@proton" not in ptx and "%pt_" not in ptx
 
 
+def test_the_buffer_layout_keys_the_compile_cache():
+    # Triton keys its caches by the mode string: it names the layout the rewrite writes, so a
+    # binary cached by a Proton with another layout is never loaded and decoded wrongly.
+    config = instrumentation.config_string(_mode.Default(), "tree")
+    assert config.endswith(f"layout{_C.INSTRUMENTATION_LAYOUT}")
+    stale = config.replace(f"layout{_C.INSTRUMENTATION_LAYOUT}", "layout1")
+    with pytest.raises(_C.ConfigError, match="layout 1"):
+        _C.instrument_ptx(".version 8.7\n.target sm_90a\n", stale)
+
+
 def test_the_rewrite_refuses_ptx_it_cannot_instrument():
     with pytest.raises(_C.ConfigError):
         _C.instrument_ptx(".version 8.7\n.target sm_90a\n", "proton:tree:1:256:*:")

@@ -403,7 +403,13 @@ Result<RewriteConfig> parseInstrumentationMode(std::string_view mode) {
       c.clock32 = false;
     else if (opt == "time_shift")
       c.timeShift = true;
-    else if (opt != "sched_stores")
+    else if (opt.substr(0, 6) == "layout") {
+      uint32_t v = 0;
+      if (!parseU32(opt.substr(6), v) || v != kLayoutVersion)
+        return invalidArgument("[PROTON] instrumentation mode for buffer layout " +
+                               std::string(opt.substr(6)) + "; this Proton writes layout " +
+                               std::to_string(kLayoutVersion));
+    } else if (opt != "sched_stores")
       return invalidArgument("[PROTON] unknown instrumentation optimization: " + std::string(opt));
   }
   return c;

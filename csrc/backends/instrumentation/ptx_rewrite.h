@@ -54,7 +54,8 @@ struct RewriteConfig {
   std::string text;                     // the mode string this config came from (part of the hash)
 };
 
-// "proton:<data>:<granularity>:<buffer events>:<selected units or '*'>:<optimizations>".
+// "proton:<data>:<granularity>:<buffer events>:<selected units or '*'>:<optimizations>",
+// the optimizations optionally including "layout<kLayoutVersion>".
 Result<RewriteConfig> parseInstrumentationMode(std::string_view mode);
 
 struct ScopeTable {
@@ -82,7 +83,11 @@ constexpr uint32_t kTraceUnitHeaderBytes = 48;
 constexpr uint32_t kTreeHeaderBytes = 16;
 constexpr uint32_t kTreeUnitHeaderBytes = 16;
 constexpr uint32_t kTreeScopeBytes = 16;
-constexpr uint32_t kMaxScopes = 64;  // per kernel, the kernel's own scope included
+constexpr uint32_t kMaxScopes = 64;
+// The device-buffer layout above. The mode string carries it ("layout<N>" among the
+// optimizations) so that it keys Triton's caches: a binary cached by a Proton with another
+// layout is compiled again, never decoded with the wrong layout.
+constexpr uint32_t kLayoutVersion = 2;  // per kernel, the kernel's own scope included
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

@@ -137,6 +137,11 @@ TEST(PtxRewrite, ModeStringsAreValidated) {
   EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:100:*:").isOk());
   EXPECT_FALSE(parseInstrumentationMode("proton:graph:1:256:*:").isOk());
   EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:256:*:fast").isOk());
+  // A mode string of another buffer layout (a binary cached by another Proton version).
+  EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:256:*:layout1").isOk());
+  EXPECT_TRUE(parseInstrumentationMode("proton:tree:1:256:*:clock32,layout" +
+                                       std::to_string(kLayoutVersion))
+                  .isOk());
   Result<RewriteConfig> c = parseInstrumentationMode("proton:trace:8:512:0,4:clock64,time_shift");
   ASSERT_TRUE(c.isOk());
   EXPECT_TRUE(c.value().trace);
