@@ -1,6 +1,6 @@
 """Intra-kernel instrumentation cost (BENCHMARKS.md, "Intra-kernel instrumentation").
 
-    python3 bench/intra_kernel.py [--rounds 3] [--json out.json]
+    python3 bench/intra_kernel.py [--rounds 3] [--kernels vadd,softmax] [--json out.json]
 
 Per kernel (vector add, softmax, a matmul with scopes in its K loop, an attention-like
 kernel), in one process per configuration:
@@ -196,7 +196,10 @@ def _worker(config: str, out_path: str) -> None:
         }
 
     results = {}
+    wanted = os.environ.get("PROTON_BENCH_KERNELS", ",".join(KERNELS)).split(",")
     for name, fn in launches.items():
+        if name not in wanted:
+            continue
         try:
             results[name] = measure(name, fn)
         except Exception as e:  # noqa: BLE001 - one kernel failing (Triton's parser) leaves the others
@@ -216,6 +219,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--kernels", default=",".join(KERNELS), help="a subset of " + ",".join(KERNELS))
     ap.add_argument("--json", default="")
     ap.add_argument("--worker", default="")
     ap.add_argument("--out", default="")
@@ -223,6 +227,10 @@ def main():
     if args.worker:
         return _worker(args.worker, args.out)
     configs = args.configs.split(",")
+    unknown = set(args.kernels.split(",")) - set(KERNELS)
+    if unknown:
+        ap.error(f"unknown kernels {sorted(unknown)}; choose from {','.join(KERNELS)}")
+    os.environ["PROTON_BENCH_KERNELS"] = args.kernels
     rounds = {c: [] for c in configs}
     for r in range(args.rounds):
         for c in configs:

@@ -2,7 +2,8 @@
 
 Builds bench/native_launch_loop.cu with nvcc, then runs it, each configuration in its own
 process, rounds interleaved (A B C A B C ...): plain, `proton ./app` (injection, tree data),
-`proton ./app scoped` (a PROTON_SCOPE around every launch), `nsys profile` (CUDA trace only).
+`proton ./app scoped` (a PROTON_SCOPE around every launch), `proton -c native ./app` (native
+call stacks as the context), `nsys profile` (CUDA trace only).
 Ratio = the loop's wall time / the plain run's in the same round; the table gives the median
 and the spread over rounds, and the size of each tool's output file.
 
@@ -59,6 +60,7 @@ def main():
         "plain": ([exe, n], None),
         "proton": ([*proton_cmd, "-n", "p", exe, n], (".hatchet",)),
         "proton_scoped": ([*proton_cmd, "-n", "s", exe, n, "scoped"], (".hatchet",)),
+        "proton_native": ([*proton_cmd, "-c", "native", "-n", "c", exe, n], (".hatchet",)),
     }
     nsys = shutil.which("nsys")
     if nsys:

@@ -30,9 +30,10 @@ Result<Enum> parseEnum(std::string_view what, std::string_view value,
                          "'. Allowed values: " + allowed);
 }
 
-constexpr std::array<std::pair<const char *, ContextKind>, 2> kContexts{{
+constexpr std::array<std::pair<const char *, ContextKind>, 3> kContexts{{
     {"shadow", ContextKind::kShadow},
     {"python", ContextKind::kPython},
+    {"native", ContextKind::kNative},
 }};
 constexpr std::array<std::pair<const char *, DataKind>, 2> kData{{
     {"tree", DataKind::kTree},

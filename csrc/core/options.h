@@ -14,7 +14,9 @@
 
 namespace proton {
 
-enum class ContextKind { kShadow, kPython };
+// kPython and kNative file launches and scopes under call stacks (Python frames, or unwound
+// C/C++ frames) and then the annotated scopes; kShadow under the annotated scopes alone.
+enum class ContextKind { kShadow, kPython, kNative };
 enum class DataKind { kTree, kTrace };
 // kAuto: the default backend of the machine's GPU runtime, or none (CPU scopes only).
 enum class BackendKind { kAuto, kCupti, kRoctracer, kRocprofiler, kInstrumentation };

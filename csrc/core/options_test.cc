@@ -23,7 +23,7 @@ TEST(OptionsTest, UnknownValueListsAllowedValues) {
   ASSERT_FALSE(c.isOk());
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
-            "[PROTON] Unknown context source: 'Cuda'. Allowed values: shadow, python");
+            "[PROTON] Unknown context source: 'Cuda'. Allowed values: shadow, python, native");
   EXPECT_EQ(parseDataKind("").status().message(),
             "[PROTON] Unknown data: ''. Allowed values: tree, trace");
   EXPECT_EQ(parseBackendKind("none").status().message(),

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "context/native_stack.h"
 #include "context/python_context.h"
 #include "context/shadow_context.h"
 #include "core/device_info.h"
@@ -18,6 +19,7 @@ namespace {
 // them in this order cannot deadlock with any other thread.
 void beforeFork() {
   ThreadContext::lockRegistryForFork();
+  lockNativeStacksForFork();
   lockPythonStacksForFork();
   StringTable::global().lockForFork();
   Stats::global().lockForFork();
@@ -29,6 +31,7 @@ void unlockAll(bool inChild) {
   Stats::global().unlockAfterFork(inChild);
   StringTable::global().unlockAfterFork(inChild);
   unlockPythonStacksAfterFork(inChild);
+  unlockNativeStacksAfterFork(inChild);
   ThreadContext::unlockRegistryAfterFork(inChild);
 }
 

@@ -248,6 +248,11 @@ Result<StartResult> SessionManager::start(const SessionOptions &requested) {
   }
   StartResult result;
   PROTON_RETURN_IF_ERROR(checkMode(options));
+  if ((options.context == ContextKind::kNative && pythonLive()) ||
+      (options.context == ContextKind::kPython && nativeLive()))
+    return invalidArgument(
+        "[PROTON] context='native' and context='python' sessions cannot run at the same time; "
+        "finalize the one that is running first.");
   size_t slot = 0;
   while (slot < kMaxLiveSessions && live_[slot].load(std::memory_order_relaxed)) ++slot;
   if (slot == kMaxLiveSessions) {
@@ -271,6 +276,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &requested) {
   live_[slot].store(sessions_.back().get(), std::memory_order_release);
   if (options.data == DataKind::kTrace) traceLive_.fetch_add(1, std::memory_order_relaxed);
   if (options.context == ContextKind::kPython) pythonLive_.fetch_add(1, std::memory_order_relaxed);
+  if (options.context == ContextKind::kNative) nativeLive_.fetch_add(1, std::memory_order_relaxed);
   liveCount_.fetch_add(1, std::memory_order_relaxed);
   return result;
 }
@@ -412,7 +418,10 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
       if (slot.load(std::memory_order_relaxed) == s) slot.store(nullptr, std::memory_order_release);
     liveCount_.fetch_sub(1, std::memory_order_relaxed);
     if (s->options().data == DataKind::kTrace) traceLive_.fetch_sub(1, std::memory_order_relaxed);
-    if (isPython(*s)) pythonLive_.fetch_sub(1, std::memory_order_relaxed);
+    if (s->options().context == ContextKind::kPython)
+      pythonLive_.fetch_sub(1, std::memory_order_relaxed);
+    if (s->options().context == ContextKind::kNative)
+      nativeLive_.fetch_sub(1, std::memory_order_relaxed);
     s->releaseData();
     if (GpuBackend *b = backends_[s->id().value]) {
       backends_[s->id().value] = nullptr;
@@ -430,7 +439,7 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
     NodeId parent = kRootNode;
     for (size_t i = 0; i < m.entries.size(); ++i) {
       MirrorEntry &e = m.entries[i];
-      e.node = isPython(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {})
+      e.node = usesCallStack(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {})
                            : s.child(phase, parent, e.name);
       if (e.node == kNoNode) e.node = kRootNode;  // phase vanished under us; next call fixes
       parent = e.node;
@@ -469,13 +478,13 @@ NodeId SessionManager::underState(Session &s, PhaseId phase, NodeId node, const 
 
 NodeId SessionManager::contextNode(Session &s, ThreadContext &t, const PythonStack *stack) {
   NodeId node = refreshMirror(s, t);
-  if (isPython(s)) return pythonContextNode(s, t, stack);
+  if (usesCallStack(s)) return pythonContextNode(s, t, stack);
   return underState(s, t.mirror(s.id()).phase, node, t);
 }
 
 NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
   // Captured before taking the thread's lock: the capture may wait for the GIL.
-  const PythonStack *stack = isPython(s) ? capturePythonStack() : nullptr;
+  const PythonStack *stack = usesCallStack(s) ? captureStack() : nullptr;
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());

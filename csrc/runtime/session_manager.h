@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/launch_table.h"
+#include "context/native_stack.h"
 #include "context/python_context.h"
 #include "core/capture_context.h"
 #include "core/profile_metadata.h"
@@ -124,6 +125,15 @@ class SessionManager {
   void captureContext(CaptureContext &out, bool inLaunch);
   bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
   bool pythonLive() const { return pythonLive_.load(std::memory_order_relaxed) > 0; }
+  bool nativeLive() const { return nativeLive_.load(std::memory_order_relaxed) > 0; }
+  bool stackLive() const { return pythonLive() || nativeLive(); }
+  // The calling thread's stack for call-stack sessions: Python frames, or unwound native
+  // frames (the two kinds never run at once, start() refuses it), or nullptr when neither runs.
+  const PythonStack *captureStack() const noexcept {
+    if (pythonLive()) return capturePythonStack();
+    if (nativeLive()) return captureNativeStack();
+    return nullptr;
+  }
 
   // Launch metadata (hook="triton"): the next kernel this thread launches is filed as
   // <context>/<name> instead of <context>/<kernel name>, and metrics are added to that node
@@ -187,6 +197,7 @@ class SessionManager {
   std::atomic<int> liveCount_{0};
   std::atomic<int> traceLive_{0};
   std::atomic<int> pythonLive_{0};       // live sessions with context="python"
+  std::atomic<int> nativeLive_{0};       // live sessions with context="native"
   std::atomic<uint64_t> generation_{1};  // live sessions with trace data: scopes need timestamps
   std::string commandLine_;
   std::string toolVersion_ = "0.0.0";

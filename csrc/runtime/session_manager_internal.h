@@ -20,6 +20,7 @@ uint64_t chainHash(uint64_t parent, StringId name);
 NodeId resolvePythonPath(Session &s, PhaseId phase, const PythonStack *stack,
                          const MirrorEntry *entries, size_t n, StringId extra,
                          StringId detail = {});
-inline bool isPython(const Session &s) { return s.options().context == ContextKind::kPython; }
+// Sessions whose context starts with a call stack (context="python" or "native").
+inline bool usesCallStack(const Session &s) { return s.options().context != ContextKind::kShadow; }
 
 }  // namespace proton::detail

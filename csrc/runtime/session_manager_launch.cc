@@ -19,7 +19,7 @@ size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *thr
                                      StringId *launchName) {
   if (launchName) *launchName = StringId{};
   if (!profilingOn()) return 0;
-  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
+  const PythonStack *stack = captureStack();
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
@@ -82,7 +82,7 @@ void SessionManager::endLaunch(const LaunchEntry *entries, size_t n, bool ran) {
 
 void SessionManager::contextNames(std::vector<StringId> &out) {
   out.clear();
-  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
+  const PythonStack *stack = captureStack();
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
@@ -126,7 +126,7 @@ void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics
       }
     }
   }
-  const PythonStack *stack = pythonLive() && !captured.empty() ? capturePythonStack() : nullptr;
+  const PythonStack *stack = !captured.empty() ? captureStack() : nullptr;
   CaptureContext context;
   {
     ThreadContext &t = ThreadContext::current();

@@ -86,7 +86,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
                                   std::shared_ptr<const MetricList> metrics, uint64_t *scopeId,
                                   const std::vector<TensorMetric> *tensors) {
   if (!profilingOn()) return {};
-  const PythonStack *stack = pythonLive() ? capturePythonStack() : nullptr;
+  const PythonStack *stack = captureStack();
   if (!stack) stack = emptyPythonStack();
   TensorCopies copies;
   copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
@@ -104,7 +104,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
       discardAll(copies);
       return status;
     }
-    if (!copies.captured.empty()) captureContextLocked(t, pythonLive() ? stack : nullptr, captured);
+    if (!copies.captured.empty()) captureContextLocked(t, stackLive() ? stack : nullptr, captured);
   }
   bindTensors(copies.tree, treeTargets, numTree);
   if (DeviceMetricSink *sink = deviceMetricSink(); sink && hasTensors)
@@ -140,7 +140,7 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
     SessionMirror &m = t.mirror(s->id());
     MirrorEntry entry{depth, name, kNoNode};
     entry.pathHash = chainHash(m.entries.empty() ? 0 : m.entries.back().pathHash, name);
-    if (isPython(*s)) {
+    if (usesCallStack(*s)) {
       // ROOT/<frames now>/<open scopes>/<this scope>.
       entry.stack = stack;
       entry.node = resolvePythonPath(*s, m.phase, stack, m.entries.data(), m.entries.size(), name);
@@ -175,7 +175,7 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
   TensorCopies copies;
   copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
   const PythonStack *stack =
-      pythonLive() && !copies.captured.empty() ? capturePythonStack() : nullptr;
+      !copies.captured.empty() ? captureStack() : nullptr;
   CaptureContext captured;
   StringId scopeName;
   MetricTarget treeTargets[kMaxLiveSessions], traceTargets[kMaxLiveSessions];

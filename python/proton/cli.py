@@ -49,13 +49,14 @@ NVTX ranges and proton/proton.h scopes are recorded. `proton python3 script.py` 
 options (as proton.start):
   -n, --name NAME        output name (default: proton)
   -b, --backend BACKEND  cupti (default: the GPU found)
-  -c, --context CONTEXT  shadow (default) or python
+  -c, --context CONTEXT  shadow (default), python, or native (unwound C/C++ call stacks)
   -d, --data DATA        tree (default) or trace
   -m, --mode MODE        pcsampling[:interval=N], periodic_flushing[:format=F], default, mma
   -k, --hook HOOK        triton
   -h, --help             show this help
 A -m whose value is not a mode names the module to run; after `--`, -m is always a module.
-For executables, -c is shadow and -k is not available (they apply to Python programs).
+For executables, -c is shadow or native and -k is not available (-c python and -k apply to
+Python programs).
 """
 
 _OPTIONS = {
@@ -228,16 +229,18 @@ def _run_executable(options: dict, target: str, args: list, argv: list) -> None:
     if options.get("hook"):
         print("proton: -k/--hook applies to Python programs, not executables", file=sys.stderr)
         sys.exit(2)
-    if options.get("context", "shadow") != "shadow":
+    context = options.get("context") or "shadow"
+    if context == "python":
         print(
-            "proton: executables take -c shadow (Python context needs a Python program)",
+            "proton: executables take -c shadow or -c native (Python context needs a Python "
+            "program)",
             file=sys.stderr,
         )
         sys.exit(2)
     try:
         _C.check_session_options(
             options.get("name") or "proton",
-            "shadow",
+            context,
             options.get("data") or "tree",
             options.get("backend") or "",
             options.get("mode") or "",

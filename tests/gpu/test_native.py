@@ -183,6 +183,50 @@ def test_program_profiles_itself_without_the_launcher(vector_add, tmp_path):
     assert_example_tree(load_hatchet(tmp_path / "vector_add.hatchet")[0])
 
 
+def kernel_paths(node, path=()):
+    """(path of names above the kernel, kernel, count) for every kernel leaf."""
+    out = []
+    for c in node["children"]:
+        if c["metrics"].get("count") and not c["children"]:
+            out.append((path, kernel(c["frame"]["name"]), c["metrics"]["count"]))
+        out.extend(kernel_paths(c, (*path, c["frame"]["name"])))
+    return out
+
+
+@needs_nvcc
+def test_native_context_files_kernels_under_their_call_stacks(vector_add, tmp_path):
+    result = proton_cli("-c", "native", "-n", "nc", str(vector_add), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    root = load_hatchet(tmp_path / "nc.hatchet")[0]
+    text = dump(root)
+    paths = kernel_paths(root)
+    counts = {}
+    for _, k, n in paths:
+        counts[k] = counts.get(k, 0) + n
+    assert counts == {"fill": 1, "vector_add": STEPS, "scale": STEPS + 2}, text
+    frames = {name for path, _, _ in paths for name in path}
+    # Launch machinery (Proton, CUPTI, the driver, the CUDA runtime) and process start-up are
+    # left out; what remains are the program's own frames, "function (module+0xoffset)".
+    for name in frames:
+        for word in ("libcuda", "libcupti", "libproton", "proton::", "cudaLaunchKernel", "libc.so"):
+            assert word not in name, text
+    main_frame = "main (vector_add+0x"
+    for path, k, n in paths:
+        if "worker" in path:
+            # The second thread's stack starts in its lambda, under no frame of main.
+            assert k == "scale" and n == 2, text
+            assert not path[0].startswith(main_frame), text
+            assert any("lambda" in f and "(vector_add+0x" in f for f in path), text
+        else:
+            assert path[0].startswith(main_frame), text
+            # NVTX ranges and C++ scopes come after the call stack, as Python scopes do.
+            scopes = [f for f in path if "(" not in f]
+            expected = ["setup"] if k == "fill" else ["iterations", "step"]
+            assert scopes == expected, text
+    per_site = {(path, k): n for path, k, n in paths if "step" in path}
+    assert sorted(per_site.values()) == [STEPS, STEPS], text  # one call site per kernel
+
+
 @needs_nvcc
 def test_trace_data_has_every_kernel(vector_add, tmp_path):
     result = proton_cli("-n", "tr", "-d", "trace", str(vector_add), cwd=tmp_path)

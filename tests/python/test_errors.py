@@ -44,7 +44,7 @@ def test_errors_are_exported_from_proton_errors():
     [
         (
             {"context": "bogus"},
-            "[PROTON] Unknown context source: 'bogus'. Allowed values: shadow, python",
+            "[PROTON] Unknown context source: 'bogus'. Allowed values: shadow, python, native",
         ),
         ({"data": "bogus"}, "[PROTON] Unknown data: 'bogus'. Allowed values: tree, trace"),
         (

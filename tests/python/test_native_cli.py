@@ -5,6 +5,7 @@ argument handling for executables and `proton python3 ...`."""
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -176,6 +177,24 @@ def test_exit_call_writes_the_profile(fake_app, tmp_path):
     result = proton_cli(str(fake_app), "exit_call", "5", cwd=tmp_path)
     assert result.returncode == 5, result.stderr
     assert names(tree(tmp_path / "proton.hatchet")) == ("ROOT", [("main", [("step", [])])])
+
+
+@needs_cxx
+def test_native_context_files_scopes_under_the_programs_call_stacks(fake_app, tmp_path):
+    result = proton_cli("-c", "native", "-n", "nat", str(fake_app), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    root = tree(tmp_path / "nat.hatchet")
+    frame = re.compile(r"main \(fake_cuda_app\+0x[0-9a-f]+\)")
+    # Each scope sits under the call site that entered it: main's own call sites, nothing of
+    # Proton's or the C library's around them.
+    by_site = {}
+    for site in root["children"]:
+        assert frame.fullmatch(site["frame"]["name"]), site["frame"]["name"]
+        by_site[site["frame"]["name"]] = names(site)[1]
+    assert sorted(by_site.values()) == [[("main", [])], [("main", [("step", [])])]]
+    (site,) = [n for n in root["children"] if names(n)[1] == [("main", [("step", [])])]]
+    step = find(site, "main", "step")
+    assert step["metrics"]["flops"] == 300  # three iterations, one call site
 
 
 @needs_cxx

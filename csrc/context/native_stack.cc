@@ -1,0 +1,338 @@
+#include "context/native_stack.h"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/stats.h"
+#include "core/string_table.h"
+
+namespace proton {
+namespace {
+
+// ---- ELF symbols of one module ------------------------------------------------------------
+
+struct Symbol {
+  uintptr_t start = 0;  // run-time address
+  uintptr_t size = 0;
+  std::string name;     // demangled
+};
+
+std::string demangle(const char *name) {
+  int status = 0;
+  char *out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || !out) return name;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+// Function symbols of the ELF file at `path`, relocated by `base` (the address dladdr gave
+// for the module), sorted by address. .symtab when present (static functions included),
+// else .dynsym. Empty when the file cannot be read.
+std::vector<Symbol> readSymbols(const char *path, uintptr_t base) {
+  std::vector<Symbol> out;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+    ::close(fd);
+    return out;
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void *map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return out;
+  const auto *bytes = static_cast<const uint8_t *>(map);
+  const auto *eh = reinterpret_cast<const Elf64_Ehdr *>(bytes);
+  auto inside = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
+  bool ok = std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+            inside(eh->e_shoff, uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr)) &&
+            inside(eh->e_phoff, uint64_t{eh->e_phnum} * sizeof(Elf64_Phdr));
+  if (ok) {
+    // Run-time address = symbol value + bias; a position-independent module is loaded at
+    // `base` minus its first segment's (page-aligned) address, a fixed executable at its own.
+    uintptr_t bias = 0;
+    if (eh->e_type == ET_DYN) {
+      const auto *ph = reinterpret_cast<const Elf64_Phdr *>(bytes + eh->e_phoff);
+      uint64_t low = UINT64_MAX;
+      for (int i = 0; i < eh->e_phnum; ++i)
+        if (ph[i].p_type == PT_LOAD) low = std::min<uint64_t>(low, ph[i].p_vaddr);
+      if (low == UINT64_MAX) low = 0;
+      bias = base - (low & ~uint64_t{0xfff});
+    }
+    const auto *sh = reinterpret_cast<const Elf64_Shdr *>(bytes + eh->e_shoff);
+    for (uint32_t want : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
+      for (int i = 0; i < eh->e_shnum && out.empty(); ++i) {
+        if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
+        const Elf64_Shdr &strs = sh[sh[i].sh_link];
+        if (!inside(sh[i].sh_offset, sh[i].sh_size) || !inside(strs.sh_offset, strs.sh_size))
+          continue;
+        const auto *syms = reinterpret_cast<const Elf64_Sym *>(bytes + sh[i].sh_offset);
+        size_t count = sh[i].sh_size / sizeof(Elf64_Sym);
+        const char *names = reinterpret_cast<const char *>(bytes + strs.sh_offset);
+        for (size_t k = 0; k < count; ++k) {
+          unsigned type = ELF64_ST_TYPE(syms[k].st_info);
+          if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_value == 0 ||
+              syms[k].st_name >= strs.sh_size)
+            continue;
+          const char *name = names + syms[k].st_name;
+          if (!std::memchr(name, 0, strs.sh_size - syms[k].st_name)) continue;
+          out.push_back(Symbol{bias + syms[k].st_value, syms[k].st_size, demangle(name)});
+        }
+      }
+      if (!out.empty()) break;
+    }
+  }
+  ::munmap(map, size);
+  std::sort(out.begin(), out.end(),
+            [](const Symbol &a, const Symbol &b) { return a.start < b.start; });
+  return out;
+}
+
+// ---- frames -------------------------------------------------------------------------------
+
+enum class FrameKind : uint8_t {
+  kUser,
+  kLaunchMachinery,  // Proton, CUPTI, CUDA: left out when innermost
+  kStartup,          // C library, _start: left out when outermost
+};
+
+struct Frame {
+  StringId name;
+  FrameKind kind = FrameKind::kUser;
+};
+
+struct Module {
+  std::string path;
+  std::string base;  // file name, for frame names
+  std::vector<Symbol> symbols;
+  bool machinery = false;
+  bool startup = false;
+};
+
+bool startsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+bool machineryModule(std::string_view file) {
+  for (std::string_view p : {"libproton", "libcupti", "libcuda.", "libcudart", "libnvrtc"})
+    if (startsWith(file, p)) return true;
+  // proton._C (bindings): its frames sit between the interpreter and libproton.
+  return startsWith(file, "_C.cpython") || startsWith(file, "_C.abi3");
+}
+
+bool machineryFunction(std::string_view fn) {
+  for (std::string_view p :
+       {"proton::", "proton_", "cuda", "__cuda", "cudart::", "__device_stub", "cuLaunch", "nvtx"})
+    if (startsWith(fn, p)) return true;
+  return false;
+}
+
+bool startupModule(std::string_view file) {
+  return startsWith(file, "libc.so") || startsWith(file, "libc-") || startsWith(file, "libstdc++");
+}
+
+class Symbolizer {
+ public:
+  // `lookup` is a return address; the call instruction is just before it.
+  Frame frame(uintptr_t lookup) {
+    auto it = frames_.find(lookup);
+    if (it != frames_.end()) return it->second;
+    Frame f = make(lookup);
+    frames_.emplace(lookup, f);
+    return f;
+  }
+
+  std::string name(uintptr_t lookup) {
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<void *>(lookup), &info) || !info.dli_fbase) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "?? (0x%" PRIxPTR ")", lookup);
+      return buf;
+    }
+    const Module &m = module(info);
+    uintptr_t base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    const Symbol *sym = find(m, lookup);
+    std::string fn = sym ? sym->name : info.dli_sname ? demangle(info.dli_sname) : "??";
+    char off[32];
+    std::snprintf(off, sizeof off, "+0x%" PRIxPTR ")", lookup - base);
+    return fn + " (" + m.base + off;
+  }
+
+ private:
+  Frame make(uintptr_t lookup) {
+    Frame f;
+    f.name = StringTable::global().intern(name(lookup));
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<void *>(lookup), &info) || !info.dli_fbase) return f;
+    const Module &m = module(info);
+    const Symbol *sym = find(m, lookup);
+    std::string_view fn = sym ? std::string_view(sym->name)
+                              : info.dli_sname ? std::string_view(info.dli_sname) : "";
+    if (m.machinery || machineryFunction(fn)) {
+      f.kind = FrameKind::kLaunchMachinery;
+    } else if (m.startup || fn == "_start") {
+      f.kind = FrameKind::kStartup;
+    }
+    return f;
+  }
+
+  static const Symbol *find(const Module &m, uintptr_t pc) {
+    auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), pc,
+                               [](uintptr_t v, const Symbol &s) { return v < s.start; });
+    if (it == m.symbols.begin()) return nullptr;
+    --it;
+    // A symbol without a size covers up to the next one.
+    if (it->size != 0 && pc >= it->start + it->size) return nullptr;
+    return &*it;
+  }
+
+  const Module &module(const Dl_info &info) {
+    uintptr_t base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    auto it = modules_.find(base);
+    if (it != modules_.end()) return *it->second;
+    auto m = std::make_unique<Module>();
+    m->path = info.dli_fname ? info.dli_fname : "";
+    std::string_view file = m->path;
+    if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
+      file = file.substr(slash + 1);
+    m->base = file.empty() ? "?" : std::string(file);
+    m->symbols = readSymbols(m->path.c_str(), base);
+    // The main program's name is argv[0] as typed, relative to a directory it may have left.
+    if (m->symbols.empty()) m->symbols = readSymbols("/proc/self/exe", base);
+    m->machinery = machineryModule(m->base);
+    m->startup = startupModule(m->base);
+    return *modules_.emplace(base, std::move(m)).first->second;
+  }
+
+  std::unordered_map<uintptr_t, Frame> frames_;
+  std::unordered_map<uintptr_t, std::unique_ptr<Module>> modules_;
+};
+
+// ---- unwinding and the stack cache ---------------------------------------------------------
+
+struct Unwound {
+  uintptr_t pcs[kMaxNativeFrames + 1];
+  size_t n = 0;
+};
+
+_Unwind_Reason_Code collect(_Unwind_Context *ctx, void *arg) {
+  auto *u = static_cast<Unwound *>(arg);
+  int beforeInsn = 0;
+  uintptr_t ip = _Unwind_GetIPInfo(ctx, &beforeInsn);
+  if (ip == 0) return _URC_END_OF_STACK;
+  // A return address points after the call: look up the call itself. A signal frame's
+  // address is the interrupted instruction.
+  u->pcs[u->n++] = beforeInsn ? ip : ip - 1;
+  return u->n > kMaxNativeFrames ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+uint64_t hashPcs(const uintptr_t *pcs, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= pcs[i];
+    h *= 0x100000001b3ull;
+  }
+  return h ^ n;
+}
+
+struct Shared {
+  std::mutex mu;
+  Symbolizer symbols;
+  std::unordered_map<uint64_t, const PythonStack *> byPcs;  // hash of addresses -> stack
+};
+
+Shared &shared() {
+  static Shared *s = new Shared();  // never destroyed: used from exit handlers
+  return *s;
+}
+
+const PythonStack *internUnwound(const Unwound &u, uint64_t hash) {
+  static Counter &truncated = Stats::global().counter("native_stacks_truncated");
+  Shared &s = shared();
+  std::lock_guard lock(s.mu);
+  if (auto it = s.byPcs.find(hash); it != s.byPcs.end()) return it->second;
+  // Innermost first, as unwound; index 0 is captureNativeStack itself.
+  std::vector<Frame> frames;
+  for (size_t i = 1; i < u.n && i <= kMaxNativeFrames; ++i) frames.push_back(s.symbols.frame(u.pcs[i]));
+  size_t inner = 0;
+  while (inner < frames.size() && frames[inner].kind == FrameKind::kLaunchMachinery) ++inner;
+  size_t outer = frames.size();
+  // A thread's outermost frames are its start routine: the C library's, and the C++ library's
+  // (which may be linked into libproton itself).
+  while (outer > inner && frames[outer - 1].kind != FrameKind::kUser) --outer;
+  std::vector<StringId> names;
+  if (u.n > kMaxNativeFrames) {
+    truncated.add();
+    names.push_back(StringTable::global().intern("[truncated]"));
+  }
+  for (size_t i = outer; i > inner; --i) names.push_back(frames[i - 1].name);
+  const PythonStack *stack = internPythonStack(names);
+  s.byPcs.emplace(hash, stack);
+  return stack;
+}
+
+struct CacheEntry {
+  uint64_t hash;
+  const PythonStack *stack;
+};
+constexpr size_t kCacheSize = 64;
+thread_local CacheEntry tlsCache[kCacheSize];
+
+}  // namespace
+
+const PythonStack *captureNativeStack() noexcept {
+  try {
+    Unwound u;
+    _Unwind_Backtrace(&collect, &u);
+    if (u.n == 0) return nullptr;
+    uint64_t hash = hashPcs(u.pcs, u.n);
+    CacheEntry &c = tlsCache[hash % kCacheSize];
+    if (c.stack && c.hash == hash) return c.stack;
+    const PythonStack *stack = internUnwound(u, hash);
+    c = CacheEntry{hash, stack};
+    return stack;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+std::string nativeFrameName(uintptr_t returnAddress) {
+  Shared &s = shared();
+  std::lock_guard lock(s.mu);
+  return s.symbols.name(returnAddress - 1);
+}
+
+void lockNativeStacksForFork() { shared().mu.lock(); }
+void unlockNativeStacksAfterFork(bool inChild) {
+  if (inChild)
+    new (&shared().mu) std::mutex();  // the recorded owner is the parent's thread
+  else
+    shared().mu.unlock();
+}
+
+size_t nativeStacksSeen() {
+  Shared &s = shared();
+  std::lock_guard lock(s.mu);
+  return s.byPcs.size();
+}
+
+}  // namespace proton

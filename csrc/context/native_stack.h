@@ -1,0 +1,54 @@
+// Native call stacks for context="native": the calling thread's C/C++ stack, unwound and
+// symbolised, as the context of each launch and scope, for programs with no annotations.
+//
+//   const PythonStack *s = captureNativeStack();  // launch path; frames outermost first
+//   for (StringId f : s->frames) ...              // "function (module+0xoffset)"
+//
+// Stacks use the interned stack type of the Python context (python_context.h): a stack is an
+// immutable list of interned frame names, and equal stacks are one object.
+//
+// What a frame is: the function that contains the call site (demangled; from the module's ELF
+// symbol table, .symtab or else .dynsym, so static functions of an executable built without
+// -rdynamic still get names) and the call site's offset in its module, so two call sites in
+// one function are two frames (as file:line is for Python). Frames are left out:
+// - innermost ones inside Proton, CUPTI, the CUDA driver or runtime (libproton, libcupti,
+//   libcuda, libcudart, functions named cuda*/__cuda*/cudart::*/__device_stub*/nvtx*,
+//   proton::*, proton_*): what called the launch is the context, not how it was made;
+// - outermost ones of the C and C++ libraries, `_start`, and Proton's (process and thread
+//   start-up).
+// A kernel launched with <<<...>>> has nvcc's host wrapper, named after the kernel, as its
+// innermost frame.
+// A stack deeper than kMaxNativeFrames keeps its innermost frames under one frame named
+// "[truncated]" (stat native_stacks_truncated).
+//
+// Threading: thread-safe. The fast path (a stack this thread saw recently) unwinds, hashes the
+// return addresses and looks them up in a thread-local cache: no lock, no allocation. A new
+// stack takes one mutex to symbolise its new addresses and intern it. Never throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "context/python_context.h"
+
+namespace proton {
+
+constexpr size_t kMaxNativeFrames = 128;
+
+// nullptr only when nothing could be unwound at all.
+const PythonStack *captureNativeStack() noexcept;
+
+// The frame name of the call whose return address is `returnAddress` ("main (app+0x1a2b)");
+// "?? (module+0xoffset)" when no symbol covers it, "?? (0xaddress)" outside any module.
+std::string nativeFrameName(uintptr_t returnAddress);
+
+// Around fork() (runtime/fork_safety.cc): taken before the Python stack table's lock and the
+// string table's (a new stack takes them while holding this one).
+void lockNativeStacksForFork();
+void unlockNativeStacksAfterFork(bool inChild);
+
+// Stacks interned by captureNativeStack so far (for tests and the stats table).
+size_t nativeStacksSeen();
+
+}  // namespace proton
