@@ -69,6 +69,7 @@ def main():
             (".nsys-rep",),
         )
     ratios = {name: [] for name in configs if name != "plain"}
+    seconds = {name: [] for name in configs}
     out_sizes = {}
     for _ in range(args.rounds):
         times = {}
@@ -79,16 +80,37 @@ def main():
                 out_sizes[name] = sizes(cwd, suffixes)
         for name, values in ratios.items():
             values.append(times[name] / times["plain"])
+        for name, t in times.items():
+            seconds[name].append(t)
     print(f"{args.launches} empty-kernel launches, {args.rounds} rounds (ratio to plain)")
     report = {}
+    plain_us = statistics.median(seconds["plain"]) / args.launches * 1e6
+    print(f"  {'plain':14s} {plain_us:6.2f} us per launch")
     for name, values in ratios.items():
         median = statistics.median(values)
         spread = max(values) - min(values)
-        report[name] = {"median_ratio": median, "spread": spread, "file_bytes": out_sizes.get(name)}
-        print(f"  {name:14s} {median:6.2f}x  (spread {spread:.2f})  file {out_sizes.get(name)} B")
+        us = statistics.median(seconds[name]) / args.launches * 1e6
+        report[name] = {
+            "median_ratio": median,
+            "spread": spread,
+            "us_per_launch": us,
+            "file_bytes": out_sizes.get(name),
+        }
+        print(
+            f"  {name:14s} {median:6.2f}x  (spread {spread:.2f})  {us:6.2f} us per launch "
+            f"(+{us - plain_us:.2f})  file {out_sizes.get(name)} B"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"launches": args.launches, "rounds": args.rounds, "results": report}, f)
+            json.dump(
+                {
+                    "launches": args.launches,
+                    "rounds": args.rounds,
+                    "plain_us_per_launch": plain_us,
+                    "results": report,
+                },
+                f,
+            )
 
 
 if __name__ == "__main__":
