@@ -32,7 +32,7 @@ namespace {
 struct Symbol {
   uintptr_t start = 0;  // run-time address
   uintptr_t size = 0;
-  std::string name;     // demangled
+  std::string name;  // demangled
 };
 
 std::string demangle(const char *name) {
@@ -185,8 +185,9 @@ class Symbolizer {
     if (!::dladdr(reinterpret_cast<void *>(lookup), &info) || !info.dli_fbase) return f;
     const Module &m = module(info);
     const Symbol *sym = find(m, lookup);
-    std::string_view fn = sym ? std::string_view(sym->name)
-                              : info.dli_sname ? std::string_view(info.dli_sname) : "";
+    std::string_view fn = sym              ? std::string_view(sym->name)
+                          : info.dli_sname ? std::string_view(info.dli_sname)
+                                           : "";
     if (m.machinery || machineryFunction(fn)) {
       f.kind = FrameKind::kLaunchMachinery;
     } else if (m.startup || fn == "_start") {
@@ -272,7 +273,8 @@ const PythonStack *internUnwound(const Unwound &u, uint64_t hash) {
   if (auto it = s.byPcs.find(hash); it != s.byPcs.end()) return it->second;
   // Innermost first, as unwound; index 0 is captureNativeStack itself.
   std::vector<Frame> frames;
-  for (size_t i = 1; i < u.n && i <= kMaxNativeFrames; ++i) frames.push_back(s.symbols.frame(u.pcs[i]));
+  for (size_t i = 1; i < u.n && i <= kMaxNativeFrames; ++i)
+    frames.push_back(s.symbols.frame(u.pcs[i]));
   size_t inner = 0;
   while (inner < frames.size() && frames[inner].kind == FrameKind::kLaunchMachinery) ++inner;
   size_t outer = frames.size();

@@ -102,8 +102,7 @@ TEST(NativeStackTest, AnotherThreadGetsTheSameStackForTheSameCalls) {
 TEST(NativeStackTest, FrameNamesUseTheSymbolTableAndTheModuleOffset) {
   auto address = reinterpret_cast<uintptr_t>(&middleCall);
   std::string name = proton::nativeFrameName(address + 5);  // inside middleCall
-  EXPECT_EQ(name.rfind("(anonymous namespace)::middleCall() (proton_tests+0x", 0), 0u)
-      << name;
+  EXPECT_EQ(name.rfind("(anonymous namespace)::middleCall() (proton_tests+0x", 0), 0u) << name;
   EXPECT_EQ(proton::nativeFrameName(16).rfind("?? (0x", 0), 0u);
 }
 

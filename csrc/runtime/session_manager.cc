@@ -440,7 +440,7 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
     for (size_t i = 0; i < m.entries.size(); ++i) {
       MirrorEntry &e = m.entries[i];
       e.node = usesCallStack(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {})
-                           : s.child(phase, parent, e.name);
+                                : s.child(phase, parent, e.name);
       if (e.node == kNoNode) e.node = kRootNode;  // phase vanished under us; next call fixes
       parent = e.node;
     }

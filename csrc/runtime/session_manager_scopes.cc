@@ -174,8 +174,7 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
   if (!profilingOn()) return {};
   TensorCopies copies;
   copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
-  const PythonStack *stack =
-      !copies.captured.empty() ? captureStack() : nullptr;
+  const PythonStack *stack = !copies.captured.empty() ? captureStack() : nullptr;
   CaptureContext captured;
   StringId scopeName;
   MetricTarget treeTargets[kMaxLiveSessions], traceTargets[kMaxLiveSessions];
