@@ -108,6 +108,13 @@ struct Marker {
   std::string path;
 };
 
+// A line that emits no instruction: blank, a comment (inline-asm delimiters are comments), or
+// a debug-line directive.
+bool isNotCode(std::string_view line) {
+  std::string_view t = trim(line);
+  return t.empty() || startsWith(t, "//") || startsWith(t, ".loc");
+}
+
 bool parseMarker(std::string_view line, Marker &m) {
   size_t at = line.find(kMarker);
   if (at == std::string_view::npos) return false;
@@ -127,7 +134,7 @@ class Emitter {
     Out o;
     size_t k = t_.paths.size();
     o << "\t.reg .pred \t%pt_q<4>;\n\t.reg .pred \t%pt_lead;\n"
-      << "\t.reg .b32 \t%pt_w<12>;\n\t.reg .b64 \t%pt_d<8>;\n"
+      << "\t.reg .b32 \t%pt_w<12>;\n\t.reg .b64 \t%pt_d<9>;\n"
       << "\t.reg .b32 \t%pt_u, %pt_x, %pt_sh, %pt_n;\n";
     if (!c_.trace) {
       o << "\t.reg ." << (c_.clock32 ? "b32" : "b64") << " \t%pt_s<" << k << ">;\n"
@@ -181,7 +188,12 @@ class Emitter {
     return o.str();
   }
 
-  std::string enter(size_t id) const {
+  // Markers with no instruction between them (nested or adjacent scopes: `with scope("a"):
+  // with scope("b"):`, or `exit_scope("a"); enter_scope("b")`) share one clock reading: the
+  // later one takes `reading`, the register the earlier one read the clock into (clockOf).
+  // A chain of k markers then costs one clock read, not k. Not with time_shift, which takes
+  // one read's cost off every scope end.
+  std::string enter(size_t id, const std::string &reading = {}) const {
     Out o;
     if (c_.trace) {
       event(o, static_cast<uint32_t>(id << 1));
@@ -191,31 +203,34 @@ class Emitter {
     // are found at the end, from the counts). The read is predicated on the recording lane:
     // a value only some lanes compute cannot live in a uniform register, so ptxas emits the
     // fixed-latency CS2R rather than S2UR.
-    if (c_.clock32)
-      o << "\t@%pt_lead mov.u32 \t%pt_s" << id << ", %clock;\n";
+    const char *type = c_.clock32 ? "u32" : "u64";
+    if (!reading.empty())
+      o << "\tmov." << type << " \t%pt_s" << id << ", " << reading << ";\n";
     else
-      o << "\t@%pt_lead mov.u64 \t%pt_s" << id << ", %clock64;\n";
+      o << "\t@%pt_lead mov." << type << " \t%pt_s" << id << ", "
+        << (c_.clock32 ? "%clock" : "%clock64") << ";\n";
     o << "\tadd.u32 \t%pt_e" << id << ", %pt_e" << id << ", 1;\n";
     return o.str();
   }
 
-  std::string exit(size_t id, bool crossing) const {
+  std::string exit(size_t id, bool crossing, const std::string &reading = {}) const {
     Out o;
     if (crossing) o << "\tadd.u32 \t%pt_x, %pt_x, 1;\n";
     if (c_.trace) {
       event(o, static_cast<uint32_t>(id << 1 | 1));
       return o.str();
     }
+    std::string now = reading.empty() ? clockOf('X', id) : reading;
     if (c_.clock32) {
-      o << "\tmov.u32 \t%pt_w6, 0;\n\t@%pt_lead mov.u32 \t%pt_w6, %clock;\n"
-        << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_s" << id << ";\n";
+      if (reading.empty()) o << "\tmov.u32 \t%pt_w9, 0;\n\t@%pt_lead mov.u32 \t%pt_w9, %clock;\n";
+      o << "\tsub.u32 \t%pt_w6, " << now << ", %pt_s" << id << ";\n";
       if (c_.timeShift)
         o << "\tmin.u32 \t%pt_w7, %pt_w6, %pt_sh;\n"
           << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_w7;\n";
       o << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n";
     } else {
-      o << "\tmov.u64 \t%pt_d6, 0;\n\t@%pt_lead mov.u64 \t%pt_d6, %clock64;\n"
-        << "\tsub.u64 \t%pt_d6, %pt_d6, %pt_s" << id << ";\n";
+      if (reading.empty()) o << "\tmov.u64 \t%pt_d8, 0;\n\t@%pt_lead mov.u64 \t%pt_d8, %clock64;\n";
+      o << "\tsub.u64 \t%pt_d6, " << now << ", %pt_s" << id << ";\n";
       if (c_.timeShift)
         o << "\tcvt.u64.u32 \t%pt_d7, %pt_sh;\n"
           << "\tmin.u64 \t%pt_d7, %pt_d6, %pt_d7;\n"
@@ -225,6 +240,13 @@ class Emitter {
       << "\tadd.u32 \t%pt_c" << id << ", %pt_c" << id << ", 1;\n";
     return o.str();
   }
+
+  // Tree: the register that holds the clock reading of an enter ('E') or exit of scope `id`.
+  std::string clockOf(char kind, size_t id) const {
+    if (kind == 'E') return "%pt_s" + std::to_string(id);
+    return c_.clock32 ? "%pt_w9" : "%pt_d8";
+  }
+  bool sharesReadings() const { return !c_.trace && !c_.timeShift; }
 
   std::string unmatched() const { return "\tadd.u32 \t%pt_u, %pt_u, 1;\n"; }
 
@@ -474,6 +496,21 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
       break;
     ++insertAt;
   }
+  // Which markers take the clock reading of the marker just before them (Emitter::enter).
+  std::vector<std::string> reading(lines.size());
+  if (emit.sharesReadings()) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      char kind = markers[i].kind;
+      if ((kind != 'E' && kind != 'X' && kind != 'C') || !ids.count(markers[i].path)) continue;
+      size_t j = i + 1;
+      while (j < e.end && markers[j].kind == 0 && isNotCode(lines[j])) ++j;
+      char next = j < e.end ? markers[j].kind : 0;
+      if ((next != 'E' && next != 'X' && next != 'C') || !ids.count(markers[j].path)) continue;
+      // An exit that reused a reading passes it on (it did not read into its own register).
+      reading[j] = !reading[i].empty() && kind != 'E' ? reading[i]
+                                                      : emit.clockOf(kind, ids[markers[i].path]);
+    }
+  }
   size_t rets = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i == insertAt) out += emit.declarations() + emit.prologue(e.lastParam);
@@ -487,9 +524,9 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     if (m.kind == 'U' || id == ids.end())
       out += emit.unmatched();
     else if (m.kind == 'E')
-      out += emit.enter(id->second);
+      out += emit.enter(id->second, reading[i]);
     else
-      out += emit.exit(id->second, m.kind == 'C');
+      out += emit.exit(id->second, m.kind == 'C', reading[i]);
   }
   if (rets == 0) return invalidArgument("[PROTON] kernel entry without a return");
   return RewriteResult{std::move(out), std::move(t)};

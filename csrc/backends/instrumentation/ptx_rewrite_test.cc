@@ -52,10 +52,12 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d0]"), 1u);
   EXPECT_EQ(count(r.ptx, "@!%pt_lead bra \t$pt_skip0;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
-  // Each marker keeps its line and gets one clock read; the kernel scope adds two more.
+  // Each marker keeps its line and gets one clock read, but for the enter of "mma", which
+  // directly follows the exit of "load" and takes its reading; the kernel scope adds two.
   EXPECT_EQ(count(r.ptx, "// @proton:"), 4u);
-  EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_s"), 3u);  // lane-predicated: not S2UR
-  EXPECT_EQ(count(r.ptx, "%clock;"), 6u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_s"), 2u);  // lane-predicated: not S2UR
+  EXPECT_EQ(count(r.ptx, "%clock;"), 5u);
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_s2, %pt_w9;"), 1u);
   // An enter is the clock and a count; an exit without time_shift has no min/sub pair.
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_e"), 3u);
   EXPECT_EQ(count(r.ptx, "min.u32"), 0u);
@@ -69,6 +71,43 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx.substr(0, epilogue), "%ctaid"),
             count(golden("instrumentation_matmul_markers.ptx"), "%ctaid"));
   EXPECT_EQ(count(r.ptx.substr(epilogue), "%ctaid.z"), 1u);
+}
+
+TEST(PtxRewrite, MarkersBackToBackShareOneClockRead) {
+  std::string ptx = golden("instrumentation_matmul_markers.ptx");
+  const std::string exitLoad = "// @proton:X:6c6f6164\n";
+  size_t at = ptx.find(exitLoad);
+  ASSERT_NE(at, std::string::npos);
+  // An instruction between the exit of "load" and the enter of "mma": each reads its own.
+  std::string apart = ptx;
+  apart.insert(at + exitLoad.size(), "\tadd.s32 \t%r1, %r1, 0;\n");
+  RewriteResult r = rewrite(apart, "proton:tree:1:256:*:");
+  EXPECT_EQ(count(r.ptx, "%clock;"), 6u);
+  EXPECT_EQ(count(r.ptx, "%pt_w9;"), 0u);
+  // Nested scopes: the inner enter takes the outer enter's reading, the outer exit the inner
+  // exit's. ("load" gets a scope "inner" right inside it: markers back to back.)
+  std::string nested = ptx;
+  const std::string enterLoad = "// @proton:E:6c6f6164\n";
+  const std::string inner = "6c6f61641f696e6e6572";  // "load\x1finner"
+  nested.insert(nested.find(enterLoad) + enterLoad.size(),
+                "\tmov.u32 %r990, 0; // @proton:E:" + inner + "\n");
+  size_t exitAt = nested.find(exitLoad);
+  nested.insert(nested.rfind('\n', exitAt) + 1, "\tmov.u32 %r991, 0; // @proton:X:" + inner + "\n");
+  RewriteResult n = rewrite(nested, "proton:tree:1:256:*:");
+  ASSERT_EQ(n.table.paths, (std::vector<std::string>{"", "load", "load\x1finner", "mma"}));
+  EXPECT_EQ(count(n.ptx, "%clock;"), 5u);  // kernel 2, load/inner enter 1, exits 1, mma exit 1
+  EXPECT_EQ(count(n.ptx, "mov.u32 \t%pt_s2, %pt_s1;"), 1u);
+  EXPECT_EQ(count(n.ptx, "sub.u32 \t%pt_w6, %pt_w9, %pt_s1;"), 1u);
+  EXPECT_EQ(count(n.ptx, "mov.u32 \t%pt_s3, %pt_w9;"), 1u);  // mma after load's exit
+  // time_shift takes one read's cost off every scope: each marker keeps its own read.
+  EXPECT_EQ(count(rewrite(ptx, "proton:tree:1:256:*:time_shift").ptx, "%pt_lead mov.u32"), 6u);
+  // 64-bit clocks share the reading the same way.
+  RewriteResult wide = rewrite(ptx, "proton:tree:1:256:*:clock64");
+  EXPECT_EQ(count(wide.ptx, "%clock64;"), 5u);
+  EXPECT_EQ(count(wide.ptx, "mov.u64 \t%pt_s2, %pt_d8;"), 1u);
+  // Trace events keep one timestamp each.
+  RewriteResult trace = rewrite(ptx, "proton:trace:1:256:*:");
+  EXPECT_EQ(count(trace.ptx, "%pt_w9;"), 0u);
 }
 
 TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
