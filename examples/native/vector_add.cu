@@ -98,7 +98,10 @@ int main(int argc, char **argv) {
   if (hang) {
     std::printf("waiting for a signal\n");
     std::fflush(stdout);
-    pause();
+    // pause() returns once a handler has run (Proton's hands SIGTERM to its writer thread and
+    // returns); waiting again leaves the program to that thread's re-raised signal instead of
+    // racing it to exit().
+    for (;;) pause();
   }
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
