@@ -11,6 +11,7 @@ returned samples without PCs (pc_samples_in_non_user_kernels), so that no line g
 """
 
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -46,6 +47,30 @@ def test_sampling_in_a_fresh_process():
     print(result.stdout[-2000:])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert "6 passed" in result.stdout, result.stdout[-3000:]
+
+
+def test_sampling_after_twenty_earlier_sessions(tmp_path):
+    """Issue 14's sequence: earlier sessions of every kind, then sampling a kernel that is
+    compiled and loaded inside the sampling session, in a process of its own."""
+    if os.environ.get(_FRESH) == "1":
+        pytest.skip("runs from the outer process")
+    script = os.path.join(os.path.dirname(__file__), "pcsampling_after_sessions.py")
+    result = subprocess.run(
+        [sys.executable, script],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    kernels = report["kernels"]
+    assert kernels["chase_kernel"][0] == 3, report
+    assert kernels["torch"][0] == 3, report
+    # Both kernels' samples have PCs: they land on the kernels, hardly any outside them.
+    assert kernels["chase_kernel"][1] > 0 and kernels["torch"][1] > 0, report
+    assert report["non_user"] < 0.01 * report["total"], report
 
 
 @triton.jit
