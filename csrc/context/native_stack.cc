@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,7 +33,7 @@ namespace {
 struct Symbol {
   uintptr_t start = 0;  // run-time address
   uintptr_t size = 0;
-  std::string name;  // demangled
+  const char *name = nullptr;  // mangled, inside the module's file mapping
 };
 
 std::string demangle(const char *name) {
@@ -46,7 +47,9 @@ std::string demangle(const char *name) {
 
 // Function symbols of the ELF file at `path`, relocated by `base` (the address dladdr gave
 // for the module), sorted by address. .symtab when present (static functions included),
-// else .dynsym. Empty when the file cannot be read.
+// else .dynsym. Empty when the file cannot be read. The names point into a read-only mapping
+// of the file that stays for the life of the process (pages are read only when a name is),
+// and are demangled only for the frames looked up: libtorch_cuda.so alone has some 100k.
 std::vector<Symbol> readSymbols(const char *path, uintptr_t base) {
   std::vector<Symbol> out;
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -95,13 +98,13 @@ std::vector<Symbol> readSymbols(const char *path, uintptr_t base) {
             continue;
           const char *name = names + syms[k].st_name;
           if (!std::memchr(name, 0, strs.sh_size - syms[k].st_name)) continue;
-          out.push_back(Symbol{bias + syms[k].st_value, syms[k].st_size, demangle(name)});
+          out.push_back(Symbol{bias + syms[k].st_value, syms[k].st_size, name});
         }
       }
       if (!out.empty()) break;
     }
   }
-  ::munmap(map, size);
+  if (out.empty()) ::munmap(map, size);  // else kept: the names live there
   std::sort(out.begin(), out.end(),
             [](const Symbol &a, const Symbol &b) { return a.start < b.start; });
   return out;
@@ -146,6 +149,14 @@ bool machineryFunction(std::string_view fn) {
   return false;
 }
 
+// Where the main program is loaded (its program headers lie in its first segment).
+uintptr_t mainProgramBase() {
+  Dl_info info{};
+  void *headers = reinterpret_cast<void *>(getauxval(AT_PHDR));
+  if (!headers || !::dladdr(headers, &info)) return 0;
+  return reinterpret_cast<uintptr_t>(info.dli_fbase);
+}
+
 bool startupModule(std::string_view file) {
   return startsWith(file, "libc.so") || startsWith(file, "libc-") || startsWith(file, "libstdc++");
 }
@@ -161,36 +172,45 @@ class Symbolizer {
     return f;
   }
 
-  std::string name(uintptr_t lookup) {
+  std::string name(uintptr_t lookup) { return describe(lookup).text; }
+
+ private:
+  struct Described {
+    std::string text;                // "function (module+0xoffset)"
+    std::string function;            // demangled; empty when unknown
+    const Module *module = nullptr;  // nullptr outside any module
+  };
+
+  Described describe(uintptr_t lookup) {
+    Described d;
     Dl_info info{};
     if (!::dladdr(reinterpret_cast<void *>(lookup), &info) || !info.dli_fbase) {
       char buf[48];
       std::snprintf(buf, sizeof buf, "?? (0x%" PRIxPTR ")", lookup);
-      return buf;
+      d.text = buf;
+      return d;
     }
-    const Module &m = module(info);
-    uintptr_t base = reinterpret_cast<uintptr_t>(info.dli_fbase);
-    const Symbol *sym = find(m, lookup);
-    std::string fn = sym ? sym->name : info.dli_sname ? demangle(info.dli_sname) : "??";
+    d.module = &module(info);
+    const Symbol *sym = find(*d.module, lookup);
+    if (sym)
+      d.function = demangle(sym->name);
+    else if (info.dli_sname)
+      d.function = demangle(info.dli_sname);
     char off[32];
-    std::snprintf(off, sizeof off, "+0x%" PRIxPTR ")", lookup - base);
-    return fn + " (" + m.base + off;
+    std::snprintf(off, sizeof off, "+0x%" PRIxPTR ")",
+                  lookup - reinterpret_cast<uintptr_t>(info.dli_fbase));
+    d.text = (d.function.empty() ? std::string("??") : d.function) + " (" + d.module->base + off;
+    return d;
   }
 
- private:
   Frame make(uintptr_t lookup) {
+    Described d = describe(lookup);
     Frame f;
-    f.name = StringTable::global().intern(name(lookup));
-    Dl_info info{};
-    if (!::dladdr(reinterpret_cast<void *>(lookup), &info) || !info.dli_fbase) return f;
-    const Module &m = module(info);
-    const Symbol *sym = find(m, lookup);
-    std::string_view fn = sym              ? std::string_view(sym->name)
-                          : info.dli_sname ? std::string_view(info.dli_sname)
-                                           : "";
-    if (m.machinery || machineryFunction(fn)) {
+    f.name = StringTable::global().intern(d.text);
+    if (!d.module) return f;
+    if (d.module->machinery || machineryFunction(d.function)) {
       f.kind = FrameKind::kLaunchMachinery;
-    } else if (m.startup || fn == "_start") {
+    } else if (d.module->startup || d.function == "_start") {
       f.kind = FrameKind::kStartup;
     }
     return f;
@@ -216,11 +236,16 @@ class Symbolizer {
     if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
       file = file.substr(slash + 1);
     m->base = file.empty() ? "?" : std::string(file);
-    m->symbols = readSymbols(m->path.c_str(), base);
-    // The main program's name is argv[0] as typed, relative to a directory it may have left.
-    if (m->symbols.empty()) m->symbols = readSymbols("/proc/self/exe", base);
     m->machinery = machineryModule(m->base);
     m->startup = startupModule(m->base);
+    // The launch machinery's frames are left out by their module: no need for its symbols
+    // (dladdr's exported name, if any, serves the rare frame of it that stays).
+    if (!m->machinery) {
+      m->symbols = readSymbols(m->path.c_str(), base);
+      // The main program's name is argv[0] as typed, relative to a directory it may have left.
+      if (m->symbols.empty() && base == mainProgramBase())
+        m->symbols = readSymbols("/proc/self/exe", base);
+    }
     return *modules_.emplace(base, std::move(m)).first->second;
   }
 
