@@ -24,9 +24,8 @@ def path_to(node, name, above=()):
 
 def test_scopes_sit_under_the_interpreters_native_frames(tmp_path):
     proton.start(str(tmp_path / "nat"), context="native")
-    with proton.scope("outer"):
-        with proton.scope("inner"):
-            pass
+    with proton.scope("outer"), proton.scope("inner"):
+        pass
     proton.finalize()
     with open(tmp_path / "nat.hatchet") as f:
         root = json.load(f)[0]
