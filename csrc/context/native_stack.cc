@@ -84,7 +84,9 @@ std::vector<Symbol> readSymbols(const char *path, uintptr_t base) {
     const auto *sh = reinterpret_cast<const Elf64_Shdr *>(bytes + eh->e_shoff);
     for (uint32_t want : {uint32_t{SHT_SYMTAB}, uint32_t{SHT_DYNSYM}}) {
       for (int i = 0; i < eh->e_shnum && out.empty(); ++i) {
-        if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
+        if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum ||
+            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_offset % alignof(Elf64_Sym) != 0)
+          continue;
         const Elf64_Shdr &strs = sh[sh[i].sh_link];
         if (!inside(sh[i].sh_offset, sh[i].sh_size) || !inside(strs.sh_offset, strs.sh_size))
           continue;
@@ -157,22 +159,51 @@ uintptr_t mainProgramBase() {
   return reinterpret_cast<uintptr_t>(info.dli_fbase);
 }
 
+// Read when this library is loaded (dladdr then runs under the loader's own lock, which the
+// loading thread holds), never later from a function-local static: its initialisation guard
+// would be a lock held across dladdr.
+const uintptr_t gMainBase = mainProgramBase();
+
 bool startupModule(std::string_view file) {
-  return startsWith(file, "libc.so") || startsWith(file, "libc-") || startsWith(file, "libstdc++");
+  for (std::string_view p : {"libc.so", "libc-", "libstdc++", "libpthread", "ld-linux"})
+    if (startsWith(file, p)) return true;
+  return false;
 }
 
+// Where a return address lies, as dladdr says. Resolved before Shared::mu is taken: dladdr
+// waits for the dynamic loader's lock, which dlopen holds while a library's constructors run,
+// and a constructor may launch a kernel (and so ask for a stack) while we hold ours.
+struct Place {
+  uintptr_t lookup = 0;  // the call instruction (a return address minus one)
+  Dl_info info{};
+  bool found = false;
+};
+
+Place locate(uintptr_t lookup) {
+  Place p;
+  p.lookup = lookup;
+  p.found = ::dladdr(reinterpret_cast<void *>(lookup), &p.info) && p.info.dli_fbase;
+  return p;
+}
+
+// Names and kinds of frames, cached per address; modules' symbols, read once per module.
+// Owned by Shared (under its mutex); it calls nothing that takes the loader's lock.
 class Symbolizer {
  public:
-  // `lookup` is a return address; the call instruction is just before it.
-  Frame frame(uintptr_t lookup) {
-    auto it = frames_.find(lookup);
+  Frame frame(const Place &p) {
+    auto it = frames_.find(p.lookup);
     if (it != frames_.end()) return it->second;
-    Frame f = make(lookup);
-    frames_.emplace(lookup, f);
+    Frame f = make(p);
+    frames_.emplace(p.lookup, f);
     return f;
   }
 
-  std::string name(uintptr_t lookup) { return describe(lookup).text; }
+  bool known(uintptr_t lookup) const { return frames_.count(lookup) != 0; }
+
+  std::string name(const Place &p) { return describe(p).text; }
+
+  // Set once, before the first module is read (dladdr, so outside the lock).
+  void setMainProgramBase(uintptr_t base) { mainBase_ = base; }
 
  private:
   struct Described {
@@ -181,30 +212,29 @@ class Symbolizer {
     const Module *module = nullptr;  // nullptr outside any module
   };
 
-  Described describe(uintptr_t lookup) {
+  Described describe(const Place &p) {
     Described d;
-    Dl_info info{};
-    if (!::dladdr(reinterpret_cast<void *>(lookup), &info) || !info.dli_fbase) {
+    if (!p.found) {
       char buf[48];
-      std::snprintf(buf, sizeof buf, "?? (0x%" PRIxPTR ")", lookup);
+      std::snprintf(buf, sizeof buf, "?? (0x%" PRIxPTR ")", p.lookup);
       d.text = buf;
       return d;
     }
-    d.module = &module(info);
-    const Symbol *sym = find(*d.module, lookup);
+    d.module = &module(p.info);
+    const Symbol *sym = find(*d.module, p.lookup);
     if (sym)
       d.function = demangle(sym->name);
-    else if (info.dli_sname)
-      d.function = demangle(info.dli_sname);
+    else if (p.info.dli_sname)
+      d.function = demangle(p.info.dli_sname);
     char off[32];
     std::snprintf(off, sizeof off, "+0x%" PRIxPTR ")",
-                  lookup - reinterpret_cast<uintptr_t>(info.dli_fbase));
+                  p.lookup - reinterpret_cast<uintptr_t>(p.info.dli_fbase));
     d.text = (d.function.empty() ? std::string("??") : d.function) + " (" + d.module->base + off;
     return d;
   }
 
-  Frame make(uintptr_t lookup) {
-    Described d = describe(lookup);
+  Frame make(const Place &p) {
+    Described d = describe(p);
     Frame f;
     f.name = StringTable::global().intern(d.text);
     if (!d.module) return f;
@@ -239,16 +269,14 @@ class Symbolizer {
     m->machinery = machineryModule(m->base);
     m->startup = startupModule(m->base);
     // The launch machinery's frames are left out by their module: no need for its symbols
-    // (dladdr's exported name, if any, serves the rare frame of it that stays).
-    if (!m->machinery) {
-      m->symbols = readSymbols(m->path.c_str(), base);
-      // The main program's name is argv[0] as typed, relative to a directory it may have left.
-      if (m->symbols.empty() && base == mainProgramBase())
-        m->symbols = readSymbols("/proc/self/exe", base);
-    }
+    // (dladdr's exported name, if any, serves the rare frame of it that stays). The main
+    // program's dli_fname is argv[0] as typed, which may name another file from here.
+    if (!m->machinery)
+      m->symbols = readSymbols(base == mainBase_ ? "/proc/self/exe" : m->path.c_str(), base);
     return *modules_.emplace(base, std::move(m)).first->second;
   }
 
+  uintptr_t mainBase_ = 0;
   std::unordered_map<uintptr_t, Frame> frames_;
   std::unordered_map<uintptr_t, std::unique_ptr<Module>> modules_;
 };
@@ -256,8 +284,13 @@ class Symbolizer {
 // ---- unwinding and the stack cache ---------------------------------------------------------
 
 struct Unwound {
-  uintptr_t pcs[kMaxNativeFrames + 1];
+  // [0] is captureNativeStack itself, then up to kMaxNativeFrames frames, then one more slot
+  // that is filled only when the stack is deeper than that.
+  static constexpr size_t kCapacity = kMaxNativeFrames + 2;
+  uintptr_t pcs[kCapacity];
   size_t n = 0;
+  bool truncated() const { return n == kCapacity; }
+  size_t end() const { return std::min(n, kCapacity - 1); }  // one past the last frame kept
 };
 
 _Unwind_Reason_Code collect(_Unwind_Context *ctx, void *arg) {
@@ -268,22 +301,27 @@ _Unwind_Reason_Code collect(_Unwind_Context *ctx, void *arg) {
   // A return address points after the call: look up the call itself. A signal frame's
   // address is the interrupted instruction.
   u->pcs[u->n++] = beforeInsn ? ip : ip - 1;
-  return u->n > kMaxNativeFrames ? _URC_END_OF_STACK : _URC_NO_REASON;
+  return u->n == Unwound::kCapacity ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-uint64_t hashPcs(const uintptr_t *pcs, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= pcs[i];
-    h *= 0x100000001b3ull;
+// Two independent 64-bit hashes of the addresses: the per-thread cache keys on both, so two
+// different stacks would have to collide in 128 bits to be taken for one another.
+uint64_t hashPcs(const Unwound &u, uint64_t seed, uint64_t prime) {
+  uint64_t h = seed;
+  for (size_t i = 0; i < u.n; ++i) {
+    h ^= u.pcs[i];
+    h *= prime;
+    h ^= h >> 29;
   }
-  return h ^ n;
+  return h ^ u.n;
 }
 
 struct Shared {
   std::mutex mu;
   Symbolizer symbols;
-  std::unordered_map<uint64_t, const PythonStack *> byPcs;  // hash of addresses -> stack
+  // Addresses -> stack. Keyed by hash; the addresses are compared, so a collision is told
+  // apart.
+  std::unordered_multimap<uint64_t, std::pair<std::vector<uintptr_t>, const PythonStack *>> byPcs;
 };
 
 Shared &shared() {
@@ -291,15 +329,40 @@ Shared &shared() {
   return *s;
 }
 
+const PythonStack *findLocked(Shared &s, const std::vector<uintptr_t> &pcs, uint64_t hash) {
+  auto range = s.byPcs.equal_range(hash);
+  for (auto it = range.first; it != range.second; ++it)
+    if (it->second.first == pcs) return it->second.second;
+  return nullptr;
+}
+
 const PythonStack *internUnwound(const Unwound &u, uint64_t hash) {
   static Counter &truncated = Stats::global().counter("native_stacks_truncated");
   Shared &s = shared();
+  std::vector<uintptr_t> pcs(u.pcs, u.pcs + u.n);
+  std::vector<uintptr_t> unknown;
+  {
+    std::lock_guard lock(s.mu);
+    if (const PythonStack *found = findLocked(s, pcs, hash)) return found;
+    for (size_t i = 1; i < u.end(); ++i)
+      if (!s.symbols.known(u.pcs[i])) unknown.push_back(u.pcs[i]);
+  }
+  // Where the new addresses lie, asked of the loader without holding our lock.
+  std::vector<Place> places;
+  places.reserve(unknown.size());
+  for (uintptr_t pc : unknown) places.push_back(locate(pc));
   std::lock_guard lock(s.mu);
-  if (auto it = s.byPcs.find(hash); it != s.byPcs.end()) return it->second;
-  // Innermost first, as unwound; index 0 is captureNativeStack itself.
+  if (const PythonStack *found = findLocked(s, pcs, hash)) return found;  // another thread
+  s.symbols.setMainProgramBase(gMainBase);
+  for (const Place &p : places) s.symbols.frame(p);
+  // Innermost first, as unwound; index 0 is captureNativeStack itself. Every address is
+  // known now (a lookup by address alone finds the cached frame).
   std::vector<Frame> frames;
-  for (size_t i = 1; i < u.n && i <= kMaxNativeFrames; ++i)
-    frames.push_back(s.symbols.frame(u.pcs[i]));
+  for (size_t i = 1; i < u.end(); ++i) {
+    Place cached;
+    cached.lookup = u.pcs[i];
+    frames.push_back(s.symbols.frame(cached));
+  }
   size_t inner = 0;
   while (inner < frames.size() && frames[inner].kind == FrameKind::kLaunchMachinery) ++inner;
   size_t outer = frames.size();
@@ -307,18 +370,19 @@ const PythonStack *internUnwound(const Unwound &u, uint64_t hash) {
   // (which may be linked into libproton itself).
   while (outer > inner && frames[outer - 1].kind != FrameKind::kUser) --outer;
   std::vector<StringId> names;
-  if (u.n > kMaxNativeFrames) {
+  if (u.truncated()) {
     truncated.add();
     names.push_back(StringTable::global().intern("[truncated]"));
   }
   for (size_t i = outer; i > inner; --i) names.push_back(frames[i - 1].name);
   const PythonStack *stack = internPythonStack(names);
-  s.byPcs.emplace(hash, stack);
+  s.byPcs.emplace(hash, std::make_pair(std::move(pcs), stack));
   return stack;
 }
 
 struct CacheEntry {
   uint64_t hash;
+  uint64_t check;  // the second hash
   const PythonStack *stack;
 };
 constexpr size_t kCacheSize = 64;
@@ -331,11 +395,12 @@ const PythonStack *captureNativeStack() noexcept {
     Unwound u;
     _Unwind_Backtrace(&collect, &u);
     if (u.n == 0) return nullptr;
-    uint64_t hash = hashPcs(u.pcs, u.n);
+    uint64_t hash = hashPcs(u, 0xcbf29ce484222325ull, 0x100000001b3ull);
+    uint64_t check = hashPcs(u, 0x9e3779b97f4a7c15ull, 0xff51afd7ed558ccdull);
     CacheEntry &c = tlsCache[hash % kCacheSize];
-    if (c.stack && c.hash == hash) return c.stack;
+    if (c.stack && c.hash == hash && c.check == check) return c.stack;
     const PythonStack *stack = internUnwound(u, hash);
-    c = CacheEntry{hash, stack};
+    c = CacheEntry{hash, check, stack};
     return stack;
   } catch (...) {
     return nullptr;
@@ -343,9 +408,11 @@ const PythonStack *captureNativeStack() noexcept {
 }
 
 std::string nativeFrameName(uintptr_t returnAddress) {
+  Place p = locate(returnAddress - 1);
   Shared &s = shared();
   std::lock_guard lock(s.mu);
-  return s.symbols.name(returnAddress - 1);
+  s.symbols.setMainProgramBase(gMainBase);
+  return s.symbols.name(p);
 }
 
 void lockNativeStacksForFork() { shared().mu.lock(); }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
 #include <thread>
@@ -97,6 +98,29 @@ TEST(NativeStackTest, AnotherThreadGetsTheSameStackForTheSameCalls) {
   EXPECT_EQ(here, there);
   // A thread's stack starts in the thread library's start routine, which is left out.
   EXPECT_EQ(names(here).front().find("start_thread"), std::string::npos);
+}
+
+__attribute__((noinline)) const PythonStack *recurse(int depth) {
+  const PythonStack *s = depth == 0 ? proton::captureNativeStack() : recurse(depth - 1);
+  asm volatile("" ::: "memory");
+  return s;
+}
+
+TEST(NativeStackTest, DeepStacksKeepTheirInnermostFramesUnderTruncated) {
+  std::vector<std::string> deep = names(recurse(300));
+  ASSERT_EQ(deep.size(), proton::kMaxNativeFrames + 1);
+  EXPECT_EQ(deep.front(), "[truncated]");
+  for (size_t i = 1; i < deep.size(); ++i)
+    EXPECT_EQ(deep[i].rfind("(anonymous namespace)::recurse(int) (", 0), 0u) << deep[i];
+  // A stack that fits is kept whole, with no marker.
+  std::vector<std::string> shallow = names(recurse(10));
+  EXPECT_NE(shallow.front(), "[truncated]");
+  EXPECT_EQ(std::count_if(shallow.begin(), shallow.end(),
+                          [](const std::string &f) {
+                            return f.rfind("(anonymous", 0) == 0 &&
+                                   f.find("recurse") != std::string::npos;
+                          }),
+            11);
 }
 
 TEST(NativeStackTest, FrameNamesUseTheSymbolTableAndTheModuleOffset) {

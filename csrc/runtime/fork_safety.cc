@@ -15,8 +15,10 @@
 namespace proton {
 namespace {
 
-// Every lock here is a leaf (nothing else is taken or awaited while it is held), so taking
-// them in this order cannot deadlock with any other thread.
+// Taken in the order they nest: the native stack table's lock is held while the Python stack
+// table's, the string table's and the stats table's are taken; every other lock here is a
+// leaf (nothing else is taken or awaited while it is held). So taking them in this order
+// cannot deadlock with any other thread.
 void beforeFork() {
   ThreadContext::lockRegistryForFork();
   lockNativeStacksForFork();
