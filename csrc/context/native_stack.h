@@ -22,8 +22,13 @@
 // "[truncated]" (stat native_stacks_truncated).
 //
 // Threading: thread-safe. The fast path (a stack this thread saw recently) unwinds, hashes the
-// return addresses and looks them up in a thread-local cache: no lock, no allocation. A new
-// stack takes one mutex to symbolise its new addresses and intern it. Never throws.
+// return addresses twice and looks them up in a thread-local cache: no lock of ours, no
+// allocation (the unwinder itself is lock-free with glibc 2.35+ and libgcc 12+). A new stack
+// asks the dynamic loader where its new addresses lie (dladdr) without holding our lock, then
+// takes one mutex to symbolise and intern it. Never throws.
+//
+// Caches are kept for the life of the process: a library unloaded (dlclose) and another
+// loaded at the same address would show the first one's names.
 #pragma once
 
 #include <cstddef>
