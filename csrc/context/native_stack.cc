@@ -198,12 +198,13 @@ class Symbolizer {
     return f;
   }
 
-  bool known(uintptr_t lookup) const { return frames_.count(lookup) != 0; }
+  // The frame of an address seen before, or nullptr.
+  const Frame *cached(uintptr_t lookup) const {
+    auto it = frames_.find(lookup);
+    return it == frames_.end() ? nullptr : &it->second;
+  }
 
   std::string name(const Place &p) { return describe(p).text; }
-
-  // Set once, before the first module is read (dladdr, so outside the lock).
-  void setMainProgramBase(uintptr_t base) { mainBase_ = base; }
 
  private:
   struct Described {
@@ -272,11 +273,10 @@ class Symbolizer {
     // (dladdr's exported name, if any, serves the rare frame of it that stays). The main
     // program's dli_fname is argv[0] as typed, which may name another file from here.
     if (!m->machinery)
-      m->symbols = readSymbols(base == mainBase_ ? "/proc/self/exe" : m->path.c_str(), base);
+      m->symbols = readSymbols(base == gMainBase ? "/proc/self/exe" : m->path.c_str(), base);
     return *modules_.emplace(base, std::move(m)).first->second;
   }
 
-  uintptr_t mainBase_ = 0;
   std::unordered_map<uintptr_t, Frame> frames_;
   std::unordered_map<uintptr_t, std::unique_ptr<Module>> modules_;
 };
@@ -345,7 +345,7 @@ const PythonStack *internUnwound(const Unwound &u, uint64_t hash) {
     std::lock_guard lock(s.mu);
     if (const PythonStack *found = findLocked(s, pcs, hash)) return found;
     for (size_t i = 1; i < u.end(); ++i)
-      if (!s.symbols.known(u.pcs[i])) unknown.push_back(u.pcs[i]);
+      if (!s.symbols.cached(u.pcs[i])) unknown.push_back(u.pcs[i]);
   }
   // Where the new addresses lie, asked of the loader without holding our lock.
   std::vector<Place> places;
@@ -353,15 +353,13 @@ const PythonStack *internUnwound(const Unwound &u, uint64_t hash) {
   for (uintptr_t pc : unknown) places.push_back(locate(pc));
   std::lock_guard lock(s.mu);
   if (const PythonStack *found = findLocked(s, pcs, hash)) return found;  // another thread
-  s.symbols.setMainProgramBase(gMainBase);
   for (const Place &p : places) s.symbols.frame(p);
-  // Innermost first, as unwound; index 0 is captureNativeStack itself. Every address is
-  // known now (a lookup by address alone finds the cached frame).
+  // Innermost first, as unwound; index 0 is captureNativeStack itself. Every address has
+  // its frame now.
   std::vector<Frame> frames;
   for (size_t i = 1; i < u.end(); ++i) {
-    Place cached;
-    cached.lookup = u.pcs[i];
-    frames.push_back(s.symbols.frame(cached));
+    const Frame *f = s.symbols.cached(u.pcs[i]);
+    frames.push_back(f ? *f : Frame{});
   }
   size_t inner = 0;
   while (inner < frames.size() && frames[inner].kind == FrameKind::kLaunchMachinery) ++inner;
@@ -411,7 +409,6 @@ std::string nativeFrameName(uintptr_t returnAddress) {
   Place p = locate(returnAddress - 1);
   Shared &s = shared();
   std::lock_guard lock(s.mu);
-  s.symbols.setMainProgramBase(gMainBase);
   return s.symbols.name(p);
 }
 
