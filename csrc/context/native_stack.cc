@@ -17,11 +17,11 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "core/fork_lock.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 
@@ -413,12 +413,7 @@ std::string nativeFrameName(uintptr_t returnAddress) {
 }
 
 void lockNativeStacksForFork() { shared().mu.lock(); }
-void unlockNativeStacksAfterFork(bool inChild) {
-  if (inChild)
-    new (&shared().mu) std::mutex();  // the recorded owner is the parent's thread
-  else
-    shared().mu.unlock();
-}
+void unlockNativeStacksAfterFork(bool inChild) { releaseAfterFork(shared().mu, inChild); }
 
 size_t nativeStacksSeen() {
   Shared &s = shared();

@@ -3,8 +3,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <unordered_map>
+
+#include "core/fork_lock.h"
 
 namespace proton {
 namespace {
@@ -63,12 +64,7 @@ const PythonStack *emptyPythonStack() {
 }
 
 void lockPythonStacksForFork() { table().mu.lock(); }
-void unlockPythonStacksAfterFork(bool inChild) {
-  if (inChild)
-    new (&table().mu) std::mutex();  // the recorded owner is the parent's thread
-  else
-    table().mu.unlock();
-}
+void unlockPythonStacksAfterFork(bool inChild) { releaseAfterFork(table().mu, inChild); }
 
 size_t internedPythonStacks() {
   StackTable &t = table();

@@ -4,7 +4,8 @@
 #include <unistd.h>
 
 #include <mutex>
-#include <new>
+
+#include "core/fork_lock.h"
 
 namespace proton {
 namespace {
@@ -52,12 +53,7 @@ ThreadContext &ThreadContext::current() {
 }
 
 void ThreadContext::lockRegistryForFork() { mainMu.lock(); }
-void ThreadContext::unlockRegistryAfterFork(bool inChild) {
-  if (inChild)
-    new (&mainMu) std::mutex();  // the recorded owner is the parent's thread
-  else
-    mainMu.unlock();
-}
+void ThreadContext::unlockRegistryAfterFork(bool inChild) { releaseAfterFork(mainMu, inChild); }
 
 void ThreadContext::afterForkInChild() {
   ThreadContext &self = current();

@@ -7,11 +7,11 @@
 
 #include <map>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "core/fork_lock.h"
 #include "core/metric.h"
 
 namespace proton {
@@ -32,15 +32,9 @@ struct DeviceInfo {
 class DeviceTable {
  public:
   static DeviceTable &global();
-  // Around fork() (runtime/fork_safety.cc): the child must not inherit the lock held. The
-  // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
+  // Around fork() (runtime/fork_safety.cc; core/fork_lock.h says how the lock is released).
   void lockForFork() { mu_.lock(); }
-  void unlockAfterFork(bool inChild) {
-    if (inChild)
-      new (&mu_) std::mutex();
-    else
-      mu_.unlock();
-  }
+  void unlockAfterFork(bool inChild) { releaseAfterFork(mu_, inChild); }
 
   void set(const DeviceInfo &info);
   std::optional<DeviceInfo> get(DeviceType type, int32_t index) const;

@@ -13,10 +13,11 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/fork_lock.h"
 
 namespace proton {
 
@@ -33,15 +34,9 @@ class Counter {
 class Stats {
  public:
   static Stats &global();
-  // Around fork() (runtime/fork_safety.cc): the child must not inherit the lock held. The
-  // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
+  // Around fork() (runtime/fork_safety.cc; core/fork_lock.h says how the lock is released).
   void lockForFork() { mu_.lock(); }
-  void unlockAfterFork(bool inChild) {
-    if (inChild)
-      new (&mu_) std::mutex();
-    else
-      mu_.unlock();
-  }
+  void unlockAfterFork(bool inChild) { releaseAfterFork(mu_, inChild); }
 
   // Returns the counter with this name, creating it at zero. The reference stays valid.
   Counter &counter(const std::string &name);

@@ -9,12 +9,12 @@
 #pragma once
 
 #include <deque>
-#include <new>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "core/fork_lock.h"
 #include "core/ids.h"
 
 namespace proton {
@@ -24,15 +24,9 @@ class StringTable {
   StringTable();
 
   static StringTable &global();
-  // Around fork() (runtime/fork_safety.cc): the child must not inherit the lock held. The
-  // child makes a new lock rather than unlocking: the owner recorded in it is the parent's.
+  // Around fork() (runtime/fork_safety.cc; core/fork_lock.h says how the lock is released).
   void lockForFork() { mu_.lock(); }
-  void unlockAfterFork(bool inChild) {
-    if (inChild)
-      new (&mu_) std::shared_mutex();
-    else
-      mu_.unlock();
-  }
+  void unlockAfterFork(bool inChild) { releaseAfterFork(mu_, inChild); }
 
   StringId intern(std::string_view s);
   std::string_view view(StringId id) const;
