@@ -101,6 +101,26 @@ def test_hooks_run_by_priority_and_exit_in_reverse():
     ]
 
 
+def test_a_single_running_hook_is_installed_itself_and_several_go_through_the_registry():
+    log = []
+    installer = CountingInstaller()
+    registry = HookRegistry(installer)
+    first, second = Recorder("first", log, 10), Recorder("second", log, 0)
+    registry.register(first, session=0)
+    assert installer.installed == (first.enter, first.exit) and installer.installs == 1
+    registry.register(second, session=1)
+    assert installer.installed == (registry.enter, registry.exit)
+    log.clear()
+    installer.installed[0](None)
+    installer.installed[1](None)
+    assert log == [("enter", "first"), ("enter", "second"), ("exit", "second"), ("exit", "first")]
+    registry.unregister(0)
+    assert installer.installed == (second.enter, second.exit)
+    assert (installer.installs, installer.uninstalls) == (3, 2)
+    registry.unregister(1)
+    assert installer.installed is None and not registry.installed
+
+
 def test_dispatchers_stay_installed_until_the_last_session_goes():
     log = []
     installer = CountingInstaller()
@@ -262,9 +282,10 @@ def pushed(monkeypatch):
         def __getattr__(self, name):
             return getattr(_C, name)
 
-        def push_launch_metadata(self, name, metrics):
-            calls.append((name, metrics))
-            _C.push_launch_metadata(name, metrics)
+        def end_launch_metadata(self, previous, name, data):
+            if isinstance(name, str):
+                calls.append((name, _C.launch_metrics_of(data)))
+            _C.end_launch_metadata(previous, name, data)
 
     monkeypatch.setattr(launch_module, "_C", Spy())
     yield calls
@@ -301,6 +322,14 @@ def test_metrics_of_keeps_numbers_only_and_never_reserved_keys():
         "none": None,
     }
     assert metrics_of(data) == {"flops16": 10, "util": 0.5, "flag": 1, "ratio": 0.25}
+
+
+def test_metrics_of_converts_numpy_scalars():
+    np = pytest.importorskip("numpy")
+    data = {"flops": np.int64(7), "util": np.float32(0.5), "big": 1 << 70, "name": "k"}
+    metrics = metrics_of(data)
+    assert metrics == {"flops": 7, "util": 0.5}
+    assert type(metrics["flops"]) is int and type(metrics["util"]) is float
 
 
 def test_kernels_launched_inside_the_metadata_function_go_under_the_metadata_state(pushed):

@@ -78,9 +78,10 @@ def pushed(monkeypatch):
         def __getattr__(self, name):
             return getattr(_C, name)
 
-        def push_launch_metadata(self, name, metrics):
-            calls.append((name, metrics))
-            _C.push_launch_metadata(name, metrics)
+        def end_launch_metadata(self, previous, name, data):
+            if isinstance(name, str):
+                calls.append((name, _C.launch_metrics_of(data)))
+            _C.end_launch_metadata(previous, name, data)
 
     monkeypatch.setattr(launch_module, "_C", Spy())
     return calls

@@ -21,17 +21,12 @@ that launch in this process and `op_name.get()` the kernel's name (None before a
 """
 
 import itertools
-import numbers
 import re
-import threading
 from contextvars import ContextVar
 from typing import Optional
 
 from .. import _C
 from .registry import Hook
-
-# Keys Triton itself puts into the launch metadata; never metrics.
-_RESERVED = frozenset(("name", "function", "stream"))
 
 # The launch being (or last) handled on this thread; see the module's docstring.
 id = ContextVar("id", default=None)  # noqa: A001 (triton.profiler's name)
@@ -40,21 +35,9 @@ _launch_ids = itertools.count(1)  # next() on it is atomic under the GIL
 
 
 def metrics_of(data) -> dict:
-    """The numeric values of an evaluated launch-metadata dict, as metrics."""
-    metrics = {}
-    for key, value in data.items():
-        if key in _RESERVED or not isinstance(key, str):
-            continue
-        t = type(value)
-        if t is int or t is float:
-            metrics[key] = value
-        elif t is bool or isinstance(value, numbers.Integral):
-            metrics[key] = int(value)
-        elif isinstance(value, numbers.Real):
-            metrics[key] = float(value)
-        elif hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "device"):
-            metrics[key] = value  # a tensor: copied on the device, read back at flush
-    return metrics
+    """The metrics an evaluated launch-metadata dict gives its kernel: numbers (bool as int,
+    numbers.Integral/Real converted) and tensors; never Triton's name/function/stream."""
+    return _C.launch_metrics_of(data)
 
 
 class LaunchHook(Hook):
@@ -66,7 +49,6 @@ class LaunchHook(Hook):
     def __new__(cls):
         if cls._instance is None:
             cls._instance = super().__new__(cls)
-            cls._instance._local = threading.local()
             cls._instance.configure()
         return cls._instance
 
@@ -89,29 +71,29 @@ class LaunchHook(Hook):
         return ok
 
     def enter(self, metadata) -> None:
-        local = self._local
-        if getattr(local, "evaluating", False):
-            return  # a kernel launched by a metadata function: no metadata of its own
+        # The launch path: one call into the core before the metadata function and one after.
         data = getattr(metadata, "data", None)
         kernel = data.get("name") if data is not None else None
-        if data is not None and not self.matches(kernel):
+        filtered = self._include is not None or self._exclude is not None
+        if filtered and data is not None and not self.matches(kernel):
             return
-        local.evaluating = True
+        previous = _C.begin_launch_metadata(kernel if type(kernel) is str else None)
+        if previous is None:
+            return  # a kernel launched by a metadata function: no metadata of its own
         id.set(next(_launch_ids))
         op_name.set(kernel)
-        previous = _C.enter_metadata_state(kernel if isinstance(kernel, str) else None)
         try:
             data = metadata.get() if hasattr(metadata, "get") else metadata
-        finally:
-            _C.restore_state(previous)
-            local.evaluating = False
-        name = data.get("name")
+            name = data.get("name")
+        except BaseException:
+            _C.end_launch_metadata(previous, None, None)
+            raise
         op_name.set(name)
-        if not isinstance(name, str) or not self.matches(name):
-            return
-        _C.push_launch_metadata(name, metrics_of(data))
+        if filtered and not self.matches(name):
+            name = None
+        _C.end_launch_metadata(previous, name, data)
 
-    def exit(self, metadata) -> None:
-        # Nothing to undo when the launch consumed the metadata; when it did not (no kernel
-        # was launched, or no GPU backend), the next kernel must not inherit it.
-        _C.pop_launch_metadata()
+    # Nothing to undo when the launch consumed the metadata; when it did not (no kernel was
+    # launched, or no GPU backend), the next kernel must not inherit it. The core's function
+    # itself, so that the dispatcher calls it with no Python frame in between.
+    exit = staticmethod(_C.pop_launch_metadata)

@@ -7,7 +7,8 @@
 Hooks run by descending priority on enter and in the reverse order on exit, so the first to
 enter is the last to exit. A hook is active while at least one active session registered it;
 the dispatchers are installed (through the installer, e.g. into triton.knobs) while any hook
-is registered, and removed when the last session goes. Not thread-safe: sessions are started
+is registered, and removed when the last session goes; while exactly one hook runs, its own
+enter and exit are installed instead, so a launch calls it directly. Not thread-safe: sessions are started
 and finalized from one thread at a time; dispatching reads a tuple swapped in atomically.
 """
 
@@ -47,7 +48,7 @@ class HookRegistry:
         self._sessions: Dict[int, Dict[Hook, bool]] = {}
         self._enter = ()
         self._exit = ()
-        self._installed = False
+        self._installed = None  # the (enter, exit) pair installed, None when none is
 
     # ---- dispatch (launch path) -----------------------------------------------------------
 
@@ -68,13 +69,13 @@ class HookRegistry:
 
     @property
     def installed(self) -> bool:
-        return self._installed
+        return self._installed is not None
 
     def register(self, hook: Hook, session: int) -> None:
         """Adds hook for session (active); installs the dispatchers if they are not yet."""
-        if not self._installed:
-            self._installer.install(self.enter, self.exit)  # raises if it cannot
-            self._installed = True
+        if self._installed is None:  # no session yet: this hook will be the only one running
+            self._installer.install(hook.enter, hook.exit)  # raises if it cannot
+            self._installed = (hook.enter, hook.exit)
         self._sessions.setdefault(session, {})[hook] = True
         self._refresh()
 
@@ -85,9 +86,9 @@ class HookRegistry:
         else:
             self._sessions.pop(session, None)
         self._refresh()
-        if not self._sessions and self._installed:
+        if not self._sessions and self._installed is not None:
             self._installer.uninstall()
-            self._installed = False
+            self._installed = None
 
     def activate(self, session: Optional[int] = None) -> None:
         self._set_active(session, True)
@@ -123,3 +124,11 @@ class HookRegistry:
         running.sort(key=lambda h: getattr(h, "priority", 0), reverse=True)
         self._enter = tuple(running)
         self._exit = tuple(reversed(running))
+        # One running hook is installed itself: no dispatch loop on the launch path.
+        wanted = (
+            (running[0].enter, running[0].exit) if len(running) == 1 else (self.enter, self.exit)
+        )
+        if self._sessions and self._installed is not None and self._installed != wanted:
+            self._installer.uninstall()
+            self._installer.install(*wanted)
+            self._installed = wanted
