@@ -3,14 +3,18 @@
     python3 bench/intra_kernel.py [--rounds 3] [--kernels vadd,softmax] [--json out.json]
 
 Per kernel (vector add, softmax, a matmul with scopes in its K loop, an attention-like
-kernel), in one process per configuration:
+kernel over one head, and the same over 32 heads, `attention_mh`), in one process per
+configuration:
 - kernel cost: CUDA events around N launches, uninstrumented (no session) before and after,
   instrumented in between; ratio = instrumented / min(before, after);
 - end-to-end cost: wall time of 1000 launches plus one synchronise, same protocol.
-Configurations: `proton` (backend="instrumentation", tree), `proton_trace` (data="trace"),
+Configurations: `proton` (backend="instrumentation", tree: a CTA's warps add their sums in
+shared memory), `proton_global` (tree with buffer_type="global": one record per warp),
+`proton_trace` (data="trace"),
 `cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
 `triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).
-Prints a table with the median over rounds and the geometric mean over kernels.
+Prints a table with the median over rounds and the geometric mean over the first four
+kernels (the set of BENCHMARKS.md).
 """
 
 import argparse
@@ -23,8 +27,9 @@ import subprocess
 import sys
 import time
 
-KERNELS = ("vadd", "softmax", "matmul", "attention")
-CONFIGS = ("proton", "proton_trace", "cupti", "triton")
+KERNELS = ("vadd", "softmax", "matmul", "attention", "attention_mh")
+SET = KERNELS[:4]  # the geometric mean is over these; attention_mh: the same kernel, 32 heads
+CONFIGS = ("proton", "proton_global", "proton_trace", "cupti", "triton")
 
 
 def _worker(config: str, out_path: str) -> None:
@@ -78,6 +83,9 @@ def _worker(config: str, out_path: str) -> None:
 
     @triton.jit
     def attention(q, k, v, o, S: tl.constexpr, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+        # One head per program_id(1): q, k, v, o are [heads, S, D].
+        head = tl.program_id(1).to(tl.int64) * S * D
+        q, k, v, o = q + head, k + head, v + head, o + head
         offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
         offs_d = tl.arange(0, D)
         qb = tl.load(q + offs_m[:, None] * D + offs_d[None, :])
@@ -111,19 +119,23 @@ def _worker(config: str, out_path: str) -> None:
     b = torch.randn(K, K, device=dev, dtype=torch.float16)
     c = torch.empty(K, K, device=dev, dtype=torch.float32)
     S, D = 4096, 64
-    q, kk, vv = (torch.randn(S, D, device=dev, dtype=torch.float16) for _ in range(3))
-    oo = torch.empty(S, D, device=dev, dtype=torch.float32)
+    H = 32  # attention_mh: batch x heads
+    q, kk, vv = (torch.randn(H, S, D, device=dev, dtype=torch.float16) for _ in range(3))
+    oo = torch.empty(H, S, D, device=dev, dtype=torch.float32)
     launches = {
         "vadd": lambda: vadd[(n // 1024,)](x, y, o, n, BLOCK=1024, num_warps=4),
         "softmax": lambda: softmax[(4096,)](rows, rows_out, N=1024, num_warps=4),
         "matmul": lambda: matmul[(K // 128, K // 128)](
             a, b, c, K=K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3
         ),
-        "attention": lambda: attention[(S // 64,)](
+        "attention": lambda: attention[(S // 64, 1)](
+            q, kk, vv, oo, S=S, D=D, BM=64, BN=64, num_warps=4
+        ),
+        "attention_mh": lambda: attention[(S // 64, H)](
             q, kk, vv, oo, S=S, D=D, BM=64, BN=64, num_warps=4
         ),
     }
-    reps = {"vadd": 200, "softmax": 100, "matmul": 10, "attention": 50}
+    reps = {"vadd": 200, "softmax": 100, "matmul": 10, "attention": 50, "attention_mh": 10}
 
     def spin_cycles_per_s():
         # torch.cuda._sleep spins for a number of SM cycles: calibrate it with CUDA events.
@@ -177,6 +189,9 @@ def _worker(config: str, out_path: str) -> None:
             prof.start(f"b_{config}_{name}")
         elif config == "proton_trace":
             prof.start(f"b_{config}_{name}", backend="instrumentation", data="trace")
+        elif config == "proton_global":  # one record per warp, no sums in shared memory
+            mode = prof.mode.Default(buffer_type="global")
+            prof.start(f"b_{config}_{name}", backend="instrumentation", mode=mode)
         else:
             prof.start(f"b_{config}_{name}", backend="instrumentation")
         inst_k, inst_w = kernel_ms(fn, reps[name]), wall_s(fn, 1000 if name != "matmul" else 50)
@@ -247,7 +262,7 @@ def main():
                 continue
             rounds[c].append(json.load(open(out)))
     table = {}
-    print(f"{'config':14s} " + " ".join(f"{k:>20s}" for k in KERNELS) + "   geomean(kernel)")
+    print(f"{'config':14s} " + " ".join(f"{k:>20s}" for k in KERNELS) + "   geomean(kernel, 4)")
     for c in configs:
         if not rounds[c]:
             print(f"{c:14s} (did not run)")
@@ -268,7 +283,7 @@ def main():
                 "profile_bytes": runs[-1]["profile_bytes"],
                 "finalize_s": runs[-1]["finalize_s"],
             }
-        gm = _geomean([row[k]["kernel_ratio"] for k in KERNELS])
+        gm = _geomean([row[k]["kernel_ratio"] for k in SET])
         table[c] = {"kernels": row, "kernel_geomean": gm}
         cells = " ".join(
             f"{row[k]['kernel_ratio']:8.3f}/{row[k]['wall_ratio']:8.3f}  " for k in KERNELS

@@ -2,6 +2,7 @@
 // Triton compile step calls, scope tables of loaded kernels, and the per-launch device
 // buffers that Triton's launcher asks for through Proton's profile allocator.
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 
@@ -14,8 +15,11 @@ namespace proton::bindings {
 void bindInstrumentation(nb::module_ &m) {
   m.def(
       "instrument_ptx",
-      [](std::string_view ptx, std::string_view mode) {
+      [](std::string_view ptx, std::string_view mode, uint32_t sharedBytes,
+         uint32_t maxSharedBytes) {
         auto config = valueOrThrow(instrumentation::parseInstrumentationMode(mode));
+        config.sharedBytes = sharedBytes;
+        config.maxSharedBytes = maxSharedBytes;
         instrumentation::RewriteResult r;
         {
           nb::gil_scoped_release release;
@@ -23,11 +27,15 @@ void bindInstrumentation(nb::module_ &m) {
           throwIfError(result.status());
           r = std::move(result.value());
         }
-        return std::make_pair(std::move(r.ptx), instrumentation::encodeTable(r.table));
+        uint32_t shared = r.table.sharedBytes;
+        return std::make_tuple(std::move(r.ptx), instrumentation::encodeTable(r.table), shared);
       },
-      nb::arg("ptx"), nb::arg("mode"),
-      "Instrumented PTX and its scope table (text), or ConfigError if the PTX cannot be "
-      "instrumented.");
+      nb::arg("ptx"), nb::arg("mode"), nb::arg("shared_bytes") = 0,
+      nb::arg("max_shared_bytes") = 0,
+      "(instrumented PTX, its scope table as text, the kernel's dynamic shared memory after "
+      "the rewrite or 0 when unchanged); ConfigError if the PTX cannot be instrumented. "
+      "shared_bytes: what the kernel uses; max_shared_bytes: the most a CTA may have (0: "
+      "unknown, no CTA sums).");
   m.def(
       "register_instrumentation_table",
       [](std::string_view text) { throwIfError(registerInstrumentationTable(text)); },

@@ -91,6 +91,10 @@ def config_string(mode: _mode.InstrumentationMode, data: str) -> str:
     if mode.sampling_strategy != "selective":
         units = "*"
     opts = [o for o in mode.optimizations if o in ("clock32", "time_shift")]
+    if mode.buffer_type == "shared":
+        # Tree: a CTA's units add their sums in shared memory and store one record per CTA
+        # (where the kernel's shared memory allows; ptx_rewrite.cc decides per kernel).
+        opts.append("cta_sums")
     # The device-buffer layout keys Triton's caches too: a kernel cached by a Proton that
     # wrote another layout is compiled again.
     opts.append(f"layout{_C.INSTRUMENTATION_LAYOUT}")
@@ -192,11 +196,14 @@ def _add_ptx_step(stages: dict, config: str) -> None:
     def ptx_with_instrumentation(src, metadata):
         ptx = make_ptx(src, metadata)
         name = metadata.get("name", "?")
+        shared = int(metadata.get("shared", 0) or 0)
         try:
-            new_ptx, table = _C.instrument_ptx(ptx, config)
+            new_ptx, table, new_shared = _C.instrument_ptx(ptx, config, shared, _max_shared())
         except _C.ProfilerError as e:
             _warn_once(name, f"[PROTON] kernel {name} runs without instrumentation: {e}")
             return ptx
+        if new_shared:
+            metadata["shared"] = new_shared  # the CTA sums sit past the kernel's own
         slot_bytes = int(table.split("\t")[9])  # per CTA: its units' records
         # Triton's launcher asks the profile allocator for grid * this many bytes per launch.
         metadata["profile_scratch_size"] = slot_bytes
@@ -206,6 +213,23 @@ def _add_ptx_step(stages: dict, config: str) -> None:
         return new_ptx
 
     stages["ptx"] = ptx_with_instrumentation
+
+
+def _max_shared() -> int:
+    """The most dynamic shared memory a CTA may have on the current GPU (0: unknown)."""
+    try:
+        from triton.runtime import driver
+
+        device = driver.active.get_current_device()
+        if device not in _max_shared_by_device:
+            props = driver.active.utils.get_device_properties(device)
+            _max_shared_by_device[device] = int(props.get("max_shared_mem", 0))
+        return _max_shared_by_device[device]
+    except Exception:  # noqa: BLE001 - no CTA sums rather than no instrumentation
+        return 0
+
+
+_max_shared_by_device = {}
 
 
 def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> None:

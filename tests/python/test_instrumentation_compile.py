@@ -66,6 +66,32 @@ def test_scopes_compile_into_recording_code_with_their_table(session):
     assert triton.knobs.compilation.instrumentation_mode == session
 
 
+def test_cta_sums_take_shared_memory_past_the_kernels_own_and_one_record_per_cta(
+    monkeypatch, tmp_path
+):
+    # buffer_type="shared" (the default) on a GPU whose CTAs may have 227 KB: the warps of a
+    # CTA add their sums in shared memory and one record per CTA is stored.
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "plain"))
+    plain_shared = compile_for_hopper("").metadata.shared
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(instrumentation, "_max_shared", lambda: 232448)
+    mode = _mode.Default()
+    assert "cta_sums" in instrumentation.config_string(mode, "tree")
+    assert "cta_sums" not in instrumentation.config_string(
+        _mode.Default(buffer_type="global"), "tree"
+    )
+    instrumentation.prepare(mode, "tree")
+    instrumentation.activate(12346, mode, "tree")
+    try:
+        kernel = compile_for_hopper(instrumentation.config_string(mode, "tree"))
+    finally:
+        instrumentation.deactivate(12346)
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("atom.acq_rel.cta.shared.add.u32") == 1 and "st.global.v2.u64" not in ptx
+    assert kernel.metadata.profile_scratch_size == 16 + 16 * 3  # one record per CTA
+    assert kernel.metadata.shared == ((plain_shared + 15) // 16) * 16 + 16 + 16 * 3
+
+
 def test_without_a_session_the_scopes_compile_to_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     ptx = compile_for_hopper("").asm["ptx"]

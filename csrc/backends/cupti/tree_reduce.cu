@@ -12,6 +12,8 @@
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ]
 //   then 64 scopes of [ u64 cycles | u32 count | u32 warps ]
 // The ring is cleared after each drain (units that do not record never write their record).
+// A record holds one unit's sums or a CTA's (`recorded` units; per scope, the units that ran
+// it in the last word, which a unit's own record leaves 0).
 #include <cstdint>
 
 struct SlotDesc {
@@ -44,13 +46,13 @@ extern "C" __global__ void proton_tree_reduce(const SlotDesc *descs, unsigned ch
       if (h.z == 0) continue;  // this unit did not record
       atomicAdd(&unmatched, h.x);
       atomicAdd(&crossing, h.y);
-      atomicAdd(&units, 1u);
+      atomicAdd(&units, h.z);  // 1, or the units a CTA's sums hold
       for (unsigned s = 0; s < scopes; ++s) {
         uint4 v = *reinterpret_cast<const uint4 *>(rec + 4 + 4 * s);
         if (v.z == 0) continue;
         atomicAdd(&cycles[s], (static_cast<unsigned long long>(v.y) << 32) | v.x);
         atomicAdd(&count[s], v.z);
-        atomicAdd(&warps[s], 1u);
+        atomicAdd(&warps[s], v.w ? v.w : 1u);  // a unit's own record leaves it 0
       }
     }
   }

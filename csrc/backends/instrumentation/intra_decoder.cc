@@ -131,17 +131,19 @@ bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
   uint32_t unmatched = 0, crossing = 0, units = 0;
   for (size_t at = kTreeHeaderBytes; at + unitBytes <= size; at += unitBytes) {
     const uint8_t *rec = slot + at;
-    if (load<uint32_t>(rec + 8) == 0) continue;  // this unit did not record
+    uint32_t recorded = load<uint32_t>(rec + 8);  // 1, or the units a CTA's sums hold
+    if (recorded == 0) continue;                  // this unit (or CTA) did not record
     unmatched += load<uint32_t>(rec);
     crossing += load<uint32_t>(rec + 4);
-    ++units;
+    units += recorded;
     for (uint32_t i = 0; i < scopes; ++i) {
       const uint8_t *v = rec + kTreeUnitHeaderBytes + kTreeScopeBytes * i;
       uint32_t count = load<uint32_t>(v + 8);
       if (count == 0) continue;
       uint8_t *o = out + kTreeHeaderBytes + kTreeScopeBytes * i;
       uint64_t cycles = load<uint64_t>(o) + load<uint64_t>(v);
-      uint32_t c = load<uint32_t>(o + 8) + count, w = load<uint32_t>(o + 12) + 1;
+      uint32_t ran = load<uint32_t>(v + 12);  // a unit's own record leaves it 0
+      uint32_t c = load<uint32_t>(o + 8) + count, w = load<uint32_t>(o + 12) + (ran ? ran : 1);
       std::memcpy(o, &cycles, 8);
       std::memcpy(o + 8, &c, 4);
       std::memcpy(o + 12, &w, 4);

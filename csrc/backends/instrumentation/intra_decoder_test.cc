@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -105,6 +106,43 @@ TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   EXPECT_EQ(std::get<int64_t>(*metric(tree, wait, "cycles")), 90);
   EXPECT_EQ(std::get<int64_t>(*metric(tree, wait, "count")), 3);
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatchedBefore + 1);
+}
+
+TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope) {
+  ScopeTables tables;
+  tables.add(table(0xabd, false));
+  IntraDecoder decoder(tables);
+  // One record per CTA (CTA sums): CTA 0 holds 2 units (kernel 1000 cycles; "load" 300 in 4
+  // runs by both; "load/wait" 90 in 3 runs by one), CTA 1 one unit, which ran only the kernel.
+  const uint32_t unitBytes = 64;
+  std::vector<uint8_t> slot(kTreeHeaderBytes + 2 * unitBytes, 0);
+  put<uint32_t>(slot, 0, 0xabd);
+  put<uint32_t>(slot, 4, unitBytes);
+  auto ctaRecord = [&](size_t at, uint32_t units,
+                       const std::vector<std::array<uint64_t, 3>> &scopes) {
+    put<uint32_t>(slot, at + 8, units);
+    for (size_t i = 0; i < scopes.size(); ++i) {
+      put<uint64_t>(slot, at + 16 + 16 * i, scopes[i][0]);
+      put<uint32_t>(slot, at + 24 + 16 * i, static_cast<uint32_t>(scopes[i][1]));
+      put<uint32_t>(slot, at + 28 + 16 * i, static_cast<uint32_t>(scopes[i][2]));
+    }
+  };
+  ctaRecord(16, 2, {{1000, 2, 2}, {300, 4, 2}, {90, 3, 1}});
+  ctaRecord(16 + unitBytes, 1, {{500, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  std::vector<uint8_t> reduced(kReducedTreeBytes);
+  ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);       // units, not records
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 16 + 12), 3u);  // the kernel scope: 3 units
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 32 + 12), 2u);  // "load": 2 units
+  IntraTarget target{&tree, PhaseId{0}, kernel};
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 1500);
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, kernel, "normalized_cycles")), 500.0);
+  NodeId load = tree.child(PhaseId{0}, kernel, S("load"));
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "count")), 4);
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, load, "normalized_cycles")), 150.0);
+  NodeId wait = tree.child(PhaseId{0}, load, S("wait"));
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, wait, "normalized_cycles")), 90.0);
 }
 
 TEST_F(IntraDecoderTest, TreeSlotThatNoUnitWroteFilesNothing) {

@@ -125,10 +125,24 @@ bool parseMarker(std::string_view line, Marker &m) {
          hexDecode(rest.substr(2), m.path);
 }
 
+// The units of a CTA that record: all of them, or the selected ones that exist.
+uint32_t recordingUnits(const RewriteConfig &c, uint32_t unitsPerCta) {
+  if (c.selectedUnits.empty()) return unitsPerCta;
+  std::vector<uint32_t> u(c.selectedUnits);
+  std::sort(u.begin(), u.end());
+  u.erase(std::unique(u.begin(), u.end()), u.end());
+  return static_cast<uint32_t>(
+      std::count_if(u.begin(), u.end(), [&](uint32_t x) { return x < unitsPerCta; }));
+}
+
 // The PTX that the rewrite inserts, written into one string.
 class Emitter {
  public:
-  Emitter(const RewriteConfig &c, const ScopeTable &t) : c_(c), t_(t) {}
+  // smem: the dynamic shared-memory symbol that CTA sums are addressed from (when t has them).
+  Emitter(const RewriteConfig &c, const ScopeTable &t, std::string smem = {})
+      : c_(c), t_(t), smem_(std::move(smem)) {}
+
+  bool ctaSums() const { return !c_.trace && t_.sharedBytes != 0; }
 
   std::string declarations() const {
     Out o;
@@ -165,6 +179,17 @@ class Emitter {
       for (uint32_t u : c_.selectedUnits)
         o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
       o << "\tand.pred \t%pt_lead, %pt_q0, %pt_q1;\n";
+    }
+    if (ctaSums()) {
+      // One 16-byte chunk per thread, then a barrier: every unit adds to cleared sums.
+      o << "\t// proton: CTA sums in shared memory, cleared before any unit adds to them\n";
+      ctaSumsAddress(o);
+      o << "\tsetp.lt.u32 \t%pt_q2, %pt_w0, " << chunks() << ";\n"
+        << "\tshl.b32 \t%pt_w11, %pt_w0, 4;\n"
+        << "\tadd.u32 \t%pt_w11, %pt_w10, %pt_w11;\n"
+        << "\tmov.u32 \t%pt_w4, 0;\n"
+        << "\t@%pt_q2 st.shared.v4.u32 \t[%pt_w11], {%pt_w4, %pt_w4, %pt_w4, %pt_w4};\n"
+        << "\tbar.sync \t0;\n";
     }
     o << "\tmov.u32 \t%pt_u, 0;\n\tmov.u32 \t%pt_x, 0;\n\tmov.u32 \t%pt_n, 0;\n";
     if (c_.timeShift) {
@@ -270,6 +295,11 @@ class Emitter {
         o << "\tsub.s32 \t%pt_w6, %pt_e" << i << ", %pt_c" << i << ";\n"
           << "\tabs.s32 \t%pt_w6, %pt_w6;\n"
           << "\tadd.u32 \t%pt_u, %pt_u, %pt_w6;\n";
+      if (ctaSums()) {
+        ctaSumsEpilogue(o, skip);
+        o << skip << ":\n";
+        return o.str();
+      }
       // Plain stores into this unit's own record: no atomics, nothing shared between warps.
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
         << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
@@ -296,26 +326,69 @@ class Emitter {
     return r;
   }
 
+  uint32_t chunks() const { return static_cast<uint32_t>(t_.paths.size()) + 1; }
+
+  // %pt_w10: the CTA sums in shared memory.
+  void ctaSumsAddress(Out &o) const {
+    o << "\tmov.u32 \t%pt_w10, " << smem_ << ";\n"
+      << "\tadd.u32 \t%pt_w10, %pt_w10, " << t_.ctaSumsOffset << ";\n";
+  }
+
+  // A recording unit adds its sums into the CTA's (shared-memory atomics, no global memory);
+  // the last of the CTA's units to get here copies them into the CTA's record.
+  void ctaSumsEpilogue(Out &o, const std::string &skip) const {
+    o << "\t@!%pt_lead bra \t" << skip << ";\n";
+    ctaSumsAddress(o);
+    o << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10], %pt_u;\n"
+      << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10+4], %pt_x;\n";
+    for (size_t i = 0; i < t_.paths.size(); ++i) {
+      size_t at = kTreeUnitHeaderBytes + kTreeScopeBytes * i;
+      o << "\tred.relaxed.cta.shared.add.u64 \t[%pt_w10+" << at << "], %pt_a" << i << ";\n"
+        << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10+" << at + 8 << "], %pt_c" << i << ";\n"
+        << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
+        << "\tselp.u32 \t%pt_w6, 1, 0, %pt_q2;\n"
+        << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10+" << at + 12 << "], %pt_w6;\n";
+    }
+    // `recorded` counts the units that added theirs; the release orders their adds before it.
+    o << "\tatom.acq_rel.cta.shared.add.u32 \t%pt_w6, [%pt_w10+8], 1;\n"
+      << "\tsetp.ne.u32 \t%pt_q2, %pt_w6, " << recordingUnits(c_, t_.unitsPerCta) - 1 << ";\n"
+      << "\t@%pt_q2 bra \t" << skip << ";\n";
+    recordAddress(o, /*ctaRecord=*/true);
+    for (uint32_t j = 0; j < chunks(); ++j)
+      o << "\tld.shared.v4.u32 \t{%pt_w6, %pt_w7, %pt_w8, %pt_w9}, [%pt_w10+" << 16 * j << "];\n"
+        << "\tst.global.v4.u32 \t[%pt_d1+" << 16 * j << "], {%pt_w6, %pt_w7, %pt_w8, %pt_w9};\n";
+    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
+      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+  }
+
+ private:
   // %pt_d1: this unit's record (tree) or header (trace), from the CTA-linear index.
-  void unitAddress(Out &o) const {
+  void unitAddress(Out &o) const { recordAddress(o, false); }
+
+  // ctaRecord: the CTA's one record (CTA sums), where %pt_q3 is CTA 0 alone (its last unit
+  // writes the slot header).
+  void recordAddress(Out &o, bool ctaRecord) const {
     o << "\tmov.u32 \t%pt_w4, %ctaid.z;\n\tmov.u32 \t%pt_w5, %nctaid.y;\n"
       << "\tmov.u32 \t%pt_w6, %ctaid.y;\n"
       << "\tmad.lo.u32 \t%pt_w4, %pt_w4, %pt_w5, %pt_w6;\n"
       << "\tmov.u32 \t%pt_w5, %nctaid.x;\n\tmov.u32 \t%pt_w6, %ctaid.x;\n"
       << "\tmad.lo.u32 \t%pt_w4, %pt_w4, %pt_w5, %pt_w6;\n"
       << "\tmul.wide.u32 \t%pt_d1, %pt_w4, " << t_.slotBytes << ";\n"
-      << "\tadd.u64 \t%pt_d1, %pt_d0, %pt_d1;\n"
-      << "\tmul.wide.u32 \t%pt_d2, %pt_w3, " << t_.unitBytes << ";\n"
-      << "\tadd.u64 \t%pt_d1, %pt_d1, %pt_d2;\n";
+      << "\tadd.u64 \t%pt_d1, %pt_d0, %pt_d1;\n";
+    if (!ctaRecord)
+      o << "\tmul.wide.u32 \t%pt_d2, %pt_w3, " << t_.unitBytes << ";\n"
+        << "\tadd.u64 \t%pt_d1, %pt_d1, %pt_d2;\n";
     if (c_.trace) return;
     o << "\tadd.u64 \t%pt_d1, %pt_d1, " << kTreeHeaderBytes << ";\n";
     // %pt_q3: the one unit of the grid that writes the slot header (the first recording unit
     // of the first CTA), so that no address is written by every warp.
+    o << "\tsetp.eq.u32 \t%pt_q3, %pt_w4, 0;\n";
+    if (ctaRecord) return;
     uint32_t first = 0;
     if (!c_.selectedUnits.empty())
       first = *std::min_element(c_.selectedUnits.begin(), c_.selectedUnits.end());
-    o << "\tsetp.eq.u32 \t%pt_q3, %pt_w4, 0;\n"
-      << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
+    o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
   }
 
   void traceHeaderStart(Out &o) const {
@@ -340,6 +413,7 @@ class Emitter {
 
   const RewriteConfig &c_;
   const ScopeTable &t_;
+  std::string smem_;
 };
 
 struct EntryInfo {
@@ -395,6 +469,38 @@ Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
   return e;
 }
 
+// Whether a tree kernel's units sum into shared memory (RewriteConfig::ctaSums): only where
+// it saves stores (several recording units per CTA), where one thread per 16-byte chunk can
+// clear the sums, and where the extra bytes neither exceed what a CTA may have nor lower how
+// many CTAs fit on an SM by shared memory (against what its threads allow; 1 KB per CTA is
+// the driver's own reservation).
+bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
+  uint32_t units = recordingUnits(c, t.unitsPerCta);
+  if (c.trace || !c.ctaSums || c.maxSharedBytes == 0 || units < 2) return false;
+  if (t.paths.size() + 1 > threads) return false;
+  uint64_t before = c.sharedBytes, after = ((c.sharedBytes + 15) & ~15u) + uint64_t(t.unitBytes);
+  if (after > c.maxSharedBytes) return false;
+  uint64_t perSm = uint64_t(c.maxSharedBytes) + 1024;
+  uint64_t byThreads = std::max<uint64_t>(1, 2048 / threads);
+  uint64_t fitBefore = std::min(byThreads, perSm / (before + 1024));
+  uint64_t fitAfter = std::min(byThreads, perSm / (after + 1024));
+  return fitAfter >= fitBefore;
+}
+
+// The dynamic shared-memory array the module declares before the entry (Triton's
+// `global_smem`), or "" when it declares none.
+std::string sharedSymbol(const std::vector<std::string_view> &lines, size_t entry) {
+  for (size_t i = 0; i < entry; ++i) {
+    std::string_view t = trim(lines[i]);
+    if (!startsWith(t, ".extern .shared ") || t.back() != ';') continue;
+    size_t open = t.rfind("[]");
+    if (open == std::string_view::npos) continue;
+    size_t start = t.find_last_of(" \t", open) + 1;
+    return std::string(t.substr(start, open - start));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<RewriteConfig> parseInstrumentationMode(std::string_view mode) {
@@ -425,6 +531,8 @@ Result<RewriteConfig> parseInstrumentationMode(std::string_view mode) {
       c.clock32 = false;
     else if (opt == "time_shift")
       c.timeShift = true;
+    else if (opt == "cta_sums")
+      c.ctaSums = true;
     else if (opt.substr(0, 6) == "layout") {
       uint32_t v = 0;
       if (!parseU32(opt.substr(6), v) || v != kLayoutVersion)
@@ -480,12 +588,21 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   } else {
     t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
     t.slotBytes = t.unitBytes * t.unitsPerCta;
+    if (useCtaSums(config, t, e.threads)) {
+      t.ctaSumsOffset = (config.sharedBytes + 15) & ~15u;
+      t.sharedBytes = t.ctaSumsOffset + t.unitBytes;
+      t.slotBytes = t.unitBytes;
+    }
   }
   uint32_t h = fnv1a(config.text, fnv1a(e.name));
   for (const std::string &p : t.paths) h = fnv1a(p, fnv1a("\x1e", h));
   t.hash = h == 0 ? 1 : h;
 
-  Emitter emit(config, t);
+  // CTA sums live in the kernel's dynamic shared memory: the symbol it declares, else ours.
+  std::string smem = t.sharedBytes ? sharedSymbol(lines, e.begin) : std::string();
+  bool declareSmem = t.sharedBytes && smem.empty();
+  if (declareSmem) smem = "__proton_smem";
+  Emitter emit(config, t, smem);
   std::string out;
   out.reserve(ptx.size() + 4096);
   size_t insertAt = e.open + 1;
@@ -513,6 +630,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   }
   size_t rets = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
+    if (i == e.begin && declareSmem) out += ".extern .shared .align 16 .b8 __proton_smem[];\n";
     if (i == insertAt) out += emit.declarations() + emit.prologue(e.lastParam);
     const Marker &m = markers[i];
     bool inEntry = i > e.open && i < e.end;

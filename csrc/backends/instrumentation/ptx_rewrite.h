@@ -22,6 +22,12 @@
 //   record of unitBytes = 16 + 16 * scopes: [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32
 //   0 ] then per scope i (0 = the kernel): [ u64 cycles | u32 count | u32 0 ] (slotBytes =
 //   unitBytes * unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
+// Tree with CTA sums (RewriteConfig::ctaSums, where the kernel's shared memory allows): the
+//   units add those fields into one record in shared memory past the kernel's own (cleared
+//   before the kernel's first instruction, behind one barrier); the CTA's last unit to return
+//   stores it, with `recorded` = units summed and each scope's last word = units that ran it
+//   (slotBytes = unitBytes: one record per CTA). A reader takes `recorded` as units and a
+//   last word of 0 with a count as one unit, so both kinds of record reduce alike.
 // Reduced tree slot (what the GPU reduction, or reduceTreeSlot on the host, makes of one
 // launch's slot; kReducedTreeBytes):
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ] then kMaxScopes of
@@ -51,7 +57,14 @@ struct RewriteConfig {
   uint32_t unitWarps = 1;  // warps per recording unit; 0 = the whole CTA
   std::vector<uint32_t> selectedUnits;  // empty: every unit records
   uint32_t capacity = 256;              // trace: events per unit (power of two)
-  std::string text;                     // the mode string this config came from (part of the hash)
+  // Tree, buffer_type="shared": the recording units of a CTA add their sums into shared memory
+  // and the CTA's last one stores them, one record per CTA instead of one per unit.
+  bool ctaSums = false;
+  std::string text;  // the mode string this config came from (part of the hash)
+  // Per kernel, not in the mode string: the dynamic shared memory the kernel already uses and
+  // the most a CTA may have on the target GPU (0: unknown, so no CTA sums).
+  uint32_t sharedBytes = 0;
+  uint32_t maxSharedBytes = 0;
 };
 
 // "proton:<data>:<granularity>:<buffer events>:<selected units or '*'>:<optimizations>",
@@ -72,6 +85,8 @@ struct ScopeTable {
   uint32_t staticUnmatched = 0;  // U markers: exits of scopes never opened
   uint32_t staticCrossing = 0;   // C markers: scopes closed by an outer exit
   uint32_t droppedMarkers = 0;   // markers outside the entry function (not recorded)
+  uint32_t ctaSumsOffset = 0;    // tree: where the CTA sums sit in dynamic shared memory, or
+  uint32_t sharedBytes = 0;      // 0/0 with one record per unit; the kernel's new total
 };
 
 struct RewriteResult {
@@ -87,7 +102,7 @@ constexpr uint32_t kMaxScopes = 64;
 // The device-buffer layout above. The mode string carries it ("layout<N>" among the
 // optimizations) so that it keys Triton's caches: a binary cached by a Proton with another
 // layout is compiled again, never decoded with the wrong layout.
-constexpr uint32_t kLayoutVersion = 2;  // per kernel, the kernel's own scope included
+constexpr uint32_t kLayoutVersion = 3;  // 3: records may hold a CTA's sums
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

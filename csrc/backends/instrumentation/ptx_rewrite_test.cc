@@ -73,6 +73,86 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx.substr(epilogue), "%ctaid.z"), 1u);
 }
 
+RewriteResult rewriteWithShared(const std::string &ptx, const std::string &mode, uint32_t shared,
+                                uint32_t maxShared) {
+  Result<RewriteConfig> config = parseInstrumentationMode(mode);
+  EXPECT_TRUE(config.isOk()) << config.status().message();
+  config.value().sharedBytes = shared;
+  config.value().maxSharedBytes = maxShared;
+  Result<RewriteResult> r = rewritePtx(ptx, config.value());
+  EXPECT_TRUE(r.isOk()) << r.status().message();
+  return r.value();
+}
+
+constexpr uint32_t kH100MaxShared = 232448;  // 227 KB per CTA
+
+TEST(PtxRewrite, CtaSumsAddUnitsInSharedMemoryAndStoreOneRecordPerCta) {
+  // The matmul (8 warps, 3 scopes) with 64 KB of Triton's own shared memory.
+  RewriteResult r = rewriteWithShared(golden("instrumentation_matmul_markers.ptx"),
+                                      "proton:tree:1:256:*:cta_sums", 65530, kH100MaxShared);
+  const ScopeTable &t = r.table;
+  EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
+  EXPECT_EQ(t.slotBytes, t.unitBytes);          // one record per CTA
+  EXPECT_EQ(t.ctaSumsOffset, 65536u);           // past Triton's bytes, 16-byte aligned
+  EXPECT_EQ(t.sharedBytes, 65536u + 64u);       // what the launch must now give the kernel
+  // Addressed from Triton's own array; cleared by one thread per chunk behind one barrier.
+  EXPECT_EQ(count(r.ptx, ".extern .shared"), 1u);
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, global_smem;"), 2u);  // prologue, one return
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w10, %pt_w10, 65536;"), 2u);
+  EXPECT_EQ(count(r.ptx, "setp.lt.u32 \t%pt_q2, %pt_w0, 4;"), 1u);
+  EXPECT_EQ(count(r.ptx, "bar.sync \t0;"), count(golden("instrumentation_matmul_markers.ptx"),
+                                                   "bar.sync \t0;") + 1);
+  // Each unit: header words and 3 scopes' cycles, counts and "ran it" into shared memory,
+  // then the counter; the eighth unit to get there stores the CTA's 4 chunks.
+  EXPECT_EQ(count(r.ptx, "red.relaxed.cta.shared.add.u64"), 3u);
+  EXPECT_EQ(count(r.ptx, "red.relaxed.cta.shared.add.u32"), 2u + 6u);
+  EXPECT_EQ(count(r.ptx, "atom.acq_rel.cta.shared.add.u32 \t%pt_w6, [%pt_w10+8], 1;"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 7;"), 1u);
+  EXPECT_EQ(count(r.ptx, "ld.shared.v4.u32"), 4u);
+  EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 4u);
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u64"), 0u);
+  EXPECT_EQ(count(r.ptx, "red.global"), 0u);
+  EXPECT_EQ(count(r.ptx, "mul.wide.u32 \t%pt_d1, %pt_w4, 64;"), 1u);
+
+  // A kernel that declares no shared memory gets an array of its own.
+  RewriteResult v = rewriteWithShared(golden("instrumentation_vadd.ptx"),
+                                      "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared);
+  EXPECT_EQ(v.table.sharedBytes, 32u);
+  EXPECT_EQ(count(v.ptx, ".extern .shared .align 16 .b8 __proton_smem[];"), 1u);
+  EXPECT_LT(v.ptx.find("__proton_smem[]"), v.ptx.find(".entry"));
+  EXPECT_EQ(count(v.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 3;"), 1u);  // 4 warps
+  // Selected units: the CTA's last recording unit is the second of the two that exist.
+  RewriteResult sel = rewriteWithShared(golden("instrumentation_vadd.ptx"),
+                                        "proton:tree:1:256:1,3,9:cta_sums", 0, kH100MaxShared);
+  EXPECT_EQ(count(sel.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 1;"), 1u);
+}
+
+TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
+  const std::string mm = golden("instrumentation_matmul_markers.ptx");
+  auto perUnit = [](const RewriteResult &r) {
+    return r.table.sharedBytes == 0 && r.table.slotBytes == r.table.unitBytes * 8 &&
+           r.ptx.find("atom.acq_rel") == std::string::npos;
+  };
+  // Not asked for (buffer_type="global"), or the GPU's limit unknown.
+  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:", 0, kH100MaxShared)));
+  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 0, 0)));
+  // Past what a CTA may have.
+  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", kH100MaxShared - 32,
+                                        kH100MaxShared)));
+  // Two CTAs of 113 KB fit on an SM; 64 bytes more, only one would: occupancy is kept.
+  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115690,
+                                        kH100MaxShared)));
+  EXPECT_FALSE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115600,
+                                         kH100MaxShared)));
+  // One recording unit per CTA already stores once; traces keep per-unit buffers.
+  RewriteResult group =
+      rewriteWithShared(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
+  EXPECT_EQ(group.table.sharedBytes, 0u);
+  RewriteResult trace =
+      rewriteWithShared(mm, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared);
+  EXPECT_EQ(trace.table.sharedBytes, 0u);
+}
+
 TEST(PtxRewrite, MarkersBackToBackShareOneClockRead) {
   std::string ptx = golden("instrumentation_matmul_markers.ptx");
   const std::string exitLoad = "// @proton:X:6c6f6164\n";
