@@ -324,6 +324,33 @@ def test_another_cupti_client_is_a_clear_error(tmp_path):
     assert "STILL RUNNING 2" in r.stdout
 
 
+AFTER_TORCH_PROFILER_PROGRAM = """
+import torch, proton
+x = torch.zeros(1024, device="cuda"); torch.cuda.synchronize()
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
+    x.add_(1)
+torch.cuda.synchronize()
+try:
+    proton.start("after", backend="cupti")
+    print("STARTED")
+    proton.finalize()
+except proton.BackendUnavailableError as e:
+    print("ERROR", e)
+x.add_(1)
+print("STILL RUNNING", int(x[0].item()))
+"""
+
+
+def test_after_a_torch_profiler_block_the_error_says_pytorch_keeps_cupti(tmp_path):
+    # PyTorch keeps its CUPTI subscription once a profile with CUDA activities has run: the
+    # message must not tell the user to leave a block that has already ended.
+    r = run_python(AFTER_TORCH_PROFILER_PROGRAM, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "STILL RUNNING 2" in r.stdout
+    if "STARTED" not in r.stdout:
+        assert "also after its block has ended" in r.stdout, r.stdout
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_kernels_on_two_gpus_keep_their_device():
     xs = [torch.zeros(1024, device=f"cuda:{d}") for d in range(2)]

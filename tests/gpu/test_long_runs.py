@@ -75,6 +75,58 @@ def test_ten_million_kernels_with_periodic_flushing_keep_memory_bounded(tmp_path
     assert growth < 50, f"resident memory grew by {growth:.1f} MB"
 
 
+def _resident_by_owner():
+    """Resident kB by owner, from /proc/self/smaps: Proton's activity buffers (anonymous maps
+    of exactly one buffer, 4 MB), the driver's (device files), malloc's heap, other
+    anonymous maps and files."""
+    owners, owner = {}, None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and not parts[0].endswith(":") and len(parts) >= 5:
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                path = parts[5] if len(parts) > 5 else ""
+                if path.startswith("/dev/"):
+                    owner = "driver (device files)"
+                elif path == "[heap]":
+                    owner = "malloc heap"
+                elif not path:
+                    owner = "activity buffers" if hi - lo == 4 << 20 else "other anonymous"
+                else:
+                    owner = "files"
+            elif parts[0] == "Rss:":
+                owners[owner] = owners.get(owner, 0) + int(parts[1])
+    return owners
+
+
+def test_a_long_run_after_other_sessions_in_the_same_process_keeps_memory_bounded():
+    # Issue 14, item 7: in this process CUPTI has already been started and stopped by the
+    # tests before (Proton sessions of every kind; triton.profiler in test_compat). Resident
+    # memory is split by owner, so a growth names whose memory it is.
+    x = torch.zeros(16, device="cuda")
+    torch.cuda.synchronize()
+    phases = TOTAL_KERNELS // PER_PHASE
+    session = proton.start("long_inline", backend="cupti", mode="periodic_flushing")
+    before = None
+    for phase in range(phases):
+        for _ in range(PER_PHASE):
+            x.add_(1)
+        proton.data.advance_phase(session)
+        if phase + 1 == max(1, phases // 10):
+            torch.cuda.synchronize()
+            before = _resident_by_owner()
+    torch.cuda.synchronize()
+    after = _resident_by_owner()
+    proton.finalize()
+    growth = {k: (after.get(k, 0) - before.get(k, 0)) / 1024 for k in set(before) | set(after)}
+    print(
+        "resident memory growth after warm-up, MB: "
+        + ", ".join(f"{k} {v:+.1f}" for k, v in sorted(growth.items()))
+    )
+    assert int(x[0].item()) == phases * PER_PHASE
+    assert sum(growth.values()) < 50, growth
+
+
 def test_eight_threads_of_ten_thousand_launches_count_exactly():
     bufs = [torch.zeros(16, device="cuda") for _ in range(8)]
     torch.cuda.synchronize()

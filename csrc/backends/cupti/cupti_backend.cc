@@ -272,10 +272,11 @@ Status CuptiBackend::start() {
             "[PROTON] Cannot start the CUPTI backend: another CUPTI client already holds this "
             "process" +
                 who +
-                ". This happens under torch.profiler with CUDA activities, Nsight Systems, "
-                "Nsight Compute, cuda-gdb or compute-sanitizer. Stop the other profiler first "
-                "(leave the torch.profiler block), or profile in a separate process. The "
-                "program continues without Proton's GPU profile."};
+                ". This happens under torch.profiler with CUDA activities, also after its "
+                "block has ended (PyTorch keeps CUPTI for the rest of the process), under "
+                "Nsight Systems, Nsight Compute, cuda-gdb or compute-sanitizer. Profile in a "
+                "separate process, or stop the other profiler first. The program continues "
+                "without Proton's GPU profile."};
   }
   if (rc != CUPTI_SUCCESS) {
     return {StatusCode::kUnavailable,
