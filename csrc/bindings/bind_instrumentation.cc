@@ -2,9 +2,9 @@
 // Triton compile step calls, scope tables of loaded kernels, and the per-launch device
 // buffers that Triton's launcher asks for through Proton's profile allocator.
 #include <nanobind/stl/pair.h>
-#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
 
 #include "backends/gpu_backend.h"
 #include "backends/instrumentation/ptx_rewrite.h"
@@ -30,8 +30,7 @@ void bindInstrumentation(nb::module_ &m) {
         uint32_t shared = r.table.sharedBytes;
         return std::make_tuple(std::move(r.ptx), instrumentation::encodeTable(r.table), shared);
       },
-      nb::arg("ptx"), nb::arg("mode"), nb::arg("shared_bytes") = 0,
-      nb::arg("max_shared_bytes") = 0,
+      nb::arg("ptx"), nb::arg("mode"), nb::arg("shared_bytes") = 0, nb::arg("max_shared_bytes") = 0,
       "(instrumented PTX, its scope table as text, the kernel's dynamic shared memory after "
       "the rewrite or 0 when unchanged); ConfigError if the PTX cannot be instrumented. "
       "shared_bytes: what the kernel uses; max_shared_bytes: the most a CTA may have (0: "

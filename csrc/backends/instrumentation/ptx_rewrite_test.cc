@@ -92,16 +92,16 @@ TEST(PtxRewrite, CtaSumsAddUnitsInSharedMemoryAndStoreOneRecordPerCta) {
                                       "proton:tree:1:256:*:cta_sums", 65530, kH100MaxShared);
   const ScopeTable &t = r.table;
   EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
-  EXPECT_EQ(t.slotBytes, t.unitBytes);          // one record per CTA
-  EXPECT_EQ(t.ctaSumsOffset, 65536u);           // past Triton's bytes, 16-byte aligned
-  EXPECT_EQ(t.sharedBytes, 65536u + 64u);       // what the launch must now give the kernel
+  EXPECT_EQ(t.slotBytes, t.unitBytes);     // one record per CTA
+  EXPECT_EQ(t.ctaSumsOffset, 65536u);      // past Triton's bytes, 16-byte aligned
+  EXPECT_EQ(t.sharedBytes, 65536u + 64u);  // what the launch must now give the kernel
   // Addressed from Triton's own array; cleared by one thread per chunk behind one barrier.
   EXPECT_EQ(count(r.ptx, ".extern .shared"), 1u);
   EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, global_smem;"), 2u);  // prologue, one return
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w10, %pt_w10, 65536;"), 2u);
   EXPECT_EQ(count(r.ptx, "setp.lt.u32 \t%pt_q2, %pt_w0, 4;"), 1u);
-  EXPECT_EQ(count(r.ptx, "bar.sync \t0;"), count(golden("instrumentation_matmul_markers.ptx"),
-                                                   "bar.sync \t0;") + 1);
+  EXPECT_EQ(count(r.ptx, "bar.sync \t0;"),
+            count(golden("instrumentation_matmul_markers.ptx"), "bar.sync \t0;") + 1);
   // Each unit: header words and 3 scopes' cycles, counts and "ran it" into shared memory,
   // then the counter; the eighth unit to get there stores the CTA's 4 chunks.
   EXPECT_EQ(count(r.ptx, "red.relaxed.cta.shared.add.u64"), 3u);
@@ -137,19 +137,17 @@ TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
   EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:", 0, kH100MaxShared)));
   EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 0, 0)));
   // Past what a CTA may have.
-  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", kH100MaxShared - 32,
-                                        kH100MaxShared)));
+  EXPECT_TRUE(perUnit(
+      rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", kH100MaxShared - 32, kH100MaxShared)));
   // Two CTAs of 113 KB fit on an SM; 64 bytes more, only one would: occupancy is kept.
-  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115690,
-                                        kH100MaxShared)));
-  EXPECT_FALSE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115600,
-                                         kH100MaxShared)));
+  EXPECT_TRUE(
+      perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115690, kH100MaxShared)));
+  EXPECT_FALSE(
+      perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115600, kH100MaxShared)));
   // One recording unit per CTA already stores once; traces keep per-unit buffers.
-  RewriteResult group =
-      rewriteWithShared(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
+  RewriteResult group = rewriteWithShared(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(group.table.sharedBytes, 0u);
-  RewriteResult trace =
-      rewriteWithShared(mm, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared);
+  RewriteResult trace = rewriteWithShared(mm, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(trace.table.sharedBytes, 0u);
 }
 
