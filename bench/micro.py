@@ -3,8 +3,10 @@
     python bench/micro.py [--json out.json]
 
 Reports, in nanoseconds per `with proton.scope("step"): pass` (an empty loop's cost
-subtracted), the scope cost with profiling off and on, and the seconds taken by finalize()
-to write a tree of about 1,000,000 nodes as Hatchet JSON. Timings are reported, never asserted.
+subtracted), the scope cost with profiling off and on; the cost per launch of the
+hook="triton" launch hooks (enter and exit around a launch-metadata evaluation, whose own cost
+is subtracted; needs Triton, launches nothing); and the seconds taken by finalize() to write
+a tree of about 1,000,000 nodes as Hatchet JSON. Timings are reported, never asserted.
 """
 
 import argparse
@@ -42,6 +44,40 @@ def scope_loop(n):
             pass
 
 
+class LaunchMetadata:
+    """What Triton hands its launch hooks: a lazy dict whose get() calls launch_metadata."""
+
+    def __init__(self, fn, args):
+        self.data = {"name": "vadd_kernel", "function": None, "stream": 0}
+        self.fn, self.args = fn, args
+
+    def get(self):
+        self.data.update(self.fn(None, None, self.args))
+        return self.data
+
+
+def vadd_metadata(grid, kernel, args):
+    n = args["n"]
+    return {"name": f"vadd_{n}", "flops32": n, "bytes": 12 * n}
+
+
+def hook_loop(n):
+    """Triton's side of a launch with hook="triton": the hooks it finds installed, called with
+    a fresh lazy dict (no kernel is launched)."""
+    from triton import knobs
+
+    enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    for _ in range(n):
+        m = LaunchMetadata(vadd_metadata, {"n": 4096})
+        enter(m)
+        exit_(m)
+
+
+def lazy_loop(n):
+    for _ in range(n):
+        LaunchMetadata(vadd_metadata, {"n": 4096}).get()
+
+
 def build_tree(fanout=100):
     """fanout**3 leaves under fanout**2 + fanout inner nodes: 1,010,101 nodes with ROOT."""
     names = [f"n{i}" for i in range(fanout)]
@@ -68,6 +104,16 @@ def main():
         proton.start(os.path.join(tmp, "micro"))
         results["scope_on_ns"] = best_ns_per_iter(scope_loop) - base
         proton.finalize()
+
+        try:
+            import triton  # noqa: F401
+
+            proton.start(os.path.join(tmp, "hooked"), hook="triton")
+            lazy = best_ns_per_iter(lazy_loop, n=N // 10)
+            results["triton_hook_ns"] = best_ns_per_iter(hook_loop, n=N // 10) - lazy
+            proton.finalize()
+        except ImportError:
+            pass
 
         proton.start(os.path.join(tmp, "big"))
         t0 = time.perf_counter()
