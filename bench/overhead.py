@@ -148,10 +148,13 @@ def build_workloads():
     return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked, "trimm": trimm}
 
 
-REPS = 5  # timed runs per unprofiled phase
+# Timed runs per unprofiled phase: a launch-bound run takes milliseconds, so it gets more of
+# them (its minimum is then less often one disturbed by the machine); a GPU-bound one seconds.
+REPS = {"matmul": 5, "trimm": 5}
+LAUNCH_BOUND_REPS = 15
 
 
-def timed(fn, iters, scope=None, reps=REPS, events=False):
+def timed(fn, iters, scope=None, reps=5, events=False):
     """The fastest of reps runs of iters iterations: the least disturbed by the machine.
     (wall seconds, CUDA-event seconds or None): the event time is the GPU's time from the
     first kernel to the last, taken on the run with the least wall time."""
@@ -277,11 +280,12 @@ def worker(config, names):
             continue
         use_scope = scope if name == "scoped" else None
         ev = name in GPU_BOUND
+        reps = REPS.get(name, LAUNCH_BOUND_REPS)
         if ev:
             settle(fn, iters)
         else:
             timed(fn, iters // 4 + 1, use_scope, reps=1)
-        before, ev_before = timed(fn, iters, use_scope, events=ev)
+        before, ev_before = timed(fn, iters, use_scope, reps=reps, events=ev)
         try:
             start()
         except Exception as e:  # noqa: BLE001 - reported in the table
@@ -290,12 +294,12 @@ def worker(config, names):
         timed(fn, iters // 4 + 1, use_scope, reps=1)
         # As many timed runs as the two unprofiled phases together: a minimum over more runs
         # is lower by chance alone, which would bias the ratio upward by about 1% at matmul.
-        profiled, ev_profiled = timed(fn, iters, use_scope, reps=2 * REPS, events=ev)
+        profiled, ev_profiled = timed(fn, iters, use_scope, reps=2 * reps, events=ev)
         cupti = loaded_cupti()
         t0 = time.perf_counter()
         stop()
         finalize_s = time.perf_counter() - t0
-        after, ev_after = timed(fn, iters, use_scope, events=ev)
+        after, ev_after = timed(fn, iters, use_scope, reps=reps, events=ev)
         size = sum(
             os.path.getsize(os.path.join(tmp, f))
             for f in os.listdir(tmp)
