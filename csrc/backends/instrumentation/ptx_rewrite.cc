@@ -487,6 +487,21 @@ bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
   return fitAfter >= fitBefore;
 }
 
+// Whether every way out of the entry is a plain `ret;` (the lines the epilogue goes before).
+// A predicated return or an `exit` would leave its warp's sums out of the CTA's, and the CTA's
+// last unit would never come: CTA sums are used only when there is none.
+bool onlyPlainReturns(const std::vector<std::string_view> &lines, const EntryInfo &e) {
+  for (size_t i = e.open + 1; i < e.end; ++i) {
+    std::string_view t = trim(lines[i]);
+    if (t == "ret;" || startsWith(t, "//")) continue;
+    size_t code = t.find("//");
+    if (code != std::string_view::npos) t = trim(t.substr(0, code));
+    if (t.size() >= 4 && (t.substr(t.size() - 4) == "ret;" || t.substr(t.size() - 4) == "xit;"))
+      return false;
+  }
+  return true;
+}
+
 // The dynamic shared-memory array the module declares before the entry (Triton's
 // `global_smem`), or "" when it declares none.
 std::string sharedSymbol(const std::vector<std::string_view> &lines, size_t entry) {
@@ -588,7 +603,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   } else {
     t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
     t.slotBytes = t.unitBytes * t.unitsPerCta;
-    if (useCtaSums(config, t, e.threads)) {
+    if (useCtaSums(config, t, e.threads) && onlyPlainReturns(lines, e)) {
       t.ctaSumsOffset = (config.sharedBytes + 15) & ~15u;
       t.sharedBytes = t.ctaSumsOffset + t.unitBytes;
       t.slotBytes = t.unitBytes;

@@ -144,6 +144,12 @@ TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
       perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115690, kH100MaxShared)));
   EXPECT_FALSE(
       perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115600, kH100MaxShared)));
+  // A predicated return (or an exit) would leave its warp out of the CTA's sums.
+  std::string early = mm;
+  size_t body = early.find("\tret;");
+  ASSERT_NE(body, std::string::npos);
+  early.insert(body, "\t@%p1 ret;\n");
+  EXPECT_TRUE(perUnit(rewriteWithShared(early, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
   // One recording unit per CTA already stores once; traces keep per-unit buffers.
   RewriteResult group = rewriteWithShared(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(group.table.sharedBytes, 0u);
