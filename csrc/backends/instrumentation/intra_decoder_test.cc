@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -60,14 +59,22 @@ class IntraDecoderTest : public ::testing::Test {
   NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("mm_kernel"));
 };
 
-// One tree unit record: [unmatched | crossing | recorded | 0] then [cycles | count | 0] per scope.
-void treeUnit(std::vector<uint8_t> &slot, size_t at, uint32_t unmatched,
-              const std::vector<std::pair<uint64_t, uint32_t>> &scopes) {
+// One tree record: [unmatched | crossing | recorded | 0] then [cycles | count | ran] per scope.
+// A unit's own record: recorded 1, ran 0; a CTA's sums: the units summed and, per scope, the
+// units that ran it.
+struct ScopeSums {
+  uint64_t cycles;
+  uint32_t count;
+  uint32_t ran = 0;
+};
+void treeRecord(std::vector<uint8_t> &slot, size_t at, uint32_t unmatched,
+                const std::vector<ScopeSums> &scopes, uint32_t recorded = 1) {
   put<uint32_t>(slot, at, unmatched);
-  put<uint32_t>(slot, at + 8, 1);
+  put<uint32_t>(slot, at + 8, recorded);
   for (size_t i = 0; i < scopes.size(); ++i) {
-    put<uint64_t>(slot, at + 16 + 16 * i, scopes[i].first);
-    put<uint32_t>(slot, at + 24 + 16 * i, scopes[i].second);
+    put<uint64_t>(slot, at + 16 + 16 * i, scopes[i].cycles);
+    put<uint32_t>(slot, at + 24 + 16 * i, scopes[i].count);
+    put<uint32_t>(slot, at + 28 + 16 * i, scopes[i].ran);
   }
 }
 
@@ -83,11 +90,11 @@ TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   // Unit 0: kernel 600 cycles; "load" 200 cycles in 3 runs. Unit 1 did not record (not
   // selected): its stale words must not count. Unit 2: kernel 400; "load" 100 in 1 run;
   // "load/wait" 90 in 3 runs; one unmatched exit. Unit 3: kernel only, 0 cycles.
-  treeUnit(slot, 16, 0, {{600, 1}, {200, 3}, {0, 0}});
+  treeRecord(slot, 16, 0, {{600, 1}, {200, 3}, {0, 0}});
   put<uint64_t>(slot, 16 + unitBytes + 16, 7777);  // stale, `recorded` is 0
   put<uint32_t>(slot, 16 + unitBytes + 24, 5);
-  treeUnit(slot, 16 + 2 * unitBytes, 1, {{400, 1}, {100, 1}, {90, 3}});
-  treeUnit(slot, 16 + 3 * unitBytes, 0, {{0, 1}, {0, 0}, {0, 0}});
+  treeRecord(slot, 16 + 2 * unitBytes, 1, {{400, 1}, {100, 1}, {90, 3}});
+  treeRecord(slot, 16 + 3 * unitBytes, 0, {{0, 1}, {0, 0}, {0, 0}});
   std::vector<uint8_t> reduced(kReducedTreeBytes);
   ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
   EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);  // units that recorded
@@ -118,17 +125,8 @@ TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope
   std::vector<uint8_t> slot(kTreeHeaderBytes + 2 * unitBytes, 0);
   put<uint32_t>(slot, 0, 0xabd);
   put<uint32_t>(slot, 4, unitBytes);
-  auto ctaRecord = [&](size_t at, uint32_t units,
-                       const std::vector<std::array<uint64_t, 3>> &scopes) {
-    put<uint32_t>(slot, at + 8, units);
-    for (size_t i = 0; i < scopes.size(); ++i) {
-      put<uint64_t>(slot, at + 16 + 16 * i, scopes[i][0]);
-      put<uint32_t>(slot, at + 24 + 16 * i, static_cast<uint32_t>(scopes[i][1]));
-      put<uint32_t>(slot, at + 28 + 16 * i, static_cast<uint32_t>(scopes[i][2]));
-    }
-  };
-  ctaRecord(16, 2, {{1000, 2, 2}, {300, 4, 2}, {90, 3, 1}});
-  ctaRecord(16 + unitBytes, 1, {{500, 1, 1}, {0, 0, 0}, {0, 0, 0}});
+  treeRecord(slot, 16, 0, {{1000, 2, 2}, {300, 4, 2}, {90, 3, 1}}, 2);
+  treeRecord(slot, 16 + unitBytes, 0, {{500, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 1);
   std::vector<uint8_t> reduced(kReducedTreeBytes);
   ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
   EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);       // units, not records

@@ -24,9 +24,13 @@ size_t count(const std::string &text, const std::string &what) {
   return n;
 }
 
-RewriteResult rewrite(const std::string &ptx, const std::string &mode) {
+// shared/maxShared: the kernel's dynamic shared memory and the GPU's limit per CTA (CTA sums).
+RewriteResult rewrite(const std::string &ptx, const std::string &mode, uint32_t shared = 0,
+                      uint32_t maxShared = 0) {
   Result<RewriteConfig> config = parseInstrumentationMode(mode);
   EXPECT_TRUE(config.isOk()) << config.status().message();
+  config.value().sharedBytes = shared;
+  config.value().maxSharedBytes = maxShared;
   Result<RewriteResult> r = rewritePtx(ptx, config.value());
   EXPECT_TRUE(r.isOk()) << r.status().message();
   return r.value();
@@ -73,23 +77,12 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx.substr(epilogue), "%ctaid.z"), 1u);
 }
 
-RewriteResult rewriteWithShared(const std::string &ptx, const std::string &mode, uint32_t shared,
-                                uint32_t maxShared) {
-  Result<RewriteConfig> config = parseInstrumentationMode(mode);
-  EXPECT_TRUE(config.isOk()) << config.status().message();
-  config.value().sharedBytes = shared;
-  config.value().maxSharedBytes = maxShared;
-  Result<RewriteResult> r = rewritePtx(ptx, config.value());
-  EXPECT_TRUE(r.isOk()) << r.status().message();
-  return r.value();
-}
-
 constexpr uint32_t kH100MaxShared = 232448;  // 227 KB per CTA
 
 TEST(PtxRewrite, CtaSumsAddUnitsInSharedMemoryAndStoreOneRecordPerCta) {
   // The matmul (8 warps, 3 scopes) with 64 KB of Triton's own shared memory.
-  RewriteResult r = rewriteWithShared(golden("instrumentation_matmul_markers.ptx"),
-                                      "proton:tree:1:256:*:cta_sums", 65530, kH100MaxShared);
+  RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"),
+                            "proton:tree:1:256:*:cta_sums", 65530, kH100MaxShared);
   const ScopeTable &t = r.table;
   EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
   EXPECT_EQ(t.slotBytes, t.unitBytes);     // one record per CTA
@@ -115,15 +108,15 @@ TEST(PtxRewrite, CtaSumsAddUnitsInSharedMemoryAndStoreOneRecordPerCta) {
   EXPECT_EQ(count(r.ptx, "mul.wide.u32 \t%pt_d1, %pt_w4, 64;"), 1u);
 
   // A kernel that declares no shared memory gets an array of its own.
-  RewriteResult v = rewriteWithShared(golden("instrumentation_vadd.ptx"),
-                                      "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared);
+  RewriteResult v = rewrite(golden("instrumentation_vadd.ptx"), "proton:tree:1:256:*:cta_sums", 0,
+                            kH100MaxShared);
   EXPECT_EQ(v.table.sharedBytes, 32u);
   EXPECT_EQ(count(v.ptx, ".extern .shared .align 16 .b8 __proton_smem[];"), 1u);
   EXPECT_LT(v.ptx.find("__proton_smem[]"), v.ptx.find(".entry"));
   EXPECT_EQ(count(v.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 3;"), 1u);  // 4 warps
   // Selected units: the CTA's last recording unit is the second of the two that exist.
-  RewriteResult sel = rewriteWithShared(golden("instrumentation_vadd.ptx"),
-                                        "proton:tree:1:256:1,3,9:cta_sums", 0, kH100MaxShared);
+  RewriteResult sel = rewrite(golden("instrumentation_vadd.ptx"),
+                              "proton:tree:1:256:1,3,9:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(count(sel.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 1;"), 1u);
 }
 
@@ -134,26 +127,24 @@ TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
            r.ptx.find("atom.acq_rel") == std::string::npos;
   };
   // Not asked for (buffer_type="global"), or the GPU's limit unknown.
-  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:", 0, kH100MaxShared)));
-  EXPECT_TRUE(perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 0, 0)));
+  EXPECT_TRUE(perUnit(rewrite(mm, "proton:tree:1:256:*:", 0, kH100MaxShared)));
+  EXPECT_TRUE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 0, 0)));
   // Past what a CTA may have.
-  EXPECT_TRUE(perUnit(
-      rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", kH100MaxShared - 32, kH100MaxShared)));
-  // Two CTAs of 113 KB fit on an SM; 64 bytes more, only one would: occupancy is kept.
   EXPECT_TRUE(
-      perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115690, kH100MaxShared)));
-  EXPECT_FALSE(
-      perUnit(rewriteWithShared(mm, "proton:tree:1:256:*:cta_sums", 115600, kH100MaxShared)));
+      perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", kH100MaxShared - 32, kH100MaxShared)));
+  // Two CTAs of 113 KB fit on an SM; 64 bytes more, only one would: occupancy is kept.
+  EXPECT_TRUE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 115690, kH100MaxShared)));
+  EXPECT_FALSE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 115600, kH100MaxShared)));
   // A predicated return (or an exit) would leave its warp out of the CTA's sums.
   std::string early = mm;
   size_t body = early.find("\tret;");
   ASSERT_NE(body, std::string::npos);
   early.insert(body, "\t@%p1 ret;\n");
-  EXPECT_TRUE(perUnit(rewriteWithShared(early, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
+  EXPECT_TRUE(perUnit(rewrite(early, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
   // One recording unit per CTA already stores once; traces keep per-unit buffers.
-  RewriteResult group = rewriteWithShared(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
+  RewriteResult group = rewrite(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(group.table.sharedBytes, 0u);
-  RewriteResult trace = rewriteWithShared(mm, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared);
+  RewriteResult trace = rewrite(mm, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(trace.table.sharedBytes, 0u);
 }
 
