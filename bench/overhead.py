@@ -150,7 +150,7 @@ def build_workloads():
 
 # Timed runs per unprofiled phase: a launch-bound run takes milliseconds, so it gets more of
 # them (its minimum is then less often one disturbed by the machine); a GPU-bound one seconds.
-REPS = {"matmul": 5, "trimm": 5}
+GPU_BOUND_REPS = 5
 LAUNCH_BOUND_REPS = 15
 
 
@@ -280,7 +280,7 @@ def worker(config, names):
             continue
         use_scope = scope if name == "scoped" else None
         ev = name in GPU_BOUND
-        reps = REPS.get(name, LAUNCH_BOUND_REPS)
+        reps = GPU_BOUND_REPS if ev else LAUNCH_BOUND_REPS
         if ev:
             settle(fn, iters)
         else:

@@ -142,7 +142,7 @@ class Emitter {
   Emitter(const RewriteConfig &c, const ScopeTable &t, std::string smem = {})
       : c_(c), t_(t), smem_(std::move(smem)) {}
 
-  bool ctaSums() const { return !c_.trace && t_.sharedBytes != 0; }
+  bool ctaSums() const { return t_.sharedBytes != 0; }  // tree only (useCtaSums)
 
   std::string declarations() const {
     Out o;
@@ -362,7 +362,6 @@ class Emitter {
       << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
   }
 
- private:
   // %pt_d1: this unit's record (tree) or header (trace), from the CTA-linear index.
   void unitAddress(Out &o) const { recordAddress(o, false); }
 
@@ -474,11 +473,14 @@ Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
 // clear the sums, and where the extra bytes neither exceed what a CTA may have nor lower how
 // many CTAs fit on an SM by shared memory (against what its threads allow; 1 KB per CTA is
 // the driver's own reservation).
+// Where CTA sums start: past the kernel's own shared memory, 16-byte aligned.
+uint32_t ctaSumsOffset(uint32_t sharedBytes) { return (sharedBytes + 15) & ~15u; }
+
 bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
   uint32_t units = recordingUnits(c, t.unitsPerCta);
   if (c.trace || !c.ctaSums || c.maxSharedBytes == 0 || units < 2) return false;
   if (t.paths.size() + 1 > threads) return false;
-  uint64_t before = c.sharedBytes, after = ((c.sharedBytes + 15) & ~15u) + uint64_t(t.unitBytes);
+  uint64_t before = c.sharedBytes, after = ctaSumsOffset(c.sharedBytes) + uint64_t(t.unitBytes);
   if (after > c.maxSharedBytes) return false;
   uint64_t perSm = uint64_t(c.maxSharedBytes) + 1024;
   uint64_t byThreads = std::max<uint64_t>(1, 2048 / threads);
@@ -604,7 +606,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
     t.slotBytes = t.unitBytes * t.unitsPerCta;
     if (useCtaSums(config, t, e.threads) && onlyPlainReturns(lines, e)) {
-      t.ctaSumsOffset = (config.sharedBytes + 15) & ~15u;
+      t.ctaSumsOffset = ctaSumsOffset(config.sharedBytes);
       t.sharedBytes = t.ctaSumsOffset + t.unitBytes;
       t.slotBytes = t.unitBytes;
     }
