@@ -94,7 +94,8 @@ const MetricList &launchMetrics(nb::handle data, std::vector<TensorMetric> &tens
   if (data.is_none()) return list;
   PyObject *key, *value;
   Py_ssize_t pos = 0;
-  while (PyDict_Next(checkedDict(data), &pos, &key, &value)) {
+  PyObject *dict = checkedDict(data);
+  while (PyDict_Next(dict, &pos, &key, &value)) {
     MetricValue v;
     MetadataValue kind = classifyMetadata(key, value, v);
     if (kind == MetadataValue::kSkip) continue;
@@ -161,7 +162,8 @@ void bindContext(nb::module_ &m) {
         nb::dict out;
         PyObject *key, *value;
         Py_ssize_t pos = 0;
-        while (PyDict_Next(checkedDict(data), &pos, &key, &value)) {
+        PyObject *dict = checkedDict(data);
+        while (PyDict_Next(dict, &pos, &key, &value)) {
           MetricValue v;
           switch (classifyMetadata(key, value, v)) {
             case MetadataValue::kSkip:
