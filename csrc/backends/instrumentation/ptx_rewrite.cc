@@ -125,22 +125,23 @@ bool parseMarker(std::string_view line, Marker &m) {
          hexDecode(rest.substr(2), m.path);
 }
 
-// The units of a CTA that record: all of them, or the selected ones that exist.
-uint32_t recordingUnits(const RewriteConfig &c, uint32_t unitsPerCta) {
-  if (c.selectedUnits.empty()) return unitsPerCta;
-  std::vector<uint32_t> u(c.selectedUnits);
-  std::sort(u.begin(), u.end());
-  u.erase(std::unique(u.begin(), u.end()), u.end());
-  return static_cast<uint32_t>(
-      std::count_if(u.begin(), u.end(), [&](uint32_t x) { return x < unitsPerCta; }));
+// The ids of a CTA's units that record: all of them, or the selected ones that exist.
+std::vector<uint32_t> recordingUnitIds(const RewriteConfig &c, uint32_t unitsPerCta) {
+  std::vector<uint32_t> ids;
+  for (uint32_t u = 0; u < unitsPerCta; ++u)
+    if (c.selectedUnits.empty() ||
+        std::find(c.selectedUnits.begin(), c.selectedUnits.end(), u) != c.selectedUnits.end())
+      ids.push_back(u);
+  return ids;
 }
 
 // The PTX that the rewrite inserts, written into one string.
 class Emitter {
  public:
   // smem: the dynamic shared-memory symbol that CTA sums are addressed from (when t has them).
-  Emitter(const RewriteConfig &c, const ScopeTable &t, std::string smem = {})
-      : c_(c), t_(t), smem_(std::move(smem)) {}
+  // barrier: the named barrier the CTA's threads meet at before its record is stored.
+  Emitter(const RewriteConfig &c, const ScopeTable &t, std::string smem = {}, int barrier = -1)
+      : c_(c), t_(t), smem_(std::move(smem)), barrier_(barrier) {}
 
   bool ctaSums() const { return t_.sharedBytes != 0; }  // tree only (useCtaSums)
 
@@ -160,8 +161,20 @@ class Emitter {
 
   std::string prologue(std::string_view param) const {
     Out o;
-    o << "\t// proton: instrumentation prologue\n"
-      << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
+    o << "\t// proton: instrumentation prologue\n";
+    if (!c_.trace) {
+      // The kernel's scope starts with the kernel: its clock is read before anything else.
+      // ptxas moves no instruction across a clock read, so a read that had to wait for our
+      // %tid-derived predicate held the kernel's first loads back behind a special-register
+      // read (3% of a 3.4 us vector add on an H100). Every lane reads it; only the leader's
+      // sums are stored.
+      o << "\tmov." << (c_.clock32 ? "u32" : "u64") << " \t%pt_s0, "
+        << (c_.clock32 ? "%clock" : "%clock64") << ";\n";
+      if (c_.timeShift)
+        o << "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"
+          << "\tsub.u32 \t%pt_sh, %pt_w5, %pt_w4;\n";
+    }
+    o << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n"
       << "\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
       << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
@@ -180,34 +193,24 @@ class Emitter {
         o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
       o << "\tand.pred \t%pt_lead, %pt_q0, %pt_q1;\n";
     }
-    if (ctaSums()) {
-      // One 16-byte chunk per thread, then a barrier: every unit adds to cleared sums.
-      o << "\t// proton: CTA sums in shared memory, cleared before any unit adds to them\n";
-      ctaSumsAddress(o);
-      o << "\tsetp.lt.u32 \t%pt_q2, %pt_w0, " << chunks() << ";\n"
-        << "\tshl.b32 \t%pt_w11, %pt_w0, 4;\n"
-        << "\tadd.u32 \t%pt_w11, %pt_w10, %pt_w11;\n"
-        << "\tmov.u32 \t%pt_w4, 0;\n"
-        << "\t@%pt_q2 st.shared.v4.u32 \t[%pt_w11], {%pt_w4, %pt_w4, %pt_w4, %pt_w4};\n"
-        << "\tbar.sync \t0;\n";
-    }
     o << "\tmov.u32 \t%pt_u, 0;\n\tmov.u32 \t%pt_x, 0;\n\tmov.u32 \t%pt_n, 0;\n";
-    if (c_.timeShift) {
+    if (c_.trace && c_.timeShift)
       o << "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"
         << "\tsub.u32 \t%pt_sh, %pt_w5, %pt_w4;\n";
-    } else {
+    else if (!c_.timeShift)
       o << "\tmov.u32 \t%pt_sh, 0;\n";
-    }
     if (c_.trace) {
       unitAddress(o);
       traceHeaderStart(o);
     } else {
       // A tree unit needs its record's address only when it returns: computed there, so the
       // special-register reads and the multiply chain do not delay the kernel's first work.
-      for (size_t i = 0; i < t_.paths.size(); ++i)
+      for (size_t i = 0; i < t_.paths.size(); ++i) {
         o << "\tmov.u64 \t%pt_a" << i << ", 0;\n\tmov.u32 \t%pt_c" << i << ", 0;\n"
-          << "\tmov.u32 \t%pt_e" << i << ", 0;\n\tmov." << (c_.clock32 ? "u32" : "u64")
-          << " \t%pt_s" << i << ", 0;\n";
+          << "\tmov.u32 \t%pt_e" << i << ", " << (i == 0 ? 1 : 0) << ";\n";
+        if (i > 0) o << "\tmov." << (c_.clock32 ? "u32" : "u64") << " \t%pt_s" << i << ", 0;\n";
+      }
+      return o.str();
     }
     o << enter(0);
     return o.str();
@@ -296,7 +299,7 @@ class Emitter {
           << "\tabs.s32 \t%pt_w6, %pt_w6;\n"
           << "\tadd.u32 \t%pt_u, %pt_u, %pt_w6;\n";
       if (ctaSums()) {
-        ctaSumsEpilogue(o, skip);
+        ctaSumsEpilogue(o, skip, retIndex);
         o << skip << ":\n";
         return o.str();
       }
@@ -334,32 +337,59 @@ class Emitter {
       << "\tadd.u32 \t%pt_w10, %pt_w10, " << t_.ctaSumsOffset << ";\n";
   }
 
-  // A recording unit adds its sums into the CTA's (shared-memory atomics, no global memory);
-  // the last of the CTA's units to get here copies them into the CTA's record.
-  void ctaSumsEpilogue(Out &o, const std::string &skip) const {
-    o << "\t@!%pt_lead bra \t" << skip << ";\n";
+  // Every recording unit's leader writes its sums, in the layout of a unit record, into its
+  // own slot in shared memory (every word: nothing to clear first); then all of the CTA's
+  // threads meet at one barrier, and thread j adds up 8-byte chunk j over the slots and stores
+  // it, so that the CTA's record leaves in one coalesced store. No atomics, and no barrier at
+  // the kernel's entry: the CTA ends with its last warp anyway, so the wait costs it little.
+  void ctaSumsEpilogue(Out &o, const std::string &skip, size_t retIndex) const {
+    std::string arrive = "$pt_arrive" + std::to_string(retIndex);
+    o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n"  // recording off: the same for every thread
+      << "\t@%pt_q2 bra \t" << skip << ";\n"
+      << "\tmov.u32 \t%pt_w0, %tid.x;\n";
     ctaSumsAddress(o);
-    o << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10], %pt_u;\n"
-      << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10+4], %pt_x;\n";
-    for (size_t i = 0; i < t_.paths.size(); ++i) {
-      size_t at = kTreeUnitHeaderBytes + kTreeScopeBytes * i;
-      o << "\tred.relaxed.cta.shared.add.u64 \t[%pt_w10+" << at << "], %pt_a" << i << ";\n"
-        << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10+" << at + 8 << "], %pt_c" << i << ";\n"
-        << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
+    o << "\t@!%pt_lead bra \t" << arrive << ";\n"
+      << "\tmad.lo.u32 \t%pt_w11, %pt_w3, " << t_.unitBytes << ", %pt_w10;\n"
+      << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
+      << "\tst.shared.v4.u32 \t[%pt_w11], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
+    for (size_t i = 0; i < t_.paths.size(); ++i)
+      o << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
         << "\tselp.u32 \t%pt_w6, 1, 0, %pt_q2;\n"
-        << "\tred.relaxed.cta.shared.add.u32 \t[%pt_w10+" << at + 12 << "], %pt_w6;\n";
-    }
-    // `recorded` counts the units that added theirs; the release orders their adds before it.
-    o << "\tatom.acq_rel.cta.shared.add.u32 \t%pt_w6, [%pt_w10+8], 1;\n"
-      << "\tsetp.ne.u32 \t%pt_q2, %pt_w6, " << recordingUnits(c_, t_.unitsPerCta) - 1 << ";\n"
-      << "\t@%pt_q2 bra \t" << skip << ";\n";
+        << "\tmov.b64 \t{%pt_w4, %pt_w5}, %pt_a" << i << ";\n"
+        << "\tst.shared.v4.u32 \t[%pt_w11+" << kTreeUnitHeaderBytes + kTreeScopeBytes * i
+        << "], {%pt_w4, %pt_w5, %pt_c" << i << ", %pt_w6};\n";
+    const uint32_t chunks = t_.unitBytes / 8, threads = t_.numWarps * 32;
+    // The record's address is read while the CTA's other units catch up.
+    o << arrive << ":\n";
     recordAddress(o, /*ctaRecord=*/true);
-    for (uint32_t j = 0; j < chunks(); ++j)
-      o << "\tld.shared.v4.u32 \t{%pt_w6, %pt_w7, %pt_w8, %pt_w9}, [%pt_w10+" << 16 * j << "];\n"
-        << "\tst.global.v4.u32 \t[%pt_d1+" << 16 * j << "], {%pt_w6, %pt_w7, %pt_w8, %pt_w9};\n";
-    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
-      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+    o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w0, 0, %pt_q3;\n"  // CTA 0's thread 0: the header
+      << "\tbar.sync \t" << barrier_ << ";\n"
+      << "\tsetp.ge.u32 \t%pt_q2, %pt_w0, " << chunks << ";\n"
+      << "\t@%pt_q2 bra \t" << skip << ";\n";
+    for (uint32_t first = 0; first < chunks; first += threads) {
+      o << "\tadd.u32 \t%pt_w1, %pt_w0, " << first << ";\n";
+      if (first > 0)
+        o << "\tsetp.ge.u32 \t%pt_q2, %pt_w1, " << chunks << ";\n"
+          << "\t@%pt_q2 bra \t" << skip << ";\n";
+      o << "\tshl.b32 \t%pt_w2, %pt_w1, 3;\n\tadd.u32 \t%pt_w2, %pt_w2, %pt_w10;\n"
+        << "\tmov.u64 \t%pt_d6, 0;\n\tmov.u32 \t%pt_w4, 0;\n\tmov.u32 \t%pt_w5, 0;\n";
+      for (uint32_t u : recordingUnitIds(c_, t_.unitsPerCta))
+        o << "\tld.shared.v2.u32 \t{%pt_w6, %pt_w7}, [%pt_w2+" << u * t_.unitBytes << "];\n"
+          << "\tadd.u32 \t%pt_w4, %pt_w4, %pt_w6;\n\tadd.u32 \t%pt_w5, %pt_w5, %pt_w7;\n"
+          << "\tmov.b64 \t%pt_d7, {%pt_w6, %pt_w7};\n\tadd.u64 \t%pt_d6, %pt_d6, %pt_d7;\n";
+      // A scope's cycles (even chunks past the header's two) are one u64; the rest two u32s.
+      o << "\tand.b32 \t%pt_w6, %pt_w1, 1;\n\tsetp.eq.u32 \t%pt_q1, %pt_w6, 0;\n"
+        << "\tsetp.ge.and.u32 \t%pt_q1, %pt_w1, 2, %pt_q1;\n"
+        << "\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d6;\n"
+        << "\tselp.b32 \t%pt_w4, %pt_w6, %pt_w4, %pt_q1;\n"
+        << "\tselp.b32 \t%pt_w5, %pt_w7, %pt_w5, %pt_q1;\n"
+        << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n"
+        << "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};\n";
+      if (first == 0)
+        o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+          << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
+          << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+    }
   }
 
   // %pt_d1: this unit's record (tree) or header (trace), from the CTA-linear index.
@@ -413,12 +443,14 @@ class Emitter {
   const RewriteConfig &c_;
   const ScopeTable &t_;
   std::string smem_;
+  int barrier_;
 };
 
 struct EntryInfo {
   size_t begin = 0, open = 0, end = 0;  // lines: ".entry", its "{", its closing "}"
   std::string name, lastParam;
   uint32_t threads = 0;
+  bool exactThreads = false;  // .reqntid (every launch has `threads`), not only .maxntid
 };
 
 Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
@@ -454,6 +486,7 @@ Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
         if (parseU32(trim(part), v)) n *= v;
       }
       e.threads = n;
+      e.exactThreads = key == ".reqntid ";
     }
     if (t == "{") break;
   }
@@ -475,12 +508,13 @@ Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
 // the driver's own reservation).
 // Where CTA sums start: past the kernel's own shared memory, 16-byte aligned.
 uint32_t ctaSumsOffset(uint32_t sharedBytes) { return (sharedBytes + 15) & ~15u; }
+// One slot per unit of the CTA (a unit's id is its slot).
+uint64_t ctaSlotsBytes(const ScopeTable &t) { return uint64_t(t.unitsPerCta) * t.unitBytes; }
 
 bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
-  uint32_t units = recordingUnits(c, t.unitsPerCta);
+  size_t units = recordingUnitIds(c, t.unitsPerCta).size();
   if (c.trace || !c.ctaSums || c.maxSharedBytes == 0 || units < 2) return false;
-  if (t.paths.size() + 1 > threads) return false;
-  uint64_t before = c.sharedBytes, after = ctaSumsOffset(c.sharedBytes) + uint64_t(t.unitBytes);
+  uint64_t before = c.sharedBytes, after = ctaSumsOffset(c.sharedBytes) + ctaSlotsBytes(t);
   if (after > c.maxSharedBytes) return false;
   uint64_t perSm = uint64_t(c.maxSharedBytes) + 1024;
   uint64_t byThreads = std::max<uint64_t>(1, 2048 / threads);
@@ -502,6 +536,37 @@ bool onlyPlainReturns(const std::vector<std::string_view> &lines, const EntryInf
       return false;
   }
   return true;
+}
+
+// The barrier the CTA's threads meet at before its record is stored, or -1 for none. Barrier
+// 0 where the kernel uses it only for the whole CTA (Triton's __syncthreads) or not at all:
+// a kernel declares how many barriers it uses, and more of them can mean fewer CTAs per SM
+// (barrier 15 cost softmax 1.49x on an H100, barrier 0 1.04x). Else the lowest one it never
+// uses; -1 where a barrier id is in a register (any could be taken) or bar.red is used.
+int ctaBarrier(const std::vector<std::string_view> &lines, const EntryInfo &e) {
+  bool used[16] = {}, partial[16] = {};
+  for (size_t i = e.open + 1; i < e.end; ++i) {
+    std::string_view t = trim(lines[i]);
+    if (startsWith(t, "@")) t = trim(t.substr(std::min(t.size(), t.find_first_of(" \t"))));
+    if (!(startsWith(t, "bar.") || startsWith(t, "barrier.")) || startsWith(t, "bar.warp"))
+      continue;
+    size_t op = t.find_first_of(" \t");
+    if (op == std::string_view::npos) continue;
+    if (startsWith(t, "bar.red") || startsWith(t, "barrier.red")) return -1;  // rare: not parsed
+    std::string_view args = trim(t.substr(op));
+    std::string_view id = trim(args.substr(0, args.find_first_of(",;")));
+    uint32_t v = 0;
+    if (!parseU32(id, v) || v > 15) return -1;
+    used[v] = true;
+    // A thread count after the id, or an arrive: the barrier also serves part of the CTA.
+    if (args.find(',') != std::string_view::npos || startsWith(t, "bar.arrive") ||
+        startsWith(t, "barrier.arrive"))
+      partial[v] = true;
+  }
+  if (!partial[0]) return 0;
+  for (int b = 1; b < 16; ++b)
+    if (!used[b]) return b;
+  return -1;
 }
 
 // The dynamic shared-memory array the module declares before the entry (Triton's
@@ -598,6 +663,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     ids[markers[i].path] = t.paths.size();
     t.paths.push_back(markers[i].path);
   }
+  int barrier = -1;
   if (config.trace) {
     t.capacity = config.capacity;
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
@@ -605,9 +671,11 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   } else {
     t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
     t.slotBytes = t.unitBytes * t.unitsPerCta;
-    if (useCtaSums(config, t, e.threads) && onlyPlainReturns(lines, e)) {
+    barrier = ctaBarrier(lines, e);
+    if (useCtaSums(config, t, e.threads) && onlyPlainReturns(lines, e) && barrier >= 0 &&
+        e.exactThreads) {
       t.ctaSumsOffset = ctaSumsOffset(config.sharedBytes);
-      t.sharedBytes = t.ctaSumsOffset + t.unitBytes;
+      t.sharedBytes = t.ctaSumsOffset + static_cast<uint32_t>(ctaSlotsBytes(t));
       t.slotBytes = t.unitBytes;
     }
   }
@@ -619,7 +687,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   std::string smem = t.sharedBytes ? sharedSymbol(lines, e.begin) : std::string();
   bool declareSmem = t.sharedBytes && smem.empty();
   if (declareSmem) smem = "__proton_smem";
-  Emitter emit(config, t, smem);
+  Emitter emit(config, t, smem, barrier);
   std::string out;
   out.reserve(ptx.size() + 4096);
   size_t insertAt = e.open + 1;

@@ -22,12 +22,14 @@
 //   record of unitBytes = 16 + 16 * scopes: [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32
 //   0 ] then per scope i (0 = the kernel): [ u64 cycles | u32 count | u32 0 ] (slotBytes =
 //   unitBytes * unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
-// Tree with CTA sums (RewriteConfig::ctaSums, where the kernel's shared memory allows): the
-//   units add those fields into one record in shared memory past the kernel's own (cleared
-//   before the kernel's first instruction, behind one barrier); the CTA's last unit to return
-//   stores it, with `recorded` = units summed and each scope's last word = units that ran it
-//   (slotBytes = unitBytes: one record per CTA). A reader takes `recorded` as units and a
-//   last word of 0 with a count as one unit, so both kinds of record reduce alike.
+// Tree with CTA sums (RewriteConfig::ctaSums, where the kernel's shared memory allows): each
+//   recording unit writes its record into its own slot in shared memory past the kernel's own
+//   (unitsPerCta slots of unitBytes); at the kernel's end all threads meet at a named barrier
+//   the kernel does not use, then thread j adds up 8-byte chunk j of the slots and stores it,
+//   so the CTA's one record is one coalesced store, with `recorded` = units summed and each
+//   scope's last word = units that ran it (slotBytes = unitBytes). A reader takes `recorded`
+//   as units and a last word of 0 with a count as one unit, so both kinds of record reduce
+//   alike.
 // Reduced tree slot (what the GPU reduction, or reduceTreeSlot on the host, makes of one
 // launch's slot; kReducedTreeBytes):
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ] then kMaxScopes of
@@ -85,8 +87,8 @@ struct ScopeTable {
   uint32_t staticUnmatched = 0;  // U markers: exits of scopes never opened
   uint32_t staticCrossing = 0;   // C markers: scopes closed by an outer exit
   uint32_t droppedMarkers = 0;   // markers outside the entry function (not recorded)
-  uint32_t ctaSumsOffset = 0;    // tree: where the CTA sums sit in dynamic shared memory, or
-  uint32_t sharedBytes = 0;      // 0/0 with one record per unit; the kernel's new total
+  uint32_t ctaSumsOffset = 0;    // tree: where the CTA's slots sit in dynamic shared memory,
+  uint32_t sharedBytes = 0;      // or 0/0 with one record per unit; the kernel's new total
 };
 
 struct RewriteResult {
@@ -102,7 +104,9 @@ constexpr uint32_t kMaxScopes = 64;
 // The device-buffer layout above. The mode string carries it ("layout<N>" among the
 // optimizations) so that it keys Triton's caches: a binary cached by a Proton with another
 // layout is compiled again, never decoded with the wrong layout.
-constexpr uint32_t kLayoutVersion = 3;  // 3: records may hold a CTA's sums
+// 3: records may hold a CTA's sums; 4: the same records, a CTA's summed after a barrier (the
+// code changed, not the layout: binaries cached with the atomics of 3 are compiled again).
+constexpr uint32_t kLayoutVersion = 4;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

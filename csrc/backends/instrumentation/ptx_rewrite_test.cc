@@ -59,11 +59,19 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   // Each marker keeps its line and gets one clock read, but for the enter of "mma", which
   // directly follows the exit of "load" and takes its reading; the kernel scope adds two.
   EXPECT_EQ(count(r.ptx, "// @proton:"), 4u);
-  EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_s"), 2u);  // lane-predicated: not S2UR
+  // Scope enters are lane-predicated (a value some lanes lack is not put in a uniform register,
+  // so ptxas emits the fixed-latency CS2R); the kernel's own enter is the prologue's first
+  // instruction, read by every lane, so that nothing of ours waits in front of the kernel.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_s"), 1u);
+  size_t prologue = r.ptx.find("// proton: instrumentation prologue\n");
+  ASSERT_NE(prologue, std::string::npos);
+  EXPECT_EQ(r.ptx.find("\tmov.u32 \t%pt_s0, %clock;\n\tld.param.u64", prologue),
+            prologue + std::string("// proton: instrumentation prologue\n").size());
   EXPECT_EQ(count(r.ptx, "%clock;"), 5u);
   EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_s2, %pt_w9;"), 1u);
   // An enter is the clock and a count; an exit without time_shift has no min/sub pair.
-  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_e"), 3u);
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_e"), 2u);  // the kernel's enter count starts at 1
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_e0, 1;"), 1u);
   EXPECT_EQ(count(r.ptx, "min.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "abs.s32"), 3u);  // |enters - exits| per scope, once
   EXPECT_EQ(count(r.ptx, "$pt_skip0:"), 1u);
@@ -79,52 +87,94 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
 
 constexpr uint32_t kH100MaxShared = 232448;  // 227 KB per CTA
 
-TEST(PtxRewrite, CtaSumsAddUnitsInSharedMemoryAndStoreOneRecordPerCta) {
+TEST(PtxRewrite, CtaSumsGoThroughSharedMemorySlotsAndLeaveInOneCoalescedStore) {
   // The matmul (8 warps, 3 scopes) with 64 KB of Triton's own shared memory.
   RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"),
                             "proton:tree:1:256:*:cta_sums", 65530, kH100MaxShared);
   const ScopeTable &t = r.table;
   EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
-  EXPECT_EQ(t.slotBytes, t.unitBytes);     // one record per CTA
-  EXPECT_EQ(t.ctaSumsOffset, 65536u);      // past Triton's bytes, 16-byte aligned
-  EXPECT_EQ(t.sharedBytes, 65536u + 64u);  // what the launch must now give the kernel
-  // Addressed from Triton's own array; cleared by one thread per chunk behind one barrier.
+  EXPECT_EQ(t.slotBytes, t.unitBytes);          // one record per CTA
+  EXPECT_EQ(t.ctaSumsOffset, 65536u);           // past Triton's bytes, 16-byte aligned
+  EXPECT_EQ(t.sharedBytes, 65536u + 8 * 64u);   // a slot per warp: what the launch must give
+  // Addressed from Triton's own array. Nothing is cleared and nothing waits at the entry: the
+  // kernel's own barriers are all there is before its end.
   EXPECT_EQ(count(r.ptx, ".extern .shared"), 1u);
-  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, global_smem;"), 2u);  // prologue, one return
-  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w10, %pt_w10, 65536;"), 2u);
-  EXPECT_EQ(count(r.ptx, "setp.lt.u32 \t%pt_q2, %pt_w0, 4;"), 1u);
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, global_smem;"), 1u);
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w10, %pt_w10, 65536;"), 1u);
+  // The record's address (%ctaid reads) is computed after the unit's slot is written and
+  // before the barrier, while the CTA's other units catch up; none in the prologue.
+  size_t epilogue = r.ptx.find("// proton: instrumentation epilogue");
+  ASSERT_NE(epilogue, std::string::npos);
+  EXPECT_EQ(count(r.ptx.substr(0, epilogue), "%ctaid"),
+            count(golden("instrumentation_matmul_markers.ptx"), "%ctaid"));
+  size_t ctaid = r.ptx.find("%ctaid.z", epilogue);
+  EXPECT_LT(r.ptx.find("st.shared.v4.u32", epilogue), ctaid);
+  EXPECT_LT(ctaid, r.ptx.find("bar.sync", epilogue));
+  EXPECT_EQ(count(r.ptx, "st.shared.v4.u32 \t[%pt_w11"), 4u);  // header and 3 scopes, once
+  // The kernel uses barrier 0 for the whole CTA only: the CTA meets there once more (a kernel
+  // that uses more barriers can fit fewer CTAs on an SM), and no atomics are used.
   EXPECT_EQ(count(r.ptx, "bar.sync \t0;"),
             count(golden("instrumentation_matmul_markers.ptx"), "bar.sync \t0;") + 1);
-  // Each unit: header words and 3 scopes' cycles, counts and "ran it" into shared memory,
-  // then the counter; the eighth unit to get there stores the CTA's 4 chunks.
-  EXPECT_EQ(count(r.ptx, "red.relaxed.cta.shared.add.u64"), 3u);
-  EXPECT_EQ(count(r.ptx, "red.relaxed.cta.shared.add.u32"), 2u + 6u);
-  EXPECT_EQ(count(r.ptx, "atom.acq_rel.cta.shared.add.u32 \t%pt_w6, [%pt_w10+8], 1;"), 1u);
-  EXPECT_EQ(count(r.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 7;"), 1u);
-  EXPECT_EQ(count(r.ptx, "ld.shared.v4.u32"), 4u);
-  EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 4u);
-  EXPECT_EQ(count(r.ptx, "st.global.v2.u64"), 0u);
-  EXPECT_EQ(count(r.ptx, "red.global"), 0u);
+  EXPECT_EQ(count(r.ptx, "atom."), 0u);
+  EXPECT_EQ(count(r.ptx, "\tred."), 0u);
+  // 8 chunks of 8 bytes, one per thread of the first 8: each adds its chunk of the 8 slots.
+  EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w0, 8;"), 1u);
+  EXPECT_EQ(count(r.ptx, "ld.shared.v2.u32"), 8u);
+  for (uint32_t u = 0; u < 8; ++u)
+    EXPECT_EQ(count(r.ptx, "[%pt_w2+" + std::to_string(u * 64) + "];"), 1u) << u;
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 1u);
+  EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d0]"), 1u);
   EXPECT_EQ(count(r.ptx, "mul.wide.u32 \t%pt_d1, %pt_w4, 64;"), 1u);
 
   // A kernel that declares no shared memory gets an array of its own.
   RewriteResult v = rewrite(golden("instrumentation_vadd.ptx"), "proton:tree:1:256:*:cta_sums", 0,
                             kH100MaxShared);
-  EXPECT_EQ(v.table.sharedBytes, 32u);
+  EXPECT_EQ(v.table.sharedBytes, 4 * 32u);
   EXPECT_EQ(count(v.ptx, ".extern .shared .align 16 .b8 __proton_smem[];"), 1u);
   EXPECT_LT(v.ptx.find("__proton_smem[]"), v.ptx.find(".entry"));
-  EXPECT_EQ(count(v.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 3;"), 1u);  // 4 warps
-  // Selected units: the CTA's last recording unit is the second of the two that exist.
+  EXPECT_EQ(count(v.ptx, "ld.shared.v2.u32"), 4u);  // 4 warps
+  // Selected units: only the slots of the two that exist are added up.
   RewriteResult sel = rewrite(golden("instrumentation_vadd.ptx"),
                               "proton:tree:1:256:1,3,9:cta_sums", 0, kH100MaxShared);
-  EXPECT_EQ(count(sel.ptx, "setp.ne.u32 \t%pt_q2, %pt_w6, 1;"), 1u);
+  EXPECT_EQ(count(sel.ptx, "ld.shared.v2.u32"), 2u);
+  EXPECT_EQ(count(sel.ptx, "[%pt_w2+32];"), 1u);
+  EXPECT_EQ(count(sel.ptx, "[%pt_w2+96];"), 1u);
+}
+
+TEST(PtxRewrite, CtaSumsWithMoreChunksThanThreadsTakeSeveralRounds) {
+  // 4 warps (128 threads) and 70 scopes' worth of markers: past kMaxScopes the rest are
+  // dropped, so 64 scopes, 16 + 16 * 64 bytes: 130 chunks, two rounds of 128 threads.
+  std::string ptx = golden("instrumentation_vadd.ptx");
+  std::string markers;
+  for (int i = 0; i < 70; ++i) {
+    std::string hex;
+    for (char c : "s" + std::to_string(i)) {
+      static const char *d = "0123456789abcdef";
+      hex += d[static_cast<unsigned char>(c) >> 4];
+      hex += d[c & 15];
+    }
+    markers += "\tmov.u32 %r1, 0; // @proton:E:" + hex + "\n";
+    markers += "\tmov.u32 %r1, 0; // @proton:X:" + hex + "\n";
+  }
+  size_t at = ptx.find("\tret;");
+  ASSERT_NE(at, std::string::npos);
+  ptx.insert(at, markers);
+  RewriteResult r = rewrite(ptx, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared);
+  ASSERT_EQ(r.table.paths.size(), kMaxScopes);
+  EXPECT_EQ(r.table.unitBytes, 16u + 16u * kMaxScopes);
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w1, %pt_w0, 0;"), 1u);
+  EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w1, %pt_w0, 128;"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w0, 130;"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w1, 130;"), 1u);
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 2u);
 }
 
 TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
   const std::string mm = golden("instrumentation_matmul_markers.ptx");
   auto perUnit = [](const RewriteResult &r) {
     return r.table.sharedBytes == 0 && r.table.slotBytes == r.table.unitBytes * 8 &&
-           r.ptx.find("atom.acq_rel") == std::string::npos;
+           r.ptx.find("$pt_arrive") == std::string::npos;
   };
   // Not asked for (buffer_type="global"), or the GPU's limit unknown.
   EXPECT_TRUE(perUnit(rewrite(mm, "proton:tree:1:256:*:", 0, kH100MaxShared)));
@@ -132,15 +182,31 @@ TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
   // Past what a CTA may have.
   EXPECT_TRUE(
       perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", kH100MaxShared - 32, kH100MaxShared)));
-  // Two CTAs of 113 KB fit on an SM; 64 bytes more, only one would: occupancy is kept.
-  EXPECT_TRUE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 115690, kH100MaxShared)));
-  EXPECT_FALSE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 115600, kH100MaxShared)));
+  // Two CTAs of 112.5 KB fit on an SM; 512 bytes of slots more, only one would: occupancy is
+  // kept.
+  EXPECT_TRUE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 115300, kH100MaxShared)));
+  EXPECT_FALSE(perUnit(rewrite(mm, "proton:tree:1:256:*:cta_sums", 115200, kH100MaxShared)));
   // A predicated return (or an exit) would leave its warp out of the CTA's sums.
   std::string early = mm;
   size_t body = early.find("\tret;");
   ASSERT_NE(body, std::string::npos);
   early.insert(body, "\t@%p1 ret;\n");
   EXPECT_TRUE(perUnit(rewrite(early, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
+  // Where the kernel uses barrier 0 for part of the CTA, the CTA meets at the lowest barrier
+  // it never uses; with a barrier id in a register (any could be taken), every unit stores its
+  // own record.
+  std::string named = mm;
+  named.insert(body, "\tbar.sync \t0, 128;\n\t@%p1 barrier.sync.aligned \t1;\n\tbar.arrive 2, 64;\n");
+  RewriteResult three = rewrite(named, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared);
+  EXPECT_FALSE(perUnit(three));
+  EXPECT_EQ(count(three.ptx, "bar.sync \t3;"), 1u);
+  std::string byRegister = mm;
+  byRegister.insert(body, "\tbar.sync \t%r1;\n");
+  EXPECT_TRUE(perUnit(rewrite(byRegister, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
+  // With only .maxntid a launch may have fewer warps than slots: their slots would be unset.
+  std::string maxntid = mm;
+  maxntid.replace(maxntid.find(".reqntid"), 8, ".maxntid");
+  EXPECT_TRUE(perUnit(rewrite(maxntid, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
   // One recording unit per CTA already stores once; traces keep per-unit buffers.
   RewriteResult group = rewrite(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(group.table.sharedBytes, 0u);
@@ -175,7 +241,7 @@ TEST(PtxRewrite, MarkersBackToBackShareOneClockRead) {
   EXPECT_EQ(count(n.ptx, "sub.u32 \t%pt_w6, %pt_w9, %pt_s1;"), 1u);
   EXPECT_EQ(count(n.ptx, "mov.u32 \t%pt_s3, %pt_w9;"), 1u);  // mma after load's exit
   // time_shift takes one read's cost off every scope: each marker keeps its own read.
-  EXPECT_EQ(count(rewrite(ptx, "proton:tree:1:256:*:time_shift").ptx, "%pt_lead mov.u32"), 6u);
+  EXPECT_EQ(count(rewrite(ptx, "proton:tree:1:256:*:time_shift").ptx, "%pt_lead mov.u32"), 5u);
   // 64-bit clocks share the reading the same way.
   RewriteResult wide = rewrite(ptx, "proton:tree:1:256:*:clock64");
   EXPECT_EQ(count(wide.ptx, "%clock64;"), 5u);
