@@ -162,18 +162,6 @@ class Emitter {
   std::string prologue(std::string_view param) const {
     Out o;
     o << "\t// proton: instrumentation prologue\n";
-    if (!c_.trace) {
-      // The kernel's scope starts with the kernel: its clock is read before anything else.
-      // ptxas moves no instruction across a clock read, so a read that had to wait for our
-      // %tid-derived predicate held the kernel's first loads back behind a special-register
-      // read (3% of a 3.4 us vector add on an H100). Every lane reads it; only the leader's
-      // sums are stored.
-      o << "\tmov." << (c_.clock32 ? "u32" : "u64") << " \t%pt_s0, "
-        << (c_.clock32 ? "%clock" : "%clock64") << ";\n";
-      if (c_.timeShift)
-        o << "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"
-          << "\tsub.u32 \t%pt_sh, %pt_w5, %pt_w4;\n";
-    }
     o << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n"
       << "\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
@@ -194,23 +182,24 @@ class Emitter {
       o << "\tand.pred \t%pt_lead, %pt_q0, %pt_q1;\n";
     }
     o << "\tmov.u32 \t%pt_u, 0;\n\tmov.u32 \t%pt_x, 0;\n\tmov.u32 \t%pt_n, 0;\n";
-    if (c_.trace && c_.timeShift)
+    if (c_.timeShift) {
       o << "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"
         << "\tsub.u32 \t%pt_sh, %pt_w5, %pt_w4;\n";
-    else if (!c_.timeShift)
+    } else {
       o << "\tmov.u32 \t%pt_sh, 0;\n";
+    }
     if (c_.trace) {
       unitAddress(o);
       traceHeaderStart(o);
     } else {
       // A tree unit needs its record's address only when it returns: computed there, so the
-      // special-register reads and the multiply chain do not delay the kernel's first work.
-      for (size_t i = 0; i < t_.paths.size(); ++i) {
+      // special-register reads and the multiply chain do not delay the kernel's first work
+      // (ptxas moves nothing across the clock read below; CTA sums' addresses computed here
+      // cost a 3.4 us vector add 3% on an H100).
+      for (size_t i = 0; i < t_.paths.size(); ++i)
         o << "\tmov.u64 \t%pt_a" << i << ", 0;\n\tmov.u32 \t%pt_c" << i << ", 0;\n"
-          << "\tmov.u32 \t%pt_e" << i << ", " << (i == 0 ? 1 : 0) << ";\n";
-        if (i > 0) o << "\tmov." << (c_.clock32 ? "u32" : "u64") << " \t%pt_s" << i << ", 0;\n";
-      }
-      return o.str();
+          << "\tmov.u32 \t%pt_e" << i << ", 0;\n\tmov." << (c_.clock32 ? "u32" : "u64")
+          << " \t%pt_s" << i << ", 0;\n";
     }
     o << enter(0);
     return o.str();
