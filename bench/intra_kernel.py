@@ -8,8 +8,8 @@ configuration:
 - kernel cost: CUDA events around N launches, uninstrumented (no session) before and after,
   instrumented in between; ratio = instrumented / min(before, after);
 - end-to-end cost: wall time of 1000 launches plus one synchronise, same protocol.
-Configurations: `proton` (backend="instrumentation", tree: a CTA's warps add their sums in
-shared memory), `proton_global` (tree with buffer_type="global": one record per warp),
+Configurations: `proton` (backend="instrumentation", tree: a CTA's warps leave their sums in
+shared memory and one record per CTA is stored), `proton_global` (tree with buffer_type="global": one record per warp),
 `proton_trace` (data="trace"),
 `cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
 `triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).

@@ -1,0 +1,233 @@
+"""What intra-kernel recording costs, with no profiler attached: the README's variant figures.
+
+    python3 bench/ptx_variants.py [--rounds 30] [--kernels vadd,softmax,attention]
+
+Compiles each kernel with the installed Triton twice (plain, and with Proton's scope markers),
+rewrites the marked PTX with Proton's own rewrite (`proton._C.instrument_ptx`) into variants,
+loads every variant with the CUDA driver API and times N back-to-back launches of each with
+CUDA events behind a GPU spin, variants shuffled within each round. No CUPTI and no session:
+the ratio is the recording's cost alone. Variants:
+- `plain`: the kernel without markers (the baseline);
+- `kernel_scope`: the plain kernel with only its implicit scope (CTA records);
+- `tree`: with its scopes, CTA records (the default, buffer_type="shared");
+- `tree_global`: with its scopes, a record per warp (buffer_type="global");
+- `warp_group`: with its scopes, one recording warp per 4.
+Needs an NVIDIA GPU (sm_90), PyTorch and Triton.
+"""
+
+import argparse
+import ctypes
+import random
+import re
+import statistics
+import time
+
+
+def _kernels():
+    import proton.language as pl
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def vadd(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        with pl.scope("add"):
+            v = tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m)
+        tl.store(out + offs, v, mask=m)
+
+    @triton.jit
+    def softmax(x, out, N: tl.constexpr):
+        row = tl.program_id(0)
+        offs = tl.arange(0, N)
+        with pl.scope("load"):
+            v = tl.load(x + row * N + offs)
+        with pl.scope("reduce"):
+            e = tl.exp(v - tl.max(v, 0))
+            r = e / tl.sum(e, 0)
+        tl.store(out + row * N + offs, r)
+
+    @triton.jit
+    def attention(q, k, v, o, S: tl.constexpr, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_d = tl.arange(0, D)
+        qb = tl.load(q + offs_m[:, None] * D + offs_d[None, :])
+        m_i = tl.full((BM,), float("-inf"), tl.float32)
+        l_i = tl.zeros((BM,), tl.float32)
+        acc = tl.zeros((BM, D), tl.float32)
+        for start in range(0, S, BN):
+            offs_n = start + tl.arange(0, BN)
+            with pl.scope("qk"):
+                kb = tl.load(k + offs_n[:, None] * D + offs_d[None, :])
+                s = tl.dot(qb, tl.trans(kb))
+            with pl.scope("softmax"):
+                m_new = tl.maximum(m_i, tl.max(s, 1))
+                p = tl.exp(s - m_new[:, None])
+                alpha = tl.exp(m_i - m_new)
+                l_i = l_i * alpha + tl.sum(p, 1)
+                m_i = m_new
+            with pl.scope("pv"):
+                vb = tl.load(v + offs_n[:, None] * D + offs_d[None, :])
+                acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), vb)
+        tl.store(o + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])
+
+    f32, f16 = "*fp32", "*fp16"
+    return {
+        "vadd": (vadd, {"x": f32, "y": f32, "out": f32, "n": "i32"}, {"BLOCK": 1024}),
+        "softmax": (softmax, {"x": f32, "out": f32}, {"N": 1024}),
+        "attention": (
+            attention,
+            {"q": f16, "k": f16, "v": f16, "o": f32},
+            {"S": 4096, "D": 64, "BM": 64, "BN": 64},
+        ),
+    }
+
+
+def variants(name, max_shared):
+    """{variant: (ptx, dynamic shared bytes)} for one kernel."""
+    import triton
+    from proton import _C, instrumentation
+    from triton.backends.compiler import GPUTarget
+
+    fn, signature, constexprs = _kernels()[name]
+    target = GPUTarget("cuda", 90, 32)
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    plain = triton.compile(src, target=target, options={"num_warps": 4})
+    tree = instrumentation.config_string(instrumentation._as_mode("default"), "tree")
+    # With the mode in its options, proton.language leaves markers; no session rewrites them.
+    marked = triton.compile(
+        src, target=target, options={"num_warps": 4, "instrumentation_mode": tree}
+    )
+    shared = plain.metadata.shared
+    out = {"plain": (plain.asm["ptx"], shared)}
+    per_warp = tree.replace("cta_sums,", "")
+    group = per_warp.replace(":tree:1:", ":tree:4:")
+    for variant, ptx, mode in (
+        ("kernel_scope", plain.asm["ptx"], tree),
+        ("tree", marked.asm["ptx"], tree),
+        ("tree_global", marked.asm["ptx"], per_warp),
+        ("warp_group", marked.asm["ptx"], group),
+    ):
+        new_ptx, _table, new_shared = _C.instrument_ptx(ptx, mode, shared, max_shared)
+        out[variant] = (new_ptx, new_shared or shared)
+    return out
+
+
+class _Driver:
+    def __init__(self):
+        self.cu = ctypes.CDLL("libcuda.so.1")
+
+    def check(self, result, what):
+        if result != 0:
+            raise RuntimeError(f"{what} failed: CUresult {result}")
+
+    def function(self, ptx, name):
+        module, func = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.cu.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"), "load")
+        self.check(self.cu.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "get")
+        return func
+
+
+def _params(ptx, values):
+    head = ptx[ptx.index(".entry") : ptx.index(")", ptx.index(".entry"))]
+    kinds = re.findall(r"\.param \.(u64|u32)", head)
+    if len(kinds) != len(values):
+        raise RuntimeError(f"kernel takes {len(kinds)} parameters, {len(values)} given")
+    held = [ctypes.c_uint64(v) if k == "u64" else ctypes.c_uint32(v) for k, v in zip(kinds, values)]
+    array = (ctypes.c_void_p * len(held))(
+        *[ctypes.cast(ctypes.byref(h), ctypes.c_void_p) for h in held]
+    )
+    return held, array
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--kernels", default="vadd,softmax,attention")
+    args = ap.parse_args()
+
+    import torch
+
+    dev = "cuda"
+    torch.zeros(1, device=dev)
+    max_shared = torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+    n, S, D = 1 << 20, 4096, 64
+    x, y, o = (torch.randn(n, device=dev) for _ in range(3))
+    rows, rows_out = torch.randn(4096, 1024, device=dev), torch.empty(4096, 1024, device=dev)
+    q, k, v = (torch.randn(S, D, device=dev, dtype=torch.float16) for _ in range(3))
+    att_out = torch.empty(S, D, device=dev)
+    scratch = torch.zeros(64 << 20, dtype=torch.uint8, device=dev)  # Proton's buffer stand-in
+    setups = {  # grid, parameters (Triton adds global and profile scratch), launches per timing
+        "vadd": (n // 1024, [x, y, o, n], 200),
+        "softmax": (4096, [rows, rows_out], 100),
+        "attention": (S // 64, [q, k, v, att_out], 50),
+    }
+    driver, stream = _Driver(), torch.cuda.current_stream().cuda_stream
+    launches = {}
+    for name in args.kernels.split(","):
+        grid, tensors, count = setups[name]
+        values = [t.data_ptr() if torch.is_tensor(t) else t for t in tensors] + [
+            0,
+            scratch.data_ptr(),
+        ]
+        for variant, (ptx, shared) in variants(name, max_shared).items():
+            func = driver.function(ptx, name)
+            held, array = _params(ptx, values)
+
+            def launch(func=func, array=array, grid=grid, shared=shared, held=held):
+                driver.check(
+                    driver.cu.cuLaunchKernel(
+                        func, grid, 1, 1, 128, 1, 1, shared, ctypes.c_void_p(stream), array, None
+                    ),
+                    "launch",
+                )
+
+            launches[(name, variant)] = (launch, count)
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1000)
+    start.record()
+    torch.cuda._sleep(20_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    spin_rate = 20_000_000 / (start.elapsed_time(end) / 1e3)
+
+    def timed_us(launch, count):
+        launch()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(count):
+            launch()
+        enqueue_s = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int((3 * enqueue_s + 2e-3) * spin_rate))  # queue them all behind it
+        start.record()
+        for _ in range(count):
+            launch()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / count * 1e3
+
+    times = {key: [] for key in launches}
+    for r in range(args.rounds):
+        keys = list(launches)
+        random.shuffle(keys)
+        for key in keys:
+            times[key].append(timed_us(*launches[key]))
+        print(f"round {r + 1}/{args.rounds}", flush=True)
+    print(f"{'kernel':10s} {'variant':14s} {'us':>8s} {'ratio':>7s}  interquartile")
+    for name in args.kernels.split(","):
+        base = statistics.median(times[(name, "plain")])
+        for (kernel, variant), ts in times.items():
+            if kernel != name:
+                continue
+            r = sorted(t / base for t in ts)
+            q1, q3 = r[len(r) // 4], r[3 * len(r) // 4]
+            med = statistics.median(ts)
+            print(f"{name:10s} {variant:14s} {med:8.3f} {med / base:7.3f}  [{q1:.3f}, {q3:.3f}]")
+
+
+if __name__ == "__main__":
+    main()
