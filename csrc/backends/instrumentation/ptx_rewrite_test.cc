@@ -85,9 +85,9 @@ TEST(PtxRewrite, CtaSumsGoThroughSharedMemorySlotsAndLeaveInOneCoalescedStore) {
                             "proton:tree:1:256:*:cta_sums", 65530, kH100MaxShared);
   const ScopeTable &t = r.table;
   EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
-  EXPECT_EQ(t.slotBytes, t.unitBytes);          // one record per CTA
-  EXPECT_EQ(t.ctaSumsOffset, 65536u);           // past Triton's bytes, 16-byte aligned
-  EXPECT_EQ(t.sharedBytes, 65536u + 8 * 64u);   // a slot per warp: what the launch must give
+  EXPECT_EQ(t.slotBytes, t.unitBytes);         // one record per CTA
+  EXPECT_EQ(t.ctaSumsOffset, 65536u);          // past Triton's bytes, 16-byte aligned
+  EXPECT_EQ(t.sharedBytes, 65536u + 8 * 64u);  // a slot per warp: what the launch must give
   // Addressed from Triton's own array. Nothing is cleared and nothing waits at the entry: the
   // kernel's own barriers are all there is before its end.
   EXPECT_EQ(count(r.ptx, ".extern .shared"), 1u);
@@ -188,7 +188,8 @@ TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
   // it never uses; with a barrier id in a register (any could be taken), every unit stores its
   // own record.
   std::string named = mm;
-  named.insert(body, "\tbar.sync \t0, 128;\n\t@%p1 barrier.sync.aligned \t1;\n\tbar.arrive 2, 64;\n");
+  named.insert(body,
+               "\tbar.sync \t0, 128;\n\t@%p1 barrier.sync.aligned \t1;\n\tbar.arrive 2, 64;\n");
   RewriteResult three = rewrite(named, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_FALSE(perUnit(three));
   EXPECT_EQ(count(three.ptx, "bar.sync \t3;"), 1u);
