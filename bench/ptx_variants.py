@@ -11,7 +11,8 @@ the ratio is the recording's cost alone. Variants:
 - `kernel_scope`: the plain kernel with only its implicit scope (CTA records);
 - `tree`: with its scopes, CTA records (the default, buffer_type="shared");
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
-- `warp_group`: with its scopes, one recording warp per 4.
+- `warp_group`: with its scopes, one recording warp per 4;
+- `trace`: with its scopes, data="trace" (every event stored as it happens).
 Needs an NVIDIA GPU (sm_90), PyTorch and Triton.
 """
 
@@ -101,12 +102,14 @@ def variants(name, max_shared):
     shared = plain.metadata.shared
     out = {"plain": (plain.asm["ptx"], shared)}
     per_warp = tree.replace("cta_sums,", "")
+    trace = instrumentation.config_string(instrumentation._as_mode("default"), "trace")
     group = per_warp.replace(":tree:1:", ":tree:4:")
     for variant, ptx, mode in (
         ("kernel_scope", plain.asm["ptx"], tree),
         ("tree", marked.asm["ptx"], tree),
         ("tree_global", marked.asm["ptx"], per_warp),
         ("warp_group", marked.asm["ptx"], group),
+        ("trace", marked.asm["ptx"], trace),
     ):
         new_ptx, _table, new_shared = _C.instrument_ptx(ptx, mode, shared, max_shared)
         out[variant] = (new_ptx, new_shared or shared)

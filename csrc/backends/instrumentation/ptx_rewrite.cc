@@ -189,8 +189,16 @@ class Emitter {
       o << "\tmov.u32 \t%pt_sh, 0;\n";
     }
     if (c_.trace) {
+      // The unit's start (its timer pair and the kernel's enter event) is read before the
+      // buffer's address arithmetic, which would otherwise sit in front of a clock read that
+      // nothing passes; the stores follow.
+      o << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
+        << "\t@%pt_lead mov.u64 \t%pt_d7, %clock64;\n"
+        << "\tmov.u32 \t%pt_w8, %clock;\n";
       unitAddress(o);
       traceHeaderStart(o);
+      event(o, 0, /*readClock=*/false);
+      return o.str();
     } else {
       // A tree unit needs its record's address only when it returns: computed there, so the
       // special-register reads and the multiply chain do not delay the kernel's first work
@@ -413,15 +421,14 @@ class Emitter {
     o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
       << "\t@%pt_lead mov.u32 \t%pt_w6, %smid;\n"
       << "\t@%pt_lead st.global.u32 \t[%pt_d1+4], %pt_w6;\n"
-      << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
-      << "\t@%pt_lead st.global.u64 \t[%pt_d1+8], %pt_d6;\n"
-      << "\t@%pt_lead mov.u64 \t%pt_d6, %clock64;\n"
-      << "\t@%pt_lead st.global.u64 \t[%pt_d1+16], %pt_d6;\n";
+      << "\t@%pt_lead st.global.u64 \t[%pt_d1+8], %pt_d6;\n"  // 8-byte aligned: no v2
+      << "\t@%pt_lead st.global.u64 \t[%pt_d1+16], %pt_d7;\n";
   }
 
-  void event(Out &o, uint32_t tag) const {
-    o << "\tmov.u32 \t%pt_w8, %clock;\n"
-      << "\tand.b32 \t%pt_w9, %pt_n, " << (t_.capacity - 1) << ";\n"
+  // readClock false: %pt_w8 already holds the event's clock.
+  void event(Out &o, uint32_t tag, bool readClock = true) const {
+    if (readClock) o << "\tmov.u32 \t%pt_w8, %clock;\n";
+    o << "\tand.b32 \t%pt_w9, %pt_n, " << (t_.capacity - 1) << ";\n"
       << "\tmul.wide.u32 \t%pt_d5, %pt_w9, 8;\n"
       << "\tadd.u64 \t%pt_d5, %pt_d2, %pt_d5;\n"
       << "\tmov.u32 \t%pt_w10, " << tag << ";\n"

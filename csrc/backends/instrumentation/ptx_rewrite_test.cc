@@ -258,6 +258,14 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 6u);
   EXPECT_EQ(count(r.ptx, "setp.eq.or.u32 \t%pt_q1, %pt_w3, 1, %pt_q1;"), 1u);
   EXPECT_EQ(count(r.ptx, "%globaltimer;"), 2u);
+  // The unit's start is read before its buffer's address arithmetic (%ctaid), which would
+  // otherwise sit in front of a clock read that ptxas moves nothing across.
+  size_t prologue = r.ptx.find("// proton: instrumentation prologue");
+  ASSERT_NE(prologue, std::string::npos);
+  size_t ctaid = r.ptx.find("%ctaid.z", prologue);
+  EXPECT_LT(r.ptx.find("%globaltimer;", prologue), ctaid);
+  EXPECT_LT(r.ptx.find("%clock64;", prologue), ctaid);
+  EXPECT_LT(r.ptx.find("mov.u32 \t%pt_w8, %clock;", prologue), ctaid);
   EXPECT_EQ(count(r.ptx, "sub.u32 \t%pt_sh, %pt_w5, %pt_w4;"), 1u);
 }
 
