@@ -140,8 +140,10 @@ class Emitter {
  public:
   // smem: the dynamic shared-memory symbol that CTA sums are addressed from (when t has them).
   // barrier: the named barrier the CTA's threads meet at before its record is stored.
-  Emitter(const RewriteConfig &c, const ScopeTable &t, std::string smem = {}, int barrier = -1)
-      : c_(c), t_(t), smem_(std::move(smem)), barrier_(barrier) {}
+  // wholeWarps: every warp leaves through the one plain return, all of its lanes together.
+  Emitter(const RewriteConfig &c, const ScopeTable &t, std::string smem = {}, int barrier = -1,
+          bool wholeWarps = false)
+      : c_(c), t_(t), smem_(std::move(smem)), barrier_(barrier), wholeWarps_(wholeWarps) {}
 
   bool ctaSums() const { return t_.sharedBytes != 0; }  // tree only (useCtaSums)
 
@@ -300,20 +302,10 @@ class Emitter {
         o << skip << ":\n";
         return o.str();
       }
-      // Plain stores into this unit's own record: no atomics, nothing shared between warps.
-      o << "\t@!%pt_lead bra \t" << skip << ";\n"
-        << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
-        << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
-      unitAddress(o);
-      o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-        << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
-        << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n"
-        << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
-        << "\tst.global.v4.u32 \t[%pt_d1], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
-      for (size_t i = 0; i < t_.paths.size(); ++i)
-        o << "\tcvt.u64.u32 \t%pt_d6, %pt_c" << i << ";\n"
-          << "\tst.global.v2.u64 \t[%pt_d1+" << kTreeUnitHeaderBytes + kTreeScopeBytes * i
-          << "], {%pt_a" << i << ", %pt_d6};\n";
+      if (wholeWarps_)
+        unitEpilogue(o, skip);
+      else
+        leaderEpilogue(o, skip);
     }
     o << skip << ":\n";
     return o.str();
@@ -389,6 +381,82 @@ class Emitter {
     }
   }
 
+  // A record per unit (buffer_type="global", or where CTA sums are not possible): the unit's
+  // first warp passes its leader's sums to all of its lanes, and lane j stores 8-byte chunk j,
+  // so the record leaves in one coalesced store (four 16-byte stores by the leader alone cost
+  // softmax 12% on an H100, at the end of the kernel where they delay it). Warps that store
+  // nothing branch away on conditions that are the same for all of their lanes, so the
+  // shuffles see the whole warp.
+  // Where a warp may reach a return with only some of its lanes (a predicated return, an
+  // exit, or more than one return), its leader stores the record alone.
+  void leaderEpilogue(Out &o, const std::string &skip) const {
+    o << "\t@!%pt_lead bra \t" << skip << ";\n"
+      << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
+      << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
+    unitAddress(o);
+    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
+      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n"
+      << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
+      << "\tst.global.v4.u32 \t[%pt_d1], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
+    for (size_t i = 0; i < t_.paths.size(); ++i)
+      o << "\tcvt.u64.u32 \t%pt_d6, %pt_c" << i << ";\n"
+        << "\tst.global.v2.u64 \t[%pt_d1+" << kTreeUnitHeaderBytes + kTreeScopeBytes * i
+        << "], {%pt_a" << i << ", %pt_d6};\n";
+  }
+
+  void unitEpilogue(Out &o, const std::string &skip) const {
+    o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
+      << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
+      << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
+      << "\tand.b32 \t%pt_w4, %pt_w1, " << (t_.unitWarps - 1) << ";\n"
+      << "\tsetp.ne.u32 \t%pt_q2, %pt_w4, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
+      << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
+    if (!c_.selectedUnits.empty()) {
+      o << "\tsetp.ne.u32 \t%pt_q1, %pt_w3, %pt_w3;\n";  // false
+      for (uint32_t u : c_.selectedUnits)
+        o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
+      o << "\t@!%pt_q1 bra \t" << skip << ";\n";
+    }
+    unitAddress(o);
+    o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w2, 0, %pt_q3;\n";  // its lane 0: the slot header
+    for (const char *r : {"%pt_u", "%pt_x"})
+      o << "\tshfl.sync.idx.b32 \t" << r << ", " << r << ", 0, 31, -1;\n";
+    for (size_t i = 0; i < t_.paths.size(); ++i)
+      o << "\tmov.b64 \t{%pt_w4, %pt_w5}, %pt_a" << i << ";\n"
+        << "\tshfl.sync.idx.b32 \t%pt_w4, %pt_w4, 0, 31, -1;\n"
+        << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_w5, 0, 31, -1;\n"
+        << "\tmov.b64 \t%pt_a" << i << ", {%pt_w4, %pt_w5};\n"
+        << "\tshfl.sync.idx.b32 \t%pt_c" << i << ", %pt_c" << i << ", 0, 31, -1;\n";
+    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
+      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+    // Chunks: 0 {unmatched, crossing}, 1 {recorded = 1, 0}, then per scope i: 2 + 2i its
+    // cycles, 3 + 2i {count, 0}.
+    const uint32_t chunks = t_.unitBytes / 8;
+    for (uint32_t first = 0; first < chunks; first += 32) {
+      o << "\tadd.u32 \t%pt_w1, %pt_w2, " << first << ";\n"
+        << "\tsetp.ge.u32 \t%pt_q2, %pt_w1, " << chunks << ";\n"
+        << "\t@%pt_q2 bra \t" << skip << ";\n"
+        << "\tmov.u32 \t%pt_w4, %pt_u;\n\tmov.u32 \t%pt_w5, %pt_x;\n";
+      for (uint32_t c = std::max(first, 1u); c < std::min(chunks, first + 32); ++c) {
+        o << "\tsetp.eq.u32 \t%pt_q1, %pt_w1, " << c << ";\n";
+        size_t i = (c - 2) / 2;
+        if (c == 1)
+          o << "\tselp.b32 \t%pt_w4, 1, %pt_w4, %pt_q1;\n\tselp.b32 \t%pt_w5, 0, %pt_w5, %pt_q1;\n";
+        else if (c % 2 == 0)
+          o << "\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_a" << i << ";\n"
+            << "\tselp.b32 \t%pt_w4, %pt_w6, %pt_w4, %pt_q1;\n"
+            << "\tselp.b32 \t%pt_w5, %pt_w7, %pt_w5, %pt_q1;\n";
+        else
+          o << "\tselp.b32 \t%pt_w4, %pt_c" << i << ", %pt_w4, %pt_q1;\n"
+            << "\tselp.b32 \t%pt_w5, 0, %pt_w5, %pt_q1;\n";
+      }
+      o << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n"
+        << "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};\n";
+    }
+  }
+
   // %pt_d1: this unit's record (tree) or header (trace), from the CTA-linear index.
   void unitAddress(Out &o) const { recordAddress(o, false); }
 
@@ -440,6 +508,7 @@ class Emitter {
   const ScopeTable &t_;
   std::string smem_;
   int barrier_;
+  bool wholeWarps_;
 };
 
 struct EntryInfo {
@@ -683,7 +752,10 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   std::string smem = t.sharedBytes ? sharedSymbol(lines, e.begin) : std::string();
   bool declareSmem = t.sharedBytes && smem.empty();
   if (declareSmem) smem = "__proton_smem";
-  Emitter emit(config, t, smem, barrier);
+  bool plainReturns = onlyPlainReturns(lines, e);
+  size_t returns = 0;
+  for (size_t i = e.open + 1; i < e.end; ++i) returns += trim(lines[i]) == "ret;";
+  Emitter emit(config, t, smem, barrier, plainReturns && returns == 1);
   std::string out;
   out.reserve(ptx.size() + 4096);
   size_t insertAt = e.open + 1;

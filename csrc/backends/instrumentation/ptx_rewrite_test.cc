@@ -45,16 +45,34 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(t.unitsPerCta, 8u);
   EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
   EXPECT_EQ(t.slotBytes, 8 * t.unitBytes);  // per CTA
-  // No atomics: one return stores the slot header, the unit header and one 16-byte record
-  // per scope, all by the unit's leader, after its branch.
+  // No atomics. The one plain return: the leader's sums go to every lane of its warp (two
+  // header words, then per scope two cycle words and the count), and lane j stores 8-byte
+  // chunk j of the record (16 + 16 * 3 bytes: 8 chunks), one coalesced store.
   EXPECT_EQ(count(r.ptx, "red.global"), 0u);
   EXPECT_EQ(count(r.ptx, "atom."), 0u);
-  EXPECT_EQ(count(r.ptx, "st.global.v2.u64"), 3u);
-  EXPECT_EQ(count(r.ptx, "st.global.v4.u32 \t[%pt_d1]"), 1u);
-  // The slot header: one unit of the grid writes it (a store by every warp to one address
-  // serialises them all).
+  const size_t own = count(golden("instrumentation_matmul_markers.ptx"), "shfl.sync");
+  EXPECT_EQ(count(r.ptx, "shfl.sync.idx.b32 \t%pt_"), 2u + 3u * 3u);
+  EXPECT_EQ(count(r.ptx, "shfl.sync"), own + 2u + 3u * 3u);
+  EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w1, 8;"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.eq.u32 \t%pt_q1, %pt_w1, "), 7u);  // chunk 0 is the default
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 1u);
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u64"), 0u);
+  EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
+  // The slot header: one lane of one unit of the grid writes it (a store by every warp to one
+  // address serialises them all).
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d0]"), 1u);
-  EXPECT_EQ(count(r.ptx, "@!%pt_lead bra \t$pt_skip0;"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.eq.and.u32 \t%pt_q3, %pt_w2, 0, %pt_q3;"), 1u);
+  // A warp leaves or stays as a whole: no branch on the lane before the shuffles.
+  EXPECT_EQ(count(r.ptx, "@!%pt_lead bra"), 0u);
+  // With a predicated return a warp may arrive with some of its lanes: the leader stores the
+  // record alone (the unit header and one 16-byte record per scope), no shuffles.
+  std::string early = golden("instrumentation_matmul_markers.ptx");
+  early.insert(early.find("\tret;"), "\t@%p1 ret;\n");
+  RewriteResult leader = rewrite(early, "proton:tree:1:256:*:");
+  EXPECT_EQ(count(leader.ptx, "shfl.sync"), own);
+  EXPECT_EQ(count(leader.ptx, "st.global.v2.u64"), 3u);
+  EXPECT_EQ(count(leader.ptx, "st.global.v4.u32 \t[%pt_d1]"), 1u);
+  EXPECT_EQ(count(leader.ptx, "@!%pt_lead bra \t$pt_skip0;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
   // Each marker keeps its line and gets one clock read, but for the enter of "mma", which
   // directly follows the exit of "load" and takes its reading; the kernel scope adds two.
