@@ -32,20 +32,10 @@ SET = KERNELS[:4]  # the geometric mean is over these; attention_mh: the same ke
 CONFIGS = ("proton", "proton_global", "proton_trace", "cupti", "triton")
 
 
-def _worker(config: str, out_path: str) -> None:
-    import torch
+def define_kernels(pl):
+    """The benchmark's kernels, with scopes from `pl` (proton.language or Triton's own)."""
     import triton
     import triton.language as tl
-
-    if config == "triton":
-        import triton.profiler as tp
-        import triton.profiler.language as pl
-
-        pl.enable_semantic("triton")
-        prof = tp
-    else:
-        import proton as prof
-        import proton.language as pl
 
     @triton.jit
     def vadd(x, y, out, n, BLOCK: tl.constexpr):
@@ -107,6 +97,27 @@ def _worker(config: str, out_path: str) -> None:
                 vb = tl.load(v + offs_n[:, None] * D + offs_d[None, :])
                 acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), vb)
         tl.store(o + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])
+
+    return {"vadd": vadd, "softmax": softmax, "matmul": matmul, "attention": attention}
+
+
+def _worker(config: str, out_path: str) -> None:
+    import torch
+
+    if config == "triton":
+        import triton.profiler as tp
+        import triton.profiler.language as pl
+
+        pl.enable_semantic("triton")
+        prof = tp
+    else:
+        import proton as prof
+        import proton.language as pl
+
+    kernels = define_kernels(pl)
+    vadd, softmax, matmul, attention = (
+        kernels[k] for k in ("vadd", "softmax", "matmul", "attention")
+    )
 
     dev = "cuda"
     n = 1 << 20

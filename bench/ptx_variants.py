@@ -18,66 +18,28 @@ Needs an NVIDIA GPU (sm_90), PyTorch and Triton.
 
 import argparse
 import ctypes
+import os
 import random
 import re
 import statistics
+import sys
 import time
 
 
 def _kernels():
+    """intra_kernel.py's kernels, with Proton's scopes; (kernel, signature, constexprs)."""
     import proton.language as pl
-    import triton
-    import triton.language as tl
 
-    @triton.jit
-    def vadd(x, y, out, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        with pl.scope("add"):
-            v = tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m)
-        tl.store(out + offs, v, mask=m)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from intra_kernel import define_kernels
 
-    @triton.jit
-    def softmax(x, out, N: tl.constexpr):
-        row = tl.program_id(0)
-        offs = tl.arange(0, N)
-        with pl.scope("load"):
-            v = tl.load(x + row * N + offs)
-        with pl.scope("reduce"):
-            e = tl.exp(v - tl.max(v, 0))
-            r = e / tl.sum(e, 0)
-        tl.store(out + row * N + offs, r)
-
-    @triton.jit
-    def attention(q, k, v, o, S: tl.constexpr, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
-        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-        offs_d = tl.arange(0, D)
-        qb = tl.load(q + offs_m[:, None] * D + offs_d[None, :])
-        m_i = tl.full((BM,), float("-inf"), tl.float32)
-        l_i = tl.zeros((BM,), tl.float32)
-        acc = tl.zeros((BM, D), tl.float32)
-        for start in range(0, S, BN):
-            offs_n = start + tl.arange(0, BN)
-            with pl.scope("qk"):
-                kb = tl.load(k + offs_n[:, None] * D + offs_d[None, :])
-                s = tl.dot(qb, tl.trans(kb))
-            with pl.scope("softmax"):
-                m_new = tl.maximum(m_i, tl.max(s, 1))
-                p = tl.exp(s - m_new[:, None])
-                alpha = tl.exp(m_i - m_new)
-                l_i = l_i * alpha + tl.sum(p, 1)
-                m_i = m_new
-            with pl.scope("pv"):
-                vb = tl.load(v + offs_n[:, None] * D + offs_d[None, :])
-                acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), vb)
-        tl.store(o + offs_m[:, None] * D + offs_d[None, :], acc / l_i[:, None])
-
+    k = define_kernels(pl)
     f32, f16 = "*fp32", "*fp16"
     return {
-        "vadd": (vadd, {"x": f32, "y": f32, "out": f32, "n": "i32"}, {"BLOCK": 1024}),
-        "softmax": (softmax, {"x": f32, "out": f32}, {"N": 1024}),
-        "attention": (
-            attention,
+        "vadd": (k["vadd"], {"x": f32, "y": f32, "out": f32, "n": "i32"}, {"BLOCK": 1024}),
+        "softmax": (k["softmax"], {"x": f32, "out": f32}, {"N": 1024}),
+        "attention": (  # one head: program_id(1) is 0
+            k["attention"],
             {"q": f16, "k": f16, "v": f16, "o": f32},
             {"S": 4096, "D": 64, "BM": 64, "BN": 64},
         ),

@@ -59,6 +59,14 @@ class IntraDecoderTest : public ::testing::Test {
   NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("mm_kernel"));
 };
 
+// A tree slot of `records` records of `unitBytes`, its header written: [hash | unitBytes].
+std::vector<uint8_t> treeSlot(uint32_t hash, uint32_t unitBytes, size_t records) {
+  std::vector<uint8_t> slot(kTreeHeaderBytes + records * unitBytes, 0);
+  put<uint32_t>(slot, 0, hash);
+  put<uint32_t>(slot, 4, unitBytes);
+  return slot;
+}
+
 // One tree record: [unmatched | crossing | recorded | 0] then [cycles | count | ran] per scope.
 // A unit's own record: recorded 1, ran 0; a CTA's sums: the units summed and, per scope, the
 // units that ran it.
@@ -84,9 +92,7 @@ TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   IntraDecoder decoder(tables);
   // Two CTAs of two units, 3 scopes (kernel, load, load/wait): unit bytes 16 + 3 * 16 = 64.
   const uint32_t unitBytes = 64;
-  std::vector<uint8_t> slot(kTreeHeaderBytes + 4 * unitBytes, 0);
-  put<uint32_t>(slot, 0, 0xabc);
-  put<uint32_t>(slot, 4, unitBytes);
+  std::vector<uint8_t> slot = treeSlot(0xabc, unitBytes, 4);
   // Unit 0: kernel 600 cycles; "load" 200 cycles in 3 runs. Unit 1 did not record (not
   // selected): its stale words must not count. Unit 2: kernel 400; "load" 100 in 1 run;
   // "load/wait" 90 in 3 runs; one unmatched exit. Unit 3: kernel only, 0 cycles.
@@ -122,9 +128,7 @@ TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope
   // One record per CTA (CTA sums): CTA 0 holds 2 units (kernel 1000 cycles; "load" 300 in 4
   // runs by both; "load/wait" 90 in 3 runs by one), CTA 1 one unit, which ran only the kernel.
   const uint32_t unitBytes = 64;
-  std::vector<uint8_t> slot(kTreeHeaderBytes + 2 * unitBytes, 0);
-  put<uint32_t>(slot, 0, 0xabd);
-  put<uint32_t>(slot, 4, unitBytes);
+  std::vector<uint8_t> slot = treeSlot(0xabd, unitBytes, 2);
   treeRecord(slot, 16, 0, {{1000, 2, 2}, {300, 4, 2}, {90, 3, 1}}, 2);
   treeRecord(slot, 16 + unitBytes, 0, {{500, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 1);
   std::vector<uint8_t> reduced(kReducedTreeBytes);

@@ -163,8 +163,8 @@ class Emitter {
 
   std::string prologue(std::string_view param) const {
     Out o;
-    o << "\t// proton: instrumentation prologue\n";
-    o << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
+    o << "\t// proton: instrumentation prologue\n"
+      << "\tld.param.u64 \t%pt_d0, [" << param << "];\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n"
       << "\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
       << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
@@ -178,9 +178,7 @@ class Emitter {
     if (c_.selectedUnits.empty()) {
       o << "\tmov.pred \t%pt_lead, %pt_q0;\n";
     } else {
-      o << "\tsetp.ne.u32 \t%pt_q1, %pt_w3, %pt_w3;\n";  // false
-      for (uint32_t u : c_.selectedUnits)
-        o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
+      selectedUnit(o);
       o << "\tand.pred \t%pt_lead, %pt_q0, %pt_q1;\n";
     }
     o << "\tmov.u32 \t%pt_u, 0;\n\tmov.u32 \t%pt_x, 0;\n\tmov.u32 \t%pt_n, 0;\n";
@@ -320,6 +318,20 @@ class Emitter {
 
   uint32_t chunks() const { return static_cast<uint32_t>(t_.paths.size()) + 1; }
 
+  // %pt_q1: unit %pt_w3 is one of the selected ones.
+  void selectedUnit(Out &o) const {
+    o << "\tsetp.ne.u32 \t%pt_q1, %pt_w3, %pt_w3;\n";  // false
+    for (uint32_t u : c_.selectedUnits)
+      o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
+  }
+
+  // The launch slot's header [hash | unitBytes], stored where %pt_q3 (one thread of the grid).
+  void slotHeader(Out &o) const {
+    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
+      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+  }
+
   // %pt_w10: the CTA sums in shared memory.
   void ctaSumsAddress(Out &o) const {
     o << "\tmov.u32 \t%pt_w10, " << smem_ << ";\n"
@@ -374,30 +386,19 @@ class Emitter {
         << "\tselp.b32 \t%pt_w5, %pt_w7, %pt_w5, %pt_q1;\n"
         << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n"
         << "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};\n";
-      if (first == 0)
-        o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-          << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
-          << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+      if (first == 0) slotHeader(o);
     }
   }
 
-  // A record per unit (buffer_type="global", or where CTA sums are not possible): the unit's
-  // first warp passes its leader's sums to all of its lanes, and lane j stores 8-byte chunk j,
-  // so the record leaves in one coalesced store (four 16-byte stores by the leader alone cost
-  // softmax 12% on an H100, at the end of the kernel where they delay it). Warps that store
-  // nothing branch away on conditions that are the same for all of their lanes, so the
-  // shuffles see the whole warp.
-  // Where a warp may reach a return with only some of its lanes (a predicated return, an
-  // exit, or more than one return), its leader stores the record alone.
+  // A record per unit where a warp may reach a return with only some of its lanes (a
+  // predicated return, an exit, or more than one return): its leader stores it alone.
   void leaderEpilogue(Out &o, const std::string &skip) const {
     o << "\t@!%pt_lead bra \t" << skip << ";\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
       << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
     unitAddress(o);
-    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
-      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n"
-      << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
+    slotHeader(o);
+    o << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
       << "\tst.global.v4.u32 \t[%pt_d1], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
     for (size_t i = 0; i < t_.paths.size(); ++i)
       o << "\tcvt.u64.u32 \t%pt_d6, %pt_c" << i << ";\n"
@@ -405,6 +406,12 @@ class Emitter {
         << "], {%pt_a" << i << ", %pt_d6};\n";
   }
 
+  // A record per unit (buffer_type="global", or where CTA sums are not possible), every warp
+  // leaving through the one plain return: the unit's first warp passes its leader's sums to
+  // all of its lanes, and lane j stores 8-byte chunk j, so the record leaves in one coalesced
+  // store (four 16-byte stores by the leader alone cost softmax 12% on an H100, at the end of
+  // the kernel where they delay it). Warps that store nothing branch away on conditions that
+  // are the same for all of their lanes, so the shuffles see the whole warp.
   void unitEpilogue(Out &o, const std::string &skip) const {
     o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
@@ -413,9 +420,7 @@ class Emitter {
       << "\tsetp.ne.u32 \t%pt_q2, %pt_w4, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
       << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
     if (!c_.selectedUnits.empty()) {
-      o << "\tsetp.ne.u32 \t%pt_q1, %pt_w3, %pt_w3;\n";  // false
-      for (uint32_t u : c_.selectedUnits)
-        o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
+      selectedUnit(o);
       o << "\t@!%pt_q1 bra \t" << skip << ";\n";
     }
     unitAddress(o);
@@ -428,9 +433,7 @@ class Emitter {
         << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_w5, 0, 31, -1;\n"
         << "\tmov.b64 \t%pt_a" << i << ", {%pt_w4, %pt_w5};\n"
         << "\tshfl.sync.idx.b32 \t%pt_c" << i << ", %pt_c" << i << ", 0, 31, -1;\n";
-    o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
-      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+    slotHeader(o);
     // Chunks: 0 {unmatched, crossing}, 1 {recorded = 1, 0}, then per scope i: 2 + 2i its
     // cycles, 3 + 2i {count, 0}.
     const uint32_t chunks = t_.unitBytes / 8;
@@ -729,6 +732,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.paths.push_back(markers[i].path);
   }
   int barrier = -1;
+  const bool plainReturns = onlyPlainReturns(lines, e);
   if (config.trace) {
     t.capacity = config.capacity;
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
@@ -737,8 +741,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
     t.slotBytes = t.unitBytes * t.unitsPerCta;
     barrier = ctaBarrier(lines, e);
-    if (useCtaSums(config, t, e.threads) && onlyPlainReturns(lines, e) && barrier >= 0 &&
-        e.exactThreads) {
+    if (useCtaSums(config, t, e.threads) && plainReturns && barrier >= 0 && e.exactThreads) {
       t.ctaSumsOffset = ctaSumsOffset(config.sharedBytes);
       t.sharedBytes = t.ctaSumsOffset + static_cast<uint32_t>(ctaSlotsBytes(t));
       t.slotBytes = t.unitBytes;
@@ -752,7 +755,6 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   std::string smem = t.sharedBytes ? sharedSymbol(lines, e.begin) : std::string();
   bool declareSmem = t.sharedBytes && smem.empty();
   if (declareSmem) smem = "__proton_smem";
-  bool plainReturns = onlyPlainReturns(lines, e);
   size_t returns = 0;
   for (size_t i = e.open + 1; i < e.end; ++i) returns += trim(lines[i]) == "ret;";
   Emitter emit(config, t, smem, barrier, plainReturns && returns == 1);
