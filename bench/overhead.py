@@ -1,10 +1,14 @@
 """Profiling overhead on a GPU, side by side with Triton's profiler and torch.profiler.
 
 Protocol (../shared/BENCHMARKS.md): each configuration runs in its own process; inside it,
-each timing is the fastest of 5 repetitions; `scoped` runs the tool's own scopes in both
+each timing is the fastest of 5 repetitions (10 when profiled); `scoped` runs the tool's own scopes in both
 the unprofiled (profiler not started) and the profiled run;
 each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then
-unprofiled again; ratio = profiled / min(unprofiled before, after). Rounds interleave the
+unprofiled again; ratio = profiled / min(unprofiled before, after). A launch-bound workload
+repeats this in --cycles short cycles in its process (unprofiled, profiled, unprofiled,
+profiled, ...; the machine's speed drifts by up to 20% over seconds), each profiled phase
+compared with the unprofiled phases on either side; the process's ratio is the median over its
+cycles. Rounds interleave the
 configurations (A B C A B C ...); the table reports the median ratio, the spread and a 95%
 bootstrap confidence interval of the median (over rounds). GPU-bound workloads (matmul, trimm)
 are also timed with CUDA events around the timed loop, next to wall time (`ev_median`).
@@ -148,10 +152,20 @@ def build_workloads():
     return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked, "trimm": trimm}
 
 
-# Timed runs per unprofiled phase: a launch-bound run takes milliseconds, so it gets more of
-# them (its minimum is then less often one disturbed by the machine); a GPU-bound one seconds.
+# Timed runs per unprofiled phase (the profiled phase gets twice as many). A launch-bound run
+# takes milliseconds and is measured in LAUNCH_BOUND_CYCLES cycles of short phases; a GPU-bound
+# one takes seconds and is measured once, after the GPU's clock settled.
 GPU_BOUND_REPS = 5
-LAUNCH_BOUND_REPS = 15
+LAUNCH_BOUND_REPS = 5
+LAUNCH_BOUND_CYCLES = int(os.environ.get("PROTON_BENCH_CYCLES", "8"))
+
+
+def cycle_ratios(profiled, unprofiled):
+    """Ratio of each profiled phase k to the faster of the unprofiled phases around it
+    (unprofiled[k] before it, unprofiled[k + 1] after it)."""
+    if len(unprofiled) != len(profiled) + 1:
+        raise ValueError("one more unprofiled phase than profiled phases expected")
+    return [p / min(unprofiled[k], unprofiled[k + 1]) for k, p in enumerate(profiled)]
 
 
 def timed(fn, iters, scope=None, reps=5, events=False):
@@ -213,6 +227,10 @@ def make_profiler(config, workload, path):
     if config == "cupti_floor":
         # CUPTI kernel tracing alone: Proton's backend without its launch callbacks.
         os.environ["PROTON_CUPTI_NO_LAUNCH_CALLBACKS"] = "1"
+        config = "proton_shadow"
+    elif config == "cupti_empty_callbacks":
+        # The floor plus CUPTI calling launch callbacks that return at once.
+        os.environ["PROTON_CUPTI_LAUNCH_CALLBACKS"] = "empty"
         config = "proton_shadow"
     if config in ("proton_shadow", "proton_python", "proton_pcsampling"):
         import proton
@@ -280,45 +298,62 @@ def worker(config, names):
             continue
         use_scope = scope if name == "scoped" else None
         ev = name in GPU_BOUND
+        # A launch-bound workload repeats the protocol in short cycles (unprofiled, profiled,
+        # unprofiled, profiled, ...): the machine's speed drifts by 20% over seconds, so each
+        # profiled phase is compared with the unprofiled phases right before and after it.
+        cycles = 1 if ev else LAUNCH_BOUND_CYCLES
         reps = GPU_BOUND_REPS if ev else LAUNCH_BOUND_REPS
         if ev:
             settle(fn, iters)
         else:
             timed(fn, iters // 4 + 1, use_scope, reps=1)
-        before, ev_before = timed(fn, iters, use_scope, reps=reps, events=ev)
-        try:
-            start()
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            results[name] = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        unprofiled = [timed(fn, iters, use_scope, reps=reps, events=ev)]
+        profiled, finalize_times = [], []
+        error = None
+        for _ in range(cycles):
+            try:
+                start()
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                error = f"{type(e).__name__}: {str(e)[:200]}"
+                break
+            timed(fn, iters // 4 + 1, use_scope, reps=1)
+            # As many timed runs as the two unprofiled phases together: a minimum over more
+            # runs is lower by chance alone, which would bias the ratio upward by about 1% at
+            # matmul.
+            profiled.append(timed(fn, iters, use_scope, reps=2 * reps, events=ev))
+            cupti = loaded_cupti()
+            t0 = time.perf_counter()
+            stop()
+            finalize_times.append(time.perf_counter() - t0)
+            unprofiled.append(timed(fn, iters, use_scope, reps=reps, events=ev))
+        if not profiled:
+            results[name] = {"error": error}
             continue
-        timed(fn, iters // 4 + 1, use_scope, reps=1)
-        # As many timed runs as the two unprofiled phases together: a minimum over more runs
-        # is lower by chance alone, which would bias the ratio upward by about 1% at matmul.
-        profiled, ev_profiled = timed(fn, iters, use_scope, reps=2 * reps, events=ev)
-        cupti = loaded_cupti()
-        t0 = time.perf_counter()
-        stop()
-        finalize_s = time.perf_counter() - t0
-        after, ev_after = timed(fn, iters, use_scope, reps=reps, events=ev)
+
+        def ratios(i):
+            return cycle_ratios([p[i] for p in profiled], [u[i] for u in unprofiled])
+
         size = sum(
             os.path.getsize(os.path.join(tmp, f))
             for f in os.listdir(tmp)
             if f.startswith(f"{config}_{name}")
         )
+        before, after = unprofiled[0][0], unprofiled[-1][0]
         results[name] = {
-            "ratio": profiled / min(before, after),
-            "unprofiled_s": min(before, after),
+            "ratio": statistics.median(ratios(0)),
+            "cycle_ratios": ratios(0),
+            "unprofiled_s": min(x[0] for x in unprofiled),
             "before_s": before,
             "after_s": after,
-            "profiled_s": profiled,
-            "finalize_s": finalize_s,
+            "profiled_s": statistics.median(p[0] for p in profiled),
+            "finalize_s": statistics.median(finalize_times),
             "profile_bytes": size,
             "cupti": cupti,
         }
         if ev:
-            results[name]["ev_ratio"] = ev_profiled / min(ev_before, ev_after)
-            results[name]["ev_unprofiled_s"] = min(ev_before, ev_after)
-            results[name]["ev_profiled_s"] = ev_profiled
+            results[name]["ev_ratio"] = statistics.median(ratios(1))
+            results[name]["ev_unprofiled_s"] = min(x[1] for x in unprofiled)
+            results[name]["ev_profiled_s"] = statistics.median(p[1] for p in profiled)
     print("RESULT " + json.dumps(results))
 
 
@@ -428,9 +463,16 @@ def main():
         metavar="LABEL=PATH",
         help="also run each Proton config as CONFIG[LABEL] with PROTON_CUPTI_LIB_PATH=PATH",
     )
+    ap.add_argument(
+        "--cycles",
+        type=int,
+        default=LAUNCH_BOUND_CYCLES,
+        help="unprofiled/profiled cycles per process for launch-bound workloads",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ["PROTON_BENCH_PC_INTERVAL"] = str(args.pc_interval)
+    os.environ["PROTON_BENCH_CYCLES"] = str(args.cycles)
     default_configs, default_workloads = (
         (PC_CONFIGS, PC_WORKLOADS) if args.pcsampling else (CONFIGS, WORKLOADS)
     )
@@ -442,9 +484,9 @@ def main():
     cupti_libs = dict(x.split("=", 1) for x in args.cupti_lib)
     if cupti_libs:
         configs = [
-            f"{c}[{label}]" if c.startswith(("proton", "cupti_floor")) else c
+            f"{c}[{label}]" if c.startswith(("proton", "cupti_")) else c
             for c in configs
-            for label in (cupti_libs if c.startswith(("proton", "cupti_floor")) else [None])
+            for label in (cupti_libs if c.startswith(("proton", "cupti_")) else [None])
         ]
     rounds = []
     for r in range(args.rounds):

@@ -74,3 +74,12 @@ def test_cupti_labels_set_the_library_for_that_config_only():
     assert base == "proton_shadow" and env["PROTON_CUPTI_LIB_PATH"] == "/lib12"
     base, env = overhead.split_config("torch_profiler", {"12": "/lib12"})
     assert base == "torch_profiler"
+
+
+def test_each_profiled_cycle_is_compared_with_the_unprofiled_phases_on_either_side():
+    # The machine slows down between cycles: each ratio uses its own neighbours only.
+    unprofiled = [10.0, 12.0, 20.0, 19.0]
+    profiled = [11.0, 24.0, 20.9]
+    assert overhead.cycle_ratios(profiled, unprofiled) == pytest.approx([1.1, 2.0, 1.1])
+    with pytest.raises(ValueError):
+        overhead.cycle_ratios(profiled, unprofiled[:3])

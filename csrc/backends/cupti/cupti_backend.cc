@@ -106,6 +106,7 @@ class CuptiBackend final : public GpuBackend {
   const CuptiApi *api_ = nullptr;
   const CudaDriverApi *driver_ = nullptr;
   CUpti_SubscriberHandle subscriber_ = nullptr;
+  bool emptyLaunchCallbacks_ = false;  // benchmarks only (enableCallbacks)
 
   LaunchTable launches_;
   CaptureRegistry captures_;
@@ -331,9 +332,12 @@ Status CuptiBackend::enableCallbacks() {
                                           " failed: " + api_->errorString(rc)};
   };
   // Benchmarks only: kernel tracing without launch callbacks measures CUPTI's own floor
-  // (every record is then unmatched and counted as such).
+  // (every record is then unmatched and counted as such); PROTON_CUPTI_LAUNCH_CALLBACKS=empty
+  // subscribes them but returns at once: CUPTI's own cost of calling us.
   const char *floor = std::getenv("PROTON_CUPTI_NO_LAUNCH_CALLBACKS");
+  const char *which = std::getenv("PROTON_CUPTI_LAUNCH_CALLBACKS");
   bool launches = !floor || std::strcmp(floor, "1") != 0;
+  emptyLaunchCallbacks_ = which && std::strcmp(which, "empty") == 0;
   for (size_t i = 0; launches && i < kNumRuntimeLaunchCallbacks; ++i)
     PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
                                                       kRuntimeLaunchCallbacks[i]),
@@ -443,6 +447,7 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
     switch (domain) {
       case CUPTI_CB_DOMAIN_RUNTIME_API:
       case CUPTI_CB_DOMAIN_DRIVER_API:
+        if (self.emptyLaunchCallbacks_) break;
         self.onLaunch(domain, cbid, static_cast<const CUpti_CallbackData *>(data));
         break;
       case CUPTI_CB_DOMAIN_RESOURCE:
