@@ -57,7 +57,7 @@ void LaunchTable::settle(Slot &slot, uint64_t key, const LaunchInfo &info) {
   if (slot.settled.exchange(key, std::memory_order_acq_rel) == key) return;  // already done
   for (uint32_t i = 0; i < info.count; ++i)
     info.entries[i].session->notePending(info.entries[i].phase, -1);
-  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+  settled_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 LaunchTable::Slot *LaunchTable::find(uint64_t key) {
@@ -88,7 +88,7 @@ void LaunchTable::dropUnsettled(Slot &slot, uint64_t old) {
     auto *session = reinterpret_cast<Session *>(slot.words[2 * i].load(std::memory_order_relaxed));
     session->notePending(PhaseId{slot.words[2 * i + 1].load(std::memory_order_relaxed) >> 32}, -1);
   }
-  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+  settled_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint32_t count,
@@ -113,7 +113,7 @@ void LaunchTable::record(uint64_t correlation, const LaunchEntry *entries, uint3
   }
   if (!multi) {
     for (uint32_t i = 0; i < count; ++i) entries[i].session->notePending(entries[i].phase, 1);
-    outstanding_.fetch_add(1, std::memory_order_acq_rel);
+    recorded_.fetch_add(1, std::memory_order_acq_rel);
   }
   slot.key.store(key, std::memory_order_release);
 }

@@ -66,7 +66,10 @@ class LaunchTable {
   // resolve of a single launch settles its pending count; later ones only read.
   bool resolve(uint64_t correlation, LaunchInfo &out);
   // Single launches recorded and not yet settled.
-  int64_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
+  int64_t outstanding() const {
+    int64_t settled = settled_.load(std::memory_order_acquire);  // first: see Session::pendingIn
+    return recorded_.load(std::memory_order_acquire) - settled;
+  }
   size_t capacity() const { return mask_ + 1; }
 
  public:
@@ -90,7 +93,10 @@ class LaunchTable {
 
   std::unique_ptr<Slot[]> slots_;
   size_t mask_;
-  std::atomic<int64_t> outstanding_{0};
+  // recorded_ is raised by launching threads, settled_ by the record thread: on separate
+  // cache lines, so neither side's update takes the line from the other.
+  alignas(64) std::atomic<int64_t> recorded_{0};
+  alignas(64) std::atomic<int64_t> settled_{0};
 };
 
 }  // namespace proton

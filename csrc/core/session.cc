@@ -203,7 +203,9 @@ int64_t Session::abandonPending() {
     size_t slot = p->id().value % kPendingRing;
     if (seen[slot]) continue;
     seen[slot] = true;
-    int64_t n = pending_[slot].exchange(0, std::memory_order_acq_rel);
+    int64_t n = pendingIn(p->id());  // brought back to 0 (as if all settled), counted if > 0
+    if (n == 0) continue;
+    pendingSettled_.counts[slot].fetch_add(n, std::memory_order_acq_rel);
     if (n > 0) total += n;
   }
   return total;

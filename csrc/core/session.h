@@ -64,11 +64,21 @@ class Session {
   // Complete: an earlier phase than the current one, with no device work still in flight.
   bool isPhaseComplete(PhaseId phase) const;
   // Device work launched in a phase and not yet delivered (backends call these; lock-free).
+  // Raised on the launching thread, lowered on the record thread: two counts on two cache
+  // lines, so a launch does not pull a line the record thread just wrote (and back).
   void notePending(PhaseId phase, int64_t delta) {
-    pending_[phase.value % kPendingRing].fetch_add(delta, std::memory_order_acq_rel);
+    size_t i = phase.value % kPendingRing;
+    if (delta >= 0)
+      pendingAdded_.counts[i].fetch_add(delta, std::memory_order_acq_rel);
+    else
+      pendingSettled_.counts[i].fetch_add(-delta, std::memory_order_acq_rel);
   }
   int64_t pendingIn(PhaseId phase) const {
-    return pending_[phase.value % kPendingRing].load(std::memory_order_acquire);
+    size_t i = phase.value % kPendingRing;
+    // Settled first: every launch settled by then was added before, so the difference never
+    // undercounts what is still in flight.
+    int64_t settled = pendingSettled_.counts[i].load(std::memory_order_acquire);
+    return pendingAdded_.counts[i].load(std::memory_order_acquire) - settled;
   }
   // Drops one phase, or every phase up to and including it. Clearing the current phase
   // replaces it with an empty one.
@@ -108,7 +118,11 @@ class Session {
   // In-flight device work by phase, in a ring: a phase shares its counter with the phase
   // kPendingRing later, which can only make a completion report later, never early.
   static constexpr size_t kPendingRing = 64;
-  std::array<std::atomic<int64_t>, kPendingRing> pending_{};
+  struct alignas(64) PendingCounts {
+    std::array<std::atomic<int64_t>, kPendingRing> counts{};
+  };
+  PendingCounts pendingAdded_;
+  PendingCounts pendingSettled_;
 
   const SessionId id_;
   const SessionOptions options_;
