@@ -41,7 +41,7 @@ WORKLOADS = ["tiny", "mlp", "matmul", "scoped", "hooked"]  # default; "trimm" on
 CONFIGS = ["cupti_floor", "proton_shadow", "proton_python", "triton_profiler", "torch_profiler"]
 PC_WORKLOADS = ["matmul", "trimm"]
 PC_CONFIGS = ["proton_shadow", "proton_pcsampling", "triton_pcsampling"]
-ITERS = {"tiny": 1000, "mlp": 50, "matmul": 20, "scoped": 1000, "hooked": 1000, "trimm": 20}
+ITERS = {"tiny": 1000, "mlp": 10, "matmul": 20, "scoped": 1000, "hooked": 1000, "trimm": 20}
 GPU_BOUND = ("matmul", "trimm")  # also timed with CUDA events
 
 

@@ -131,7 +131,9 @@ class Session {
   std::atomic<uint64_t> currentPhase_{0};
   std::atomic<uint64_t> epoch_{1};
 
-  mutable std::mutex mu_;
+  // On a cache line of its own: the record thread takes it per batch of records, while every
+  // launch reads active_ and epoch_ above.
+  alignas(64) mutable std::mutex mu_;
   std::deque<std::unique_ptr<PhaseData>> phases_;
   struct MetricInfo {
     MetricType type;
