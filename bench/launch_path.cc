@@ -14,6 +14,8 @@
 #include "backends/capture_registry.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/launch_table.h"
+#include "core/metric.h"
+#include "core/string_table.h"
 #include "runtime/session_manager.h"
 
 namespace {
@@ -22,8 +24,12 @@ using proton::LaunchInfo;
 using proton::LaunchTable;
 
 // Launches n times on this thread; with a resolver, another thread settles them every 200 us,
-// 64 launches behind. Returns ns per launch on the launching thread.
-double launchNs(proton::cupti::LaunchTracker &tracker, LaunchTable &table, int n, bool resolver) {
+// 64 launches behind. Returns ns per launch on the launching thread. With metadata, each
+// launch first gets launch metadata (a name and two metrics), as a Triton kernel with
+// launch_metadata does under hook="triton".
+double launchNs(proton::cupti::LaunchTracker &tracker, LaunchTable &table, int n, bool resolver,
+                const proton::MetricList *metadata = nullptr) {
+  proton::StringId name = proton::StringTable::global().intern("vadd_4096");
   std::atomic<uint64_t> published{0};
   std::atomic<bool> stop{false};
   std::thread record;
@@ -39,6 +45,7 @@ double launchNs(proton::cupti::LaunchTracker &tracker, LaunchTable &table, int n
   int result = 0;  // CUDA_SUCCESS
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 1; i <= n; ++i) {
+    if (metadata) proton::SessionManager::global().pushLaunchMetadata(name, *metadata);
     CUpti_CallbackData cb{};
     cb.correlationId = static_cast<uint32_t>(i);
     cb.functionReturnValue = &result;
@@ -74,9 +81,15 @@ int main() {
     return 1;
   }
   const int n = 2000000;
-  for (int round = 0; round < 3; ++round)
+  proton::MetricList metadata = {{proton::MetricSpec::parse("flops32"), int64_t{4096}},
+                                 {proton::MetricSpec::parse("bytes"), int64_t{12 * 4096}}};
+  for (int round = 0; round < 3; ++round) {
     std::printf("launch path: %.1f ns alone, %.1f ns with a record thread resolving\n",
                 launchNs(tracker, table, n, false), launchNs(tracker, table, n, true));
+    std::printf("  with launch metadata: %.1f ns alone, %.1f ns with a record thread\n",
+                launchNs(tracker, table, n / 4, false, &metadata),
+                launchNs(tracker, table, n / 4, true, &metadata));
+  }
   proton::SessionManager::global().finalize(started.value().id, "", nullptr);
   return 0;
 }
