@@ -245,5 +245,18 @@ TEST_F(SessionTest, AbandonPendingCountsUndeliveredWorkOnce) {
   EXPECT_TRUE(s.isPhaseComplete(PhaseId{0}));
 }
 
+TEST_F(SessionTest, AbandonPendingBringsAnOversettledPhaseBackToZero) {
+  // Launched and settled are counted apart (by the launching and the record thread): more
+  // settled than launched is not abandoned work, and later launches count from zero again.
+  s.notePending(PhaseId{0}, 1);
+  s.notePending(PhaseId{0}, -3);
+  EXPECT_EQ(s.pendingIn(PhaseId{0}), -2);
+  EXPECT_EQ(s.abandonPending(), 0);
+  EXPECT_EQ(s.pendingIn(PhaseId{0}), 0);
+  s.notePending(PhaseId{0}, 1);
+  EXPECT_EQ(s.pendingIn(PhaseId{0}), 1);
+  EXPECT_EQ(s.abandonPending(), 1);
+}
+
 }  // namespace
 }  // namespace proton
