@@ -54,7 +54,11 @@ def variants(name, max_shared):
 
     fn, signature, constexprs = _kernels()[name]
     target = GPUTarget("cuda", 90, 32)
-    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    # As Triton specializes a launch with PyTorch's tensors and n = 2^20: every pointer and
+    # integer argument divisible by 16 (vectorized loads; the attention loop's K and V loads
+    # then go through cp.async, as in intra_kernel.py's launches).
+    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in signature}
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     plain = triton.compile(src, target=target, options={"num_warps": 4})
     tree = instrumentation.config_string(instrumentation._as_mode("default"), "tree")
     # With the mode in its options, proton.language leaves markers; no session rewrites them.
