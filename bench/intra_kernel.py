@@ -101,6 +101,43 @@ def define_kernels(pl):
     return {"vadd": vadd, "softmax": softmax, "matmul": matmul, "attention": attention}
 
 
+def spin_cycles_per_s():
+    """torch.cuda._sleep spins for a number of SM cycles: its rate, calibrated with CUDA events."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(1000)
+    start.record()
+    torch.cuda._sleep(20_000_000)
+    end.record()
+    torch.cuda.synchronize()
+    return 20_000_000 / (start.elapsed_time(end) / 1e3)
+
+
+def queued_kernel_ms(fn, count, spin_rate=None):
+    """GPU time (ms) per launch of `count` back-to-back launches of fn. With spin_rate, they are
+    queued behind a GPU spin long enough for the host to enqueue them all, so host launch cost
+    (and any profiler work on the launch path) does not show here."""
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(count):
+        fn()
+    enqueue_s = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    if spin_rate:
+        torch.cuda._sleep(int((3 * enqueue_s + 2e-3) * spin_rate))
+    start.record()
+    for _ in range(count):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / count
+
+
 def _worker(config: str, out_path: str) -> None:
     import torch
 
@@ -148,16 +185,6 @@ def _worker(config: str, out_path: str) -> None:
     }
     reps = {"vadd": 200, "softmax": 100, "matmul": 10, "attention": 50, "attention_mh": 10}
 
-    def spin_cycles_per_s():
-        # torch.cuda._sleep spins for a number of SM cycles: calibrate it with CUDA events.
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(1000)
-        start.record()
-        torch.cuda._sleep(20_000_000)
-        end.record()
-        torch.cuda.synchronize()
-        return 20_000_000 / (start.elapsed_time(end) / 1e3)
-
     spin_rate = spin_cycles_per_s()
     # Triton's instrumentation reads its buffers back after every launch (the host waits for
     # each kernel), so nothing can be queued behind a spin; its parser also rejects the clock
@@ -165,25 +192,7 @@ def _worker(config: str, out_path: str) -> None:
     spin = config != "triton"
 
     def kernel_ms(fn, count):
-        # GPU time of `count` back-to-back launches: they are queued behind a GPU spin long
-        # enough for the host to enqueue them all, so host launch cost (and any profiler work
-        # on the launch path) does not show here; wall_s measures that.
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(count):
-            fn()
-        enqueue_s = time.perf_counter() - t0
-        torch.cuda.synchronize()
-        if spin:
-            torch.cuda._sleep(int((3 * enqueue_s + 2e-3) * spin_rate))
-        start.record()
-        for _ in range(count):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) / count
+        return queued_kernel_ms(fn, count, spin_rate if spin else None)
 
     def wall_s(fn, count=1000):
         fn()

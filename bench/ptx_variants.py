@@ -23,15 +23,14 @@ import random
 import re
 import statistics
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from intra_kernel import define_kernels, queued_kernel_ms, spin_cycles_per_s
 
 
 def _kernels():
     """intra_kernel.py's kernels, with Proton's scopes; (kernel, signature, constexprs)."""
     import proton.language as pl
-
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from intra_kernel import define_kernels
 
     k = define_kernels(pl)
     f32, f16 = "*fp32", "*fp16"
@@ -155,29 +154,10 @@ def main():
 
             launches[(name, variant)] = (launch, count)
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda._sleep(1000)
-    start.record()
-    torch.cuda._sleep(20_000_000)
-    end.record()
-    torch.cuda.synchronize()
-    spin_rate = 20_000_000 / (start.elapsed_time(end) / 1e3)
+    spin_rate = spin_cycles_per_s()
 
     def timed_us(launch, count):
-        launch()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(count):
-            launch()
-        enqueue_s = time.perf_counter() - t0
-        torch.cuda.synchronize()
-        torch.cuda._sleep(int((3 * enqueue_s + 2e-3) * spin_rate))  # queue them all behind it
-        start.record()
-        for _ in range(count):
-            launch()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) / count * 1e3
+        return queued_kernel_ms(launch, count, spin_rate) * 1e3
 
     times = {key: [] for key in launches}
     for r in range(args.rounds):
