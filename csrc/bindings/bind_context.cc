@@ -1,8 +1,8 @@
 // context="python" and launch metadata (hook="triton"): installs the CPython frame walker,
 // and hands what the Triton launch hook evaluated to the core for the next kernel.
 //
-// The hook's per-launch calls (begin/end_launch_metadata, pop_launch_metadata) reuse
-// thread-local buffers: no allocation per launch in steady state.
+// The hook's per-launch calls (enter_launch_metadata, pop_launch_metadata) are Triton's hooks
+// themselves, with no Python frame between, and reuse thread-local buffers: no allocation per launch in steady state.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -23,9 +23,24 @@ constexpr const char *kMetadataStateName = "__proton_launch_metadata";
 // else are skipped.
 enum class MetadataValue { kSkip, kNumber, kTensor };
 
+// Interned once (leaked on purpose, as the interpreter's own are): attribute and key lookups
+// with them hash nothing and allocate nothing.
+PyObject *internedStr(const char *s) {
+  PyObject *str = PyUnicode_InternFromString(s);
+  if (!str) throw nb::python_error();
+  return str;
+}
+
 bool isReservedKey(PyObject *key) {
-  for (const char *reserved : {"name", "function", "stream"})
-    if (PyUnicode_CompareWithASCIIString(key, reserved) == 0) return true;
+  static PyObject *const reserved[] = {internedStr("name"), internedStr("function"),
+                                       internedStr("stream")};
+  for (PyObject *r : reserved)
+    if (key == r) return true;
+  // An interned key equal to one of them would be that very object (keys written in the
+  // source are interned): only other keys need comparing.
+  if (PyUnicode_CHECK_INTERNED(key)) return false;
+  for (PyObject *r : reserved)
+    if (PyUnicode_Compare(key, r) == 0) return true;
   return false;
 }
 
@@ -126,8 +141,93 @@ void pushLaunchMetadata(nb::handle name, nb::handle data) {
 // metadata of their own.
 thread_local bool evaluatingMetadata = false;
 
-StateTag unpackState(uint64_t packed) {
-  return {StringId{static_cast<uint32_t>(packed)}, StringId{static_cast<uint32_t>(packed >> 32)}};
+// The launch hook's per-thread and per-process state, as triton.profiler keeps it: the
+// ContextVars hooks.launch.id and hooks.launch.op_name, the next launch id, and the kernel
+// name filter (LaunchHook.matches, or null for none). Set by LaunchHook.configure; the
+// references are held for the life of the process.
+struct LaunchHookState {
+  PyObject *idVar = nullptr;
+  PyObject *opNameVar = nullptr;
+  PyObject *matches = nullptr;
+  uint64_t nextId = 1;  // the GIL orders the launches that take one
+};
+LaunchHookState launchHook;
+
+void setContextVar(PyObject *var, PyObject *value) {
+  if (!var) return;
+  PyObject *token = PyContextVar_Set(var, value);
+  if (!token) throw nb::python_error();
+  Py_DECREF(token);
+}
+
+bool passesFilter(nb::handle name) {
+  if (!launchHook.matches) return true;
+  nb::object ok = nb::steal(PyObject_CallOneArg(launchHook.matches, name.ptr()));
+  if (!ok.is_valid()) throw nb::python_error();
+  int truth = PyObject_IsTrue(ok.ptr());
+  if (truth < 0) throw nb::python_error();
+  return truth == 1;
+}
+
+// data.get("name"): a dict's item without a Python call.
+nb::object nameOf(nb::handle data) {
+  static PyObject *const nameKey = internedStr("name");
+  if (PyDict_CheckExact(data.ptr())) {
+    PyObject *name = PyDict_GetItemWithError(data.ptr(), nameKey);  // borrowed
+    if (!name && PyErr_Occurred()) throw nb::python_error();
+    return name ? nb::borrow(name) : nb::none();
+  }
+  static PyObject *const getAttr = internedStr("get");
+  return data.attr(getAttr)(nb::handle(nameKey));
+}
+
+// One launch's metadata (Triton's enter hook): the state becomes
+// __proton_launch_metadata/<kernel> while the metadata function runs, hooks.launch.id and
+// op_name are set, and the evaluated name and metrics go to the core for the next kernel.
+// A kernel launched by the metadata function itself gets nothing (evaluatingMetadata).
+void enterLaunchMetadata(nb::handle metadata) {
+  // Triton's LazyDict holds the kernel's own name in .data before anything is evaluated.
+  static PyObject *const dataAttr = internedStr("data");
+  static PyObject *const getAttr = internedStr("get");
+  nb::object lazy = nb::getattr(metadata, dataAttr, nb::none());
+  nb::object kernel = lazy.is_none() ? nb::none() : nameOf(lazy);
+  if (!lazy.is_none() && !passesFilter(kernel)) return;
+  if (evaluatingMetadata) return;
+  static const StringId state = StringTable::global().intern(kMetadataStateName);
+  StringId detail = PyUnicode_CheckExact(kernel.ptr()) ? internName(kernel) : StringId{};
+  StateTag previous = SessionManager::global().exchangeState({state, detail});
+  evaluatingMetadata = true;
+  auto restore = [&] {
+    evaluatingMetadata = false;
+    SessionManager::global().exchangeState(previous);
+  };
+  try {
+    nb::object id = nb::steal(PyLong_FromUnsignedLongLong(launchHook.nextId++));
+    setContextVar(launchHook.idVar, id.ptr());
+    setContextVar(launchHook.opNameVar, kernel.ptr());
+    nb::object data = PyDict_Check(metadata.ptr()) ? nb::borrow(metadata) : metadata.attr(getAttr)();
+    nb::object name = nameOf(data);
+    setContextVar(launchHook.opNameVar, name.ptr());
+    restore();
+    if (PyUnicode_Check(name.ptr()) && passesFilter(name)) pushLaunchMetadata(name, data);
+  } catch (...) {
+    if (evaluatingMetadata) restore();
+    throw;
+  }
+}
+
+nb::str viewToStr(StringId id) {
+  std::string_view v = StringTable::global().view(id);
+  return nb::str(v.data(), v.size());
+}
+
+nb::object metricToPython(const MetricValue &v) {
+  if (const int64_t *i = std::get_if<int64_t>(&v)) return nb::int_(*i);
+  if (const double *d = std::get_if<double>(&v)) return nb::float_(*d);
+  if (const std::string *s = std::get_if<std::string>(&v)) return nb::str(s->c_str());
+  nb::list values;
+  for (double d : std::get<std::vector<double>>(v)) values.append(nb::float_(d));
+  return values;
 }
 
 }  // namespace
@@ -184,30 +284,37 @@ void bindContext(nb::module_ &m) {
       nb::arg("data"),
       "The metrics push_launch_metadata takes from an evaluated launch-metadata dict: numbers "
       "(bool as int, numbers.Integral/Real converted) and tensors; never name/function/stream.");
+  m.def("enter_launch_metadata", &enterLaunchMetadata, nb::arg("metadata"),
+        "Triton's launch enter hook: evaluates the launch's metadata (see hooks/launch.py) and "
+        "hands its name and metrics to the core for the kernel Triton launches next.");
   m.def(
-      "begin_launch_metadata",
-      [](nb::handle kernel) -> nb::object {
-        if (evaluatingMetadata) return nb::none();
-        static const StringId state = StringTable::global().intern(kMetadataStateName);
-        StringId detail = PyUnicode_Check(kernel.ptr()) ? internName(kernel) : StringId{};
-        StateTag previous = SessionManager::global().exchangeState({state, detail});
-        evaluatingMetadata = true;
-        return nb::int_(uint64_t(previous.name.value) | (uint64_t(previous.detail.value) << 32));
+      "configure_launch_hook",
+      [](nb::handle idVar, nb::handle opNameVar, nb::handle matches) {
+        for (auto [slot, value] : {std::pair{&launchHook.idVar, idVar},
+                                   std::pair{&launchHook.opNameVar, opNameVar},
+                                   std::pair{&launchHook.matches, matches}}) {
+          PyObject *next = value.is_none() ? nullptr : value.inc_ref().ptr();
+          Py_XDECREF(*slot);
+          *slot = next;
+        }
       },
-      nb::arg("kernel").none() = nb::none(),
-      "Before a launch's metadata function runs: sets the state to "
-      "__proton_launch_metadata/<kernel> and returns the previous one for end_launch_metadata; "
-      "None when this thread is already evaluating one (a kernel launched by it).");
+      nb::arg("id_var").none(), nb::arg("op_name_var").none(), nb::arg("matches").none(),
+      "The ContextVars enter_launch_metadata sets (hooks.launch.id and op_name) and the kernel "
+      "name filter it applies before and after evaluation (None: every kernel).");
   m.def(
-      "end_launch_metadata",
-      [](uint64_t previous, nb::handle name, nb::handle data) {
-        evaluatingMetadata = false;
-        SessionManager::global().exchangeState(unpackState(previous));
-        if (PyUnicode_Check(name.ptr())) pushLaunchMetadata(name, data);
+      "pending_launch_metadata",
+      []() -> nb::object {
+        StringId name;
+        MetricList metrics;
+        if (!SessionManager::global().pendingLaunchMetadata(name, metrics)) return nb::none();
+        nb::dict out;
+        for (const NamedMetric &m : metrics)
+          out[viewToStr(m.spec.name)] =
+              metricToPython(m.value);
+        return nb::make_tuple(viewToStr(name), out);
       },
-      nb::arg("previous"), nb::arg("name").none(), nb::arg("data").none(),
-      "After the metadata function: restores the state begin_launch_metadata returned and, "
-      "when name is a str, pushes name and data's metrics for the next kernel.");
+      "(name, metrics) that this thread's next kernel launch would get from launch metadata, "
+      "or None (for tests).");
 }
 
 }  // namespace proton::bindings

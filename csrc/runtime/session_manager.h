@@ -142,6 +142,9 @@ class SessionManager {
   void pushLaunchMetadata(StringId name, const MetricList &metrics,
                           const std::vector<TensorMetric> *tensors = nullptr);
   void popLaunchMetadata();
+  // The calling thread's metadata for its next launch, when there is one (pushed, not yet
+  // consumed or popped): what the next kernel would get. For tests and diagnostics.
+  bool pendingLaunchMetadata(StringId &name, MetricList &metrics);
 
   // Tensor metrics given now on this thread, each copied once for tree sessions (`tree`) and
   // once for trace sessions' slices (`trace`), as far as such sessions are active; those on a

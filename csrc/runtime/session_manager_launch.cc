@@ -152,4 +152,13 @@ void SessionManager::popLaunchMetadata() {
   if (!t.launchInFlight) discardTensors(t.launchTensors);
 }
 
+bool SessionManager::pendingLaunchMetadata(StringId &name, MetricList &metrics) {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  if (!t.launchPending) return false;
+  name = t.launchName;
+  metrics.assign(t.launchMetrics.begin(), t.launchMetrics.end());
+  return true;
+}
+
 }  // namespace proton

@@ -44,3 +44,22 @@ def isolated_proton(tmp_path, monkeypatch):
     flags.command_line = False
     leaked = _C.live_sessions()
     assert not leaked, f"test left sessions {leaked} that could not be finalized"
+
+
+@pytest.fixture
+def pushed(monkeypatch):
+    """What the launch hook handed to the core: (name, metrics) pending for the next kernel
+    when each launch's exit hook runs, as the launch would have taken them."""
+    from proton.hooks import LaunchHook
+
+    calls = []
+
+    def exit_recording(metadata=None):
+        pending = _C.pending_launch_metadata()
+        if pending is not None:
+            calls.append(pending)
+        _C.pop_launch_metadata(metadata)
+
+    monkeypatch.setattr(LaunchHook, "exit", staticmethod(exit_recording))
+    yield calls
+    LaunchHook().configure()

@@ -273,25 +273,6 @@ def test_hook_triton_without_triton_is_a_clear_error(monkeypatch):
 # ---- launch metadata -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def pushed(monkeypatch):
-    """Records what the launch hook hands to the core."""
-    calls = []
-
-    class Spy:
-        def __getattr__(self, name):
-            return getattr(_C, name)
-
-        def end_launch_metadata(self, previous, name, data):
-            if isinstance(name, str):
-                calls.append((name, _C.launch_metrics_of(data)))
-            _C.end_launch_metadata(previous, name, data)
-
-    monkeypatch.setattr(launch_module, "_C", Spy())
-    yield calls
-    LaunchHook().configure()
-
-
 def test_metadata_numbers_become_metrics_and_name_renames(pushed):
     proton.start("meta")
     hook = LaunchHook()
@@ -366,6 +347,37 @@ def test_kernels_launched_inside_the_metadata_function_go_under_the_metadata_sta
     assert find(root, "size_probe", "__proton_launch_metadata")["metrics"] == {}
     assert find(root, "after", "user_state")["metrics"]["n"] == 1
     assert tree(s)[2][0][0] == "size_probe"
+
+
+def test_a_raising_metadata_function_propagates_and_leaves_no_state_behind(pushed):
+    s = proton.start("raising")
+    hook = LaunchHook()
+
+    def bad(grid, kernel_metadata, args):
+        raise KeyError("no such argument")
+
+    launch = FakeLazyDict("broken_kernel", bad)
+    with pytest.raises(KeyError, match="no such argument"):
+        hook.enter(launch)
+    hook.exit(launch)
+    with proton.scope("after_failure", {"n": 1}):  # not under __proton_launch_metadata
+        pass
+    good = FakeLazyDict("good_kernel", lambda g, m, a: {"flops": 3})
+    hook.enter(good)  # the next launch is evaluated again
+    hook.exit(good)
+    assert pushed == [("good_kernel", {"flops": 3})]
+    assert [child["frame"]["name"] for child in proton.data.get(s)[0]["children"]] == [
+        "after_failure"
+    ]
+
+
+def test_plain_dict_metadata_is_taken_as_evaluated(pushed):
+    proton.start("plain")
+    hook = LaunchHook()
+    data = {"name": "direct_kernel", "bytes": 64}
+    hook.enter(data)
+    hook.exit(data)
+    assert pushed == [("direct_kernel", {"bytes": 64})]
 
 
 def test_filter_skips_metadata_evaluation_for_other_kernels(pushed):

@@ -69,24 +69,6 @@ def launch(runtime, name, fn=None):
     runtime.launch_exit_hook(metadata)
 
 
-@pytest.fixture
-def pushed(monkeypatch):
-    """What the launch hook hands to the core."""
-    calls = []
-
-    class Spy:
-        def __getattr__(self, name):
-            return getattr(_C, name)
-
-        def end_launch_metadata(self, previous, name, data):
-            if isinstance(name, str):
-                calls.append((name, _C.launch_metrics_of(data)))
-            _C.end_launch_metadata(previous, name, data)
-
-    monkeypatch.setattr(launch_module, "_C", Spy())
-    return calls
-
-
 # ---- the launch hook as an object -----------------------------------------------------------
 
 

@@ -20,7 +20,6 @@ that launch in this process and `op_name.get()` the kernel's name (None before a
     proton.start("run", hook=hook)
 """
 
-import itertools
 import re
 from contextvars import ContextVar
 from typing import Optional
@@ -31,7 +30,6 @@ from .registry import Hook
 # The launch being (or last) handled on this thread; see the module's docstring.
 id = ContextVar("id", default=None)  # noqa: A001 (triton.profiler's name)
 op_name = ContextVar("op_name", default=None)
-_launch_ids = itertools.count(1)  # next() on it is atomic under the GIL
 
 
 def metrics_of(data) -> dict:
@@ -57,6 +55,8 @@ class LaunchHook(Hook):
         self._include = re.compile(include) if include else None
         self._exclude = re.compile(exclude) if exclude else None
         self._matches_cache = {}
+        filtered = self._include is not None or self._exclude is not None
+        _C.configure_launch_hook(id, op_name, self.matches if filtered else None)
 
     def matches(self, kernel_name) -> bool:
         cached = self._matches_cache.get(kernel_name)
@@ -70,28 +70,11 @@ class LaunchHook(Hook):
             self._matches_cache[kernel_name] = ok
         return ok
 
-    def enter(self, metadata) -> None:
-        # The launch path: one call into the core before the metadata function and one after.
-        data = getattr(metadata, "data", None)
-        kernel = data.get("name") if data is not None else None
-        filtered = self._include is not None or self._exclude is not None
-        if filtered and data is not None and not self.matches(kernel):
-            return
-        previous = _C.begin_launch_metadata(kernel if type(kernel) is str else None)
-        if previous is None:
-            return  # a kernel launched by a metadata function: no metadata of its own
-        id.set(next(_launch_ids))
-        op_name.set(kernel)
-        try:
-            data = metadata.get() if hasattr(metadata, "get") else metadata
-            name = data.get("name")
-        except BaseException:
-            _C.end_launch_metadata(previous, None, None)
-            raise
-        op_name.set(name)
-        if filtered and not self.matches(name):
-            name = None
-        _C.end_launch_metadata(previous, name, data)
+    # The launch path: Triton calls the core's functions themselves, no Python frame between.
+    # enter: the state becomes __proton_launch_metadata/<kernel>, `id` and `op_name` are set,
+    # the metadata function runs, and its name and metrics go to the core for the next kernel
+    # (not for a kernel whose name the filter rejects, before or after renaming).
+    enter = staticmethod(_C.enter_launch_metadata)
 
     # Nothing to undo when the launch consumed the metadata; when it did not (no kernel was
     # launched, or no GPU backend), the next kernel must not inherit it. The core's function
