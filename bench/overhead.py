@@ -4,7 +4,7 @@ Protocol (../shared/BENCHMARKS.md): each configuration runs in its own process; 
 each timing is the fastest of 5 repetitions (10 when profiled); `scoped` runs the tool's own scopes in both
 the unprofiled (profiler not started) and the profiled run;
 each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then
-unprofiled again; ratio = profiled / min(unprofiled before, after). A launch-bound workload
+unprofiled again; ratio = profiled / min(unprofiled before, after). Each workload
 repeats this in --cycles short cycles in its process (unprofiled, profiled, unprofiled,
 profiled, ...; the machine's speed drifts by up to 20% over seconds), each profiled phase
 compared with the unprofiled phases on either side; the process's ratio is the median over its
@@ -152,12 +152,12 @@ def build_workloads():
     return {"tiny": tiny, "mlp": mlp, "matmul": matmul, "hooked": hooked, "trimm": trimm}
 
 
-# Timed runs per unprofiled phase (the profiled phase gets twice as many). A launch-bound run
-# takes milliseconds and is measured in LAUNCH_BOUND_CYCLES cycles of short phases; a GPU-bound
-# one takes seconds and is measured once, after the GPU's clock settled.
+# Timed runs per unprofiled phase (the profiled phase gets twice as many). A run takes tens of
+# milliseconds; each process measures CYCLES cycles of such phases (a GPU-bound workload
+# after the GPU's clock settled).
 GPU_BOUND_REPS = 5
 LAUNCH_BOUND_REPS = 5
-LAUNCH_BOUND_CYCLES = int(os.environ.get("PROTON_BENCH_CYCLES", "8"))
+CYCLES = int(os.environ.get("PROTON_BENCH_CYCLES", "8"))
 
 
 def cycle_ratios(profiled, unprofiled):
@@ -298,10 +298,11 @@ def worker(config, names):
             continue
         use_scope = scope if name == "scoped" else None
         ev = name in GPU_BOUND
-        # A launch-bound workload repeats the protocol in short cycles (unprofiled, profiled,
-        # unprofiled, profiled, ...): the machine's speed drifts by 20% over seconds, so each
-        # profiled phase is compared with the unprofiled phases right before and after it.
-        cycles = 1 if ev else LAUNCH_BOUND_CYCLES
+        # Every workload repeats the protocol in short cycles (unprofiled, profiled,
+        # unprofiled, profiled, ...): the machine's speed drifts by 20% over seconds, and a
+        # GPU-bound one's clock with its temperature, so each profiled phase is compared with
+        # the unprofiled phases right before and after it.
+        cycles = CYCLES
         reps = GPU_BOUND_REPS if ev else LAUNCH_BOUND_REPS
         if ev:
             settle(fn, iters)
@@ -466,8 +467,16 @@ def main():
     ap.add_argument(
         "--cycles",
         type=int,
-        default=LAUNCH_BOUND_CYCLES,
-        help="unprofiled/profiled cycles per process for launch-bound workloads",
+        default=CYCLES,
+        help="unprofiled/profiled cycles per process and workload",
+    )
+    ap.add_argument("--resume", metavar="JSON", help="continue the rounds of an earlier --json")
+    ap.add_argument(
+        "--stop-after",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="start no new process after this long (the table covers what finished)",
     )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -488,33 +497,42 @@ def main():
             for c in configs
             for label in (cupti_libs if c.startswith(("proton", "cupti_")) else [None])
         ]
-    rounds = []
-    for r in range(args.rounds):
+    # --resume: the rounds of an earlier run (same configs) count as this run's first ones, so
+    # that a run longer than one sitting can be taken in parts.
+    rounds = load_rounds(args.resume) if args.resume else []
+    first = 1 + max((x["round"] for x in rounds), default=-1)
+    deadline = time.monotonic() + 60 * args.stop_after if args.stop_after else None
+
+    def run_round(r, label, workloads):
+        """One process per config; False when --stop-after cut the round short."""
         for config in configs:
-            print(f"round {r + 1}/{args.rounds}: {config}", file=sys.stderr, flush=True)
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"--stop-after: stopped before {label}: {config}", file=sys.stderr)
+                return False
+            print(f"{label}: {config}", file=sys.stderr, flush=True)
             rounds.append(
-                {"round": r, "config": config, "results": run_config(config, names, cupti_libs)}
+                {"round": r, "config": config, "results": run_config(config, workloads, cupti_libs)}
             )
             save(args.json, rounds, None)  # a run cut short keeps the rounds it finished
+        return True
+
+    in_time = True
+    for r in range(first, first + args.rounds):
+        in_time = run_round(r, f"round {r + 1}/{first + args.rounds}", names)
+        if not in_time:
+            break
     table = build_table(rounds, configs, names)
     ci_names = [w for w in args.ci_workloads.split(",") if w in names]
     reached = None
     if args.target_ci is not None and ci_names:
-        r = args.rounds
-        while (widest_interval(table, ci_names) or 0) > args.target_ci and r < args.max_rounds:
-            for config in configs:
-                print(
-                    f"round {r + 1} ({','.join(ci_names)}): {config}", file=sys.stderr, flush=True
-                )
-                rounds.append(
-                    {
-                        "round": r,
-                        "config": config,
-                        "results": run_config(config, ci_names, cupti_libs),
-                    }
-                )
+        r = first + args.rounds
+        while (
+            in_time
+            and (widest_interval(table, ci_names) or 0) > args.target_ci
+            and r < args.max_rounds
+        ):
+            in_time = run_round(r, f"round {r + 1} ({','.join(ci_names)})", ci_names)
             r += 1
-            save(args.json, rounds, None)
             table = build_table(rounds, configs, names)
         width = widest_interval(table, ci_names)
         reached = width is not None and width <= args.target_ci
@@ -525,6 +543,11 @@ def main():
         )
     print_table(table)
     save(args.json, rounds, table, reached)
+
+
+def load_rounds(path):
+    with open(path) as f:
+        return json.load(f)["rounds"]
 
 
 def save(path, rounds, table, reached=None):
