@@ -269,6 +269,7 @@ def main():
     rounds = {c: [] for c in configs}
     for r in range(args.rounds):
         for c in configs:
+            print(f"round {r + 1}/{args.rounds}: {c}", file=sys.stderr, flush=True)
             out = f"/tmp/intra_{c}_{r}.json"
             proc = subprocess.run(
                 [sys.executable, __file__, "--worker", c, "--out", out],
