@@ -2,7 +2,8 @@
 // and hands what the Triton launch hook evaluated to the core for the next kernel.
 //
 // The hook's per-launch calls (enter_launch_metadata, pop_launch_metadata) are Triton's hooks
-// themselves, with no Python frame between, and reuse thread-local buffers: no allocation per launch in steady state.
+// themselves, with no Python frame between, and reuse thread-local buffers: no allocation per
+// launch in steady state.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -205,7 +206,8 @@ void enterLaunchMetadata(nb::handle metadata) {
     nb::object id = nb::steal(PyLong_FromUnsignedLongLong(launchHook.nextId++));
     setContextVar(launchHook.idVar, id.ptr());
     setContextVar(launchHook.opNameVar, kernel.ptr());
-    nb::object data = PyDict_Check(metadata.ptr()) ? nb::borrow(metadata) : metadata.attr(getAttr)();
+    nb::object data =
+        PyDict_Check(metadata.ptr()) ? nb::borrow(metadata) : metadata.attr(getAttr)();
     nb::object name = nameOf(data);
     setContextVar(launchHook.opNameVar, name.ptr());
     restore();
@@ -290,9 +292,9 @@ void bindContext(nb::module_ &m) {
   m.def(
       "configure_launch_hook",
       [](nb::handle idVar, nb::handle opNameVar, nb::handle matches) {
-        for (auto [slot, value] : {std::pair{&launchHook.idVar, idVar},
-                                   std::pair{&launchHook.opNameVar, opNameVar},
-                                   std::pair{&launchHook.matches, matches}}) {
+        for (auto [slot, value] :
+             {std::pair{&launchHook.idVar, idVar}, std::pair{&launchHook.opNameVar, opNameVar},
+              std::pair{&launchHook.matches, matches}}) {
           PyObject *next = value.is_none() ? nullptr : value.inc_ref().ptr();
           Py_XDECREF(*slot);
           *slot = next;
@@ -308,9 +310,7 @@ void bindContext(nb::module_ &m) {
         MetricList metrics;
         if (!SessionManager::global().pendingLaunchMetadata(name, metrics)) return nb::none();
         nb::dict out;
-        for (const NamedMetric &m : metrics)
-          out[viewToStr(m.spec.name)] =
-              metricToPython(m.value);
+        for (const NamedMetric &m : metrics) out[viewToStr(m.spec.name)] = metricToPython(m.value);
         return nb::make_tuple(viewToStr(name), out);
       },
       "(name, metrics) that this thread's next kernel launch would get from launch metadata, "

@@ -277,7 +277,15 @@ class Emitter {
 
   std::string epilogue(size_t retIndex) const {
     Out o;
-    o << "\t// proton: instrumentation epilogue\n" << exit(0, false);
+    o << "\t// proton: instrumentation epilogue\n";
+    // CTA sums: the record's addresses are worked out before the kernel scope's last clock
+    // read, where ptxas can overlap them with the kernel's own last work, not after it, where
+    // the special-register and constant reads they wait for lengthen every CTA's end.
+    if (!c_.trace && ctaSums()) {
+      recordAddress(o, /*ctaRecord=*/true);
+      ctaSumsAddress(o);
+    }
+    o << exit(0, false);
     std::string skip = "$pt_skip" + std::to_string(retIndex);
     if (c_.trace) {
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
@@ -347,9 +355,8 @@ class Emitter {
     std::string arrive = "$pt_arrive" + std::to_string(retIndex);
     o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n"  // recording off: the same for every thread
       << "\t@%pt_q2 bra \t" << skip << ";\n"
-      << "\tmov.u32 \t%pt_w0, %tid.x;\n";
-    ctaSumsAddress(o);
-    o << "\t@!%pt_lead bra \t" << arrive << ";\n"
+      << "\tmov.u32 \t%pt_w0, %tid.x;\n"
+      << "\t@!%pt_lead bra \t" << arrive << ";\n"
       << "\tmad.lo.u32 \t%pt_w11, %pt_w3, " << t_.unitBytes << ", %pt_w10;\n"
       << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
       << "\tst.shared.v4.u32 \t[%pt_w11], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
@@ -360,10 +367,8 @@ class Emitter {
         << "\tst.shared.v4.u32 \t[%pt_w11+" << kTreeUnitHeaderBytes + kTreeScopeBytes * i
         << "], {%pt_w4, %pt_w5, %pt_c" << i << ", %pt_w6};\n";
     const uint32_t chunks = t_.unitBytes / 8, threads = t_.numWarps * 32;
-    // The record's address is read while the CTA's other units catch up.
-    o << arrive << ":\n";
-    recordAddress(o, /*ctaRecord=*/true);
-    o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w0, 0, %pt_q3;\n"  // CTA 0's thread 0: the header
+    o << arrive << ":\n"
+      << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w0, 0, %pt_q3;\n"  // CTA 0's thread 0: the header
       << "\tbar.sync \t" << barrier_ << ";\n"
       << "\tsetp.ge.u32 \t%pt_q2, %pt_w0, " << chunks << ";\n"
       << "\t@%pt_q2 bra \t" << skip << ";\n";

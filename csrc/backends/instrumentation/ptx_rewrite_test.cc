@@ -111,15 +111,20 @@ TEST(PtxRewrite, CtaSumsGoThroughSharedMemorySlotsAndLeaveInOneCoalescedStore) {
   EXPECT_EQ(count(r.ptx, ".extern .shared"), 1u);
   EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, global_smem;"), 1u);
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w10, %pt_w10, 65536;"), 1u);
-  // The record's address (%ctaid reads) is computed after the unit's slot is written and
-  // before the barrier, while the CTA's other units catch up; none in the prologue.
+  // The record's addresses (%ctaid reads, the shared slots) are worked out in the epilogue
+  // before the kernel scope's last clock read, where they overlap the kernel's last work, not
+  // after it, where they would lengthen the CTA's end; none in the prologue.
   size_t epilogue = r.ptx.find("// proton: instrumentation epilogue");
   ASSERT_NE(epilogue, std::string::npos);
   EXPECT_EQ(count(r.ptx.substr(0, epilogue), "%ctaid"),
             count(golden("instrumentation_matmul_markers.ptx"), "%ctaid"));
   size_t ctaid = r.ptx.find("%ctaid.z", epilogue);
-  EXPECT_LT(r.ptx.find("st.shared.v4.u32", epilogue), ctaid);
-  EXPECT_LT(ctaid, r.ptx.find("bar.sync", epilogue));
+  size_t slots = r.ptx.find("mov.u32 \t%pt_w10, global_smem;", epilogue);
+  size_t lastClock = r.ptx.find("%clock;", epilogue);
+  EXPECT_LT(ctaid, lastClock);
+  EXPECT_LT(slots, lastClock);
+  EXPECT_LT(lastClock, r.ptx.find("st.shared.v4.u32", epilogue));
+  EXPECT_LT(r.ptx.find("st.shared.v4.u32", epilogue), r.ptx.find("bar.sync", epilogue));
   EXPECT_EQ(count(r.ptx, "st.shared.v4.u32 \t[%pt_w11"), 4u);  // header and 3 scopes, once
   // The kernel uses barrier 0 for the whole CTA only: the CTA meets there once more (a kernel
   // that uses more barriers can fit fewer CTAs on an SM), and no atomics are used.
