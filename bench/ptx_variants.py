@@ -10,6 +10,8 @@ the ratio is the recording's cost alone. Variants:
 - `plain`: the kernel without markers (the baseline);
 - `kernel_scope`: the plain kernel with only its implicit scope (CTA records);
 - `tree`: with its scopes, CTA records (the default, buffer_type="shared");
+- `tree_ring`: the same binary, each launch recording into the next part of a 64 MB ring as
+  a session's launches do, not into the same bytes (what streaming records through L2 costs);
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
 - `warp_group`: with its scopes, one recording warp per 4;
 - `trace`: with its scopes, data="trace" (every event stored as it happens).
@@ -111,6 +113,27 @@ def _params(ptx, values):
     return held, array
 
 
+def ring_launch(driver, func, ptx, values, grid, shared, stream, scratch):
+    """Launches that record where a session's would: each into the next part of a ring (the
+    slot after the previous launch's), not into the same bytes every time, so that the
+    records stream through the L2 cache as they do under Proton."""
+    stride = (16 + grid * 64 + 255) // 256 * 256  # a CTA record is at most 64 bytes here
+    state = {"offset": 0}
+
+    def launch():
+        held, array = _params(ptx, values[:-1] + [scratch.data_ptr() + state["offset"]])
+        state["offset"] = (state["offset"] + stride) % (scratch.numel() - stride)
+        driver.check(
+            driver.cu.cuLaunchKernel(
+                func, grid, 1, 1, 128, 1, 1, shared, ctypes.c_void_p(stream), array, None
+            ),
+            "launch",
+        )
+        del held  # the launch has copied the parameters
+
+    return launch
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -163,6 +186,11 @@ def main():
                 )
 
             launches[(name, variant)] = (launch, count)
+            if variant == "tree":
+                launches[(name, "tree_ring")] = (
+                    ring_launch(driver, func, ptx, values, grid, shared, stream, scratch),
+                    count,
+                )
 
     spin_rate = spin_cycles_per_s()
 
