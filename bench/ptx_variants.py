@@ -12,6 +12,7 @@ the ratio is the recording's cost alone. Variants:
 - `tree`: with its scopes, CTA records (the default, buffer_type="shared");
 - `tree_ring`: the same binary, each launch recording into the next part of a 64 MB ring as
   a session's launches do, not into the same bytes (what streaming records through L2 costs);
+- `tree_ring_ef`: `tree_ring` with the record stores hinted L2 evict-first (an experiment);
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
 - `warp_group`: with its scopes, one recording warp per 4;
 - `trace`: with its scopes, data="trace" (every event stored as it happens).
@@ -113,6 +114,22 @@ def _params(ptx, values):
     return held, array
 
 
+def l2_evict_first(ptx):
+    """The tree variant with its CTA record stores hinted L2 evict-first (an experiment: records
+    streamed into a ring would then displace the kernel's own data in L2 last)."""
+    store = "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};"
+    if store not in ptx:
+        raise RuntimeError("no CTA record store to hint")
+    ptx = ptx.replace(
+        "\t.reg .b64 \t%pt_d<9>;\n", "\t.reg .b64 \t%pt_d<9>;\n\t.reg .b64 \t%pt_pol;\n", 1
+    )
+    return ptx.replace(
+        store,
+        "\tcreatepolicy.fractional.L2::evict_first.b64 \t%pt_pol, 1.0;\n"
+        "\tst.global.L2::cache_hint.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5}, %pt_pol;",
+    )
+
+
 def ring_launch(driver, func, ptx, values, grid, shared, stream, scratch):
     """Launches that record where a session's would: each into the next part of a ring (the
     slot after the previous launch's), not into the same bytes every time, so that the
@@ -189,6 +206,19 @@ def main():
             if variant == "tree":
                 launches[(name, "tree_ring")] = (
                     ring_launch(driver, func, ptx, values, grid, shared, stream, scratch),
+                    count,
+                )
+                hinted = l2_evict_first(ptx)
+                hinted_func = driver.function(hinted, name)
+                if shared > 48 << 10:
+                    driver.check(
+                        driver.cu.cuFuncSetAttribute(
+                            hinted_func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED, shared
+                        ),
+                        "shared memory opt-in",
+                    )
+                launches[(name, "tree_ring_ef")] = (
+                    ring_launch(driver, hinted_func, hinted, values, grid, shared, stream, scratch),
                     count,
                 )
 

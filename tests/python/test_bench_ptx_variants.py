@@ -39,3 +39,11 @@ def test_attention_variants_keep_the_loops_cp_async_prefetch(ptx_variants):
     assert plain > 0
     for variant, (ptx, _shared) in variants.items():
         assert ptx.count("cp.async.cg.shared.global") == plain, variant
+
+
+def test_the_evict_first_experiment_hints_exactly_the_cta_record_store(ptx_variants):
+    ptx, _shared = ptx_variants.variants("vadd", 232448)["tree"]
+    hinted = ptx_variants.l2_evict_first(ptx)
+    assert hinted.count("st.global.L2::cache_hint") == 1
+    assert hinted.count("createpolicy.fractional.L2::evict_first.b64") == 1
+    assert hinted.count("st.global") == ptx.count("st.global")  # no store added or lost
