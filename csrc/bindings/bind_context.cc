@@ -170,6 +170,12 @@ bool passesFilter(nb::handle name) {
   return truth == 1;
 }
 
+// The attribute "get" (LazyDict.get, dict.get), interned.
+PyObject *getAttrName() {
+  static PyObject *const get = internedStr("get");
+  return get;
+}
+
 // data.get("name"): a dict's item without a Python call.
 nb::object nameOf(nb::handle data) {
   static PyObject *const nameKey = internedStr("name");
@@ -178,8 +184,7 @@ nb::object nameOf(nb::handle data) {
     if (!name && PyErr_Occurred()) throw nb::python_error();
     return name ? nb::borrow(name) : nb::none();
   }
-  static PyObject *const getAttr = internedStr("get");
-  return data.attr(getAttr)(nb::handle(nameKey));
+  return data.attr(getAttrName())(nb::handle(nameKey));
 }
 
 // One launch's metadata (Triton's enter hook): the state becomes
@@ -189,7 +194,6 @@ nb::object nameOf(nb::handle data) {
 void enterLaunchMetadata(nb::handle metadata) {
   // Triton's LazyDict holds the kernel's own name in .data before anything is evaluated.
   static PyObject *const dataAttr = internedStr("data");
-  static PyObject *const getAttr = internedStr("get");
   nb::object lazy = nb::getattr(metadata, dataAttr, nb::none());
   nb::object kernel = lazy.is_none() ? nb::none() : nameOf(lazy);
   if (!lazy.is_none() && !passesFilter(kernel)) return;
@@ -204,10 +208,11 @@ void enterLaunchMetadata(nb::handle metadata) {
   };
   try {
     nb::object id = nb::steal(PyLong_FromUnsignedLongLong(launchHook.nextId++));
+    if (!id.is_valid()) throw nb::python_error();
     setContextVar(launchHook.idVar, id.ptr());
     setContextVar(launchHook.opNameVar, kernel.ptr());
     nb::object data =
-        PyDict_Check(metadata.ptr()) ? nb::borrow(metadata) : metadata.attr(getAttr)();
+        PyDict_Check(metadata.ptr()) ? nb::borrow(metadata) : metadata.attr(getAttrName())();
     nb::object name = nameOf(data);
     setContextVar(launchHook.opNameVar, name.ptr());
     restore();
