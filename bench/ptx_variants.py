@@ -84,6 +84,9 @@ def variants(name, max_shared):
     return out
 
 
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
 class _Driver:
     def __init__(self):
         self.cu = ctypes.CDLL("libcuda.so.1")
@@ -92,14 +95,24 @@ class _Driver:
         if result != 0:
             raise RuntimeError(f"{what} failed: CUresult {result}")
 
-    def function(self, ptx, name):
+    def function(self, ptx, name, shared):
         module, func = ctypes.c_void_p(), ctypes.c_void_p()
         self.check(self.cu.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0"), "load")
         self.check(self.cu.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "get")
+        if shared > 48 << 10:  # past the default: opted in per function, as Triton does
+            self.check(
+                self.cu.cuFuncSetAttribute(func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED, shared),
+                "shared memory opt-in",
+            )
         return func
 
-
-CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    def launch(self, func, grid, shared, stream, params):
+        self.check(
+            self.cu.cuLaunchKernel(
+                func, grid, 1, 1, 128, 1, 1, shared, ctypes.c_void_p(stream), params, None
+            ),
+            "launch",
+        )
 
 
 def _params(ptx, values):
@@ -130,25 +143,28 @@ def l2_evict_first(ptx):
     )
 
 
-def ring_launch(driver, func, ptx, values, grid, shared, stream, scratch):
-    """Launches that record where a session's would: each into the next part of a ring (the
-    slot after the previous launch's), not into the same bytes every time, so that the
-    records stream through the L2 cache as they do under Proton."""
+def make_launch(driver, func, ptx, values, grid, shared, stream, ring=None):
+    """One launch of func with values as its parameters (the last one the record buffer). With
+    ring (a device tensor), each launch records into the next part of it, the slot after the
+    previous launch's, as a session's launches do, so that the records stream through the L2
+    cache; without, every launch records into the same bytes."""
+    if ring is None:
+        held, array = _params(ptx, values)
+
+        def launch(held=held):  # held: the parameter values the array points at
+            driver.launch(func, grid, shared, stream, array)
+
+        return launch
     stride = (16 + grid * 64 + 255) // 256 * 256  # a CTA record is at most 64 bytes here
     state = {"offset": 0}
 
-    def launch():
-        held, array = _params(ptx, values[:-1] + [scratch.data_ptr() + state["offset"]])
-        state["offset"] = (state["offset"] + stride) % (scratch.numel() - stride)
-        driver.check(
-            driver.cu.cuLaunchKernel(
-                func, grid, 1, 1, 128, 1, 1, shared, ctypes.c_void_p(stream), array, None
-            ),
-            "launch",
-        )
-        del held  # the launch has copied the parameters
+    def ring_launch():
+        held, array = _params(ptx, values[:-1] + [ring.data_ptr() + state["offset"]])
+        state["offset"] = (state["offset"] + stride) % (ring.numel() - stride)
+        driver.launch(func, grid, shared, stream, array)  # copies the parameters
+        del held
 
-    return launch
+    return ring_launch
 
 
 def main():
@@ -184,41 +200,28 @@ def main():
             scratch.data_ptr(),
         ]
         for variant, (ptx, shared) in variants(name, max_shared).items():
-            func = driver.function(ptx, name)
-            if shared > 48 << 10:  # past the default: opted in per function, as Triton does
-                driver.check(
-                    driver.cu.cuFuncSetAttribute(
-                        func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED, shared
-                    ),
-                    "shared memory opt-in",
-                )
-            held, array = _params(ptx, values)
-
-            def launch(func=func, array=array, grid=grid, shared=shared, held=held):
-                driver.check(
-                    driver.cu.cuLaunchKernel(
-                        func, grid, 1, 1, 128, 1, 1, shared, ctypes.c_void_p(stream), array, None
-                    ),
-                    "launch",
-                )
-
-            launches[(name, variant)] = (launch, count)
+            func = driver.function(ptx, name, shared)
+            launches[(name, variant)] = (
+                make_launch(driver, func, ptx, values, grid, shared, stream),
+                count,
+            )
             if variant == "tree":
                 launches[(name, "tree_ring")] = (
-                    ring_launch(driver, func, ptx, values, grid, shared, stream, scratch),
+                    make_launch(driver, func, ptx, values, grid, shared, stream, scratch),
                     count,
                 )
                 hinted = l2_evict_first(ptx)
-                hinted_func = driver.function(hinted, name)
-                if shared > 48 << 10:
-                    driver.check(
-                        driver.cu.cuFuncSetAttribute(
-                            hinted_func, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED, shared
-                        ),
-                        "shared memory opt-in",
-                    )
                 launches[(name, "tree_ring_ef")] = (
-                    ring_launch(driver, hinted_func, hinted, values, grid, shared, stream, scratch),
+                    make_launch(
+                        driver,
+                        driver.function(hinted, name, shared),
+                        hinted,
+                        values,
+                        grid,
+                        shared,
+                        stream,
+                        scratch,
+                    ),
                     count,
                 )
 
