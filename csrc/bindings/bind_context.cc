@@ -279,10 +279,7 @@ void bindContext(nb::module_ &m) {
               out[key] = nb::handle(value);
               break;
             case MetadataValue::kNumber:
-              if (const int64_t *i = std::get_if<int64_t>(&v))
-                out[key] = nb::int_(*i);
-              else
-                out[key] = nb::float_(std::get<double>(v));
+              out[key] = metricToPython(v);
               break;
           }
         }
