@@ -1,8 +1,8 @@
 """Profiling overhead on a GPU, side by side with Triton's profiler and torch.profiler.
 
 Protocol (../shared/BENCHMARKS.md): each configuration runs in its own process; inside it,
-each timing is the fastest of 5 repetitions (10 when profiled); `scoped` runs the tool's own scopes in both
-the unprofiled (profiler not started) and the profiled run;
+each timing is the fastest of 5 repetitions (10 when profiled); `scoped` runs the tool's own
+scopes in both the unprofiled (profiler not started) and the profiled run;
 each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then
 unprofiled again; ratio = profiled / min(unprofiled before, after). Each workload
 repeats this in --cycles short cycles in its process (unprofiled, profiled, unprofiled,
@@ -155,8 +155,7 @@ def build_workloads():
 # Timed runs per unprofiled phase (the profiled phase gets twice as many). A run takes tens of
 # milliseconds; each process measures CYCLES cycles of such phases (a GPU-bound workload
 # after the GPU's clock settled).
-GPU_BOUND_REPS = 5
-LAUNCH_BOUND_REPS = 5
+REPS = 5
 CYCLES = int(os.environ.get("PROTON_BENCH_CYCLES", "8"))
 
 
@@ -302,16 +301,14 @@ def worker(config, names):
         # unprofiled, profiled, ...): the machine's speed drifts by 20% over seconds, and a
         # GPU-bound one's clock with its temperature, so each profiled phase is compared with
         # the unprofiled phases right before and after it.
-        cycles = CYCLES
-        reps = GPU_BOUND_REPS if ev else LAUNCH_BOUND_REPS
         if ev:
             settle(fn, iters)
         else:
             timed(fn, iters // 4 + 1, use_scope, reps=1)
-        unprofiled = [timed(fn, iters, use_scope, reps=reps, events=ev)]
+        unprofiled = [timed(fn, iters, use_scope, reps=REPS, events=ev)]
         profiled, finalize_times = [], []
         error = None
-        for _ in range(cycles):
+        for _ in range(CYCLES):
             try:
                 start()
             except Exception as e:  # noqa: BLE001 - reported in the table
@@ -321,12 +318,12 @@ def worker(config, names):
             # As many timed runs as the two unprofiled phases together: a minimum over more
             # runs is lower by chance alone, which would bias the ratio upward by about 1% at
             # matmul.
-            profiled.append(timed(fn, iters, use_scope, reps=2 * reps, events=ev))
+            profiled.append(timed(fn, iters, use_scope, reps=2 * REPS, events=ev))
             cupti = loaded_cupti()
             t0 = time.perf_counter()
             stop()
             finalize_times.append(time.perf_counter() - t0)
-            unprofiled.append(timed(fn, iters, use_scope, reps=reps, events=ev))
+            unprofiled.append(timed(fn, iters, use_scope, reps=REPS, events=ev))
         if not profiled:
             results[name] = {"error": error}
             continue
