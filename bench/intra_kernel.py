@@ -9,8 +9,8 @@ configuration:
   instrumented in between; ratio = instrumented / min(before, after);
 - end-to-end cost: wall time of 1000 launches plus one synchronise, same protocol.
 Configurations: `proton` (backend="instrumentation", tree: a CTA's warps leave their sums in
-shared memory and one record per CTA is stored), `proton_global` (tree with buffer_type="global": one record per warp),
-`proton_trace` (data="trace"),
+shared memory and one record per CTA is stored), `proton_global` (tree with
+buffer_type="global": one record per warp), `proton_trace` (data="trace"),
 `cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
 `triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).
 Prints a table with the median over rounds and the geometric mean over the first four
