@@ -12,10 +12,15 @@ the ratio is the recording's cost alone. Variants:
 - `tree`: with its scopes, CTA records (the default, buffer_type="shared");
 - `tree_ring`: the same binary, each launch recording into the next part of a 64 MB ring as
   a session's launches do, not into the same bytes (what streaming records through L2 costs);
-- `tree_ring_ef`: `tree_ring` with the record stores hinted L2 evict-first (an experiment);
+- `no_clock`: `tree` with its scopes' clock reads replaced by register arithmetic (the
+  kernel scope keeps its reads): the same added instructions without a single clock read in
+  the kernel's body, which tells what the reads themselves cost beyond the sums around them;
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
 - `warp_group`: with its scopes, one recording warp per 4;
 - `trace`: with its scopes, data="trace" (every event stored as it happens).
+With --kernel-tracing, every variant, plain included, runs inside a Proton kernel-tracing
+session (CUPTI), as an instrumentation session's kernels do: the ratios are then what the
+recording adds on top of kernel tracing.
 Needs an NVIDIA GPU (sm_90), PyTorch and Triton.
 """
 
@@ -127,20 +132,20 @@ def _params(ptx, values):
     return held, array
 
 
-def l2_evict_first(ptx):
-    """The tree variant with its CTA record stores hinted L2 evict-first (an experiment: records
-    streamed into a ring would then displace the kernel's own data in L2 last)."""
-    store = "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};"
-    if store not in ptx:
-        raise RuntimeError("no CTA record store to hint")
-    ptx = ptx.replace(
-        "\t.reg .b64 \t%pt_d<9>;\n", "\t.reg .b64 \t%pt_d<9>;\n\t.reg .b64 \t%pt_pol;\n", 1
+def without_scope_clocks(ptx):
+    """The tree variant with each scope's clock reads (not the kernel scope's) replaced by an
+    add on a register that changes every iteration, so that ptxas can neither fold it nor
+    treat it as a clock read."""
+    ptx, enters = re.subn(
+        r"@%pt_lead mov\.u32 \t%pt_s([1-9]\d*), %clock;",
+        lambda m: f"@%pt_lead add.u32 \t%pt_s{m.group(1)}, %pt_c{m.group(1)}, 3;",
+        ptx,
     )
-    return ptx.replace(
-        store,
-        "\tcreatepolicy.fractional.L2::evict_first.b64 \t%pt_pol, 1.0;\n"
-        "\tst.global.L2::cache_hint.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5}, %pt_pol;",
-    )
+    exit_read = "@%pt_lead mov.u32 \t%pt_w9, %clock;"
+    head, _, last = ptx.rpartition(exit_read)  # the last one ends the kernel scope
+    if not enters or exit_read not in head:
+        raise RuntimeError("no scope clock reads to replace")
+    return head.replace(exit_read, "@%pt_lead add.u32 \t%pt_w9, %pt_c0, 7;") + exit_read + last
 
 
 def make_launch(driver, func, ptx, values, grid, shared, stream, ring=None):
@@ -173,6 +178,7 @@ def main():
     )
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--kernels", default="vadd,softmax,attention")
+    ap.add_argument("--kernel-tracing", action="store_true", help="time inside a CUPTI session")
     args = ap.parse_args()
 
     import torch
@@ -210,22 +216,25 @@ def main():
                     make_launch(driver, func, ptx, values, grid, shared, stream, scratch),
                     count,
                 )
-                hinted = l2_evict_first(ptx)
-                launches[(name, "tree_ring_ef")] = (
+                bare = without_scope_clocks(ptx)
+                launches[(name, "no_clock")] = (
                     make_launch(
                         driver,
-                        driver.function(hinted, name, shared),
-                        hinted,
+                        driver.function(bare, name, shared),
+                        bare,
                         values,
                         grid,
                         shared,
                         stream,
-                        scratch,
                     ),
                     count,
                 )
 
     spin_rate = spin_cycles_per_s()
+    if args.kernel_tracing:
+        import proton
+
+        proton.start("ptx_variants_kernel_tracing")
 
     def timed_us(launch, count):
         return queued_kernel_ms(launch, count, spin_rate) * 1e3
@@ -237,6 +246,8 @@ def main():
         for key in keys:
             times[key].append(timed_us(*launches[key]))
         print(f"round {r + 1}/{args.rounds}", flush=True)
+    if args.kernel_tracing:
+        proton.finalize()
     print(f"{'kernel':10s} {'variant':14s} {'us':>8s} {'ratio':>7s}  interquartile")
     for name in args.kernels.split(","):
         base = statistics.median(times[(name, "plain")])

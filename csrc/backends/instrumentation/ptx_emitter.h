@@ -166,16 +166,19 @@ class Emitter {
       event(o, static_cast<uint32_t>(id << 1 | 1));
       return o.str();
     }
+    // The read is predicated like an enter's, and the register is left as it is in the other
+    // lanes (nothing of theirs is stored): zeroing it first makes ptxas select between the two
+    // (a SEL per scope end, 1% of a 3.4 us vector add on an H100).
     std::string now = reading.empty() ? clockOf('X', id) : reading;
     if (c_.clock32) {
-      if (reading.empty()) o << "\tmov.u32 \t%pt_w9, 0;\n\t@%pt_lead mov.u32 \t%pt_w9, %clock;\n";
+      if (reading.empty()) o << "\t@%pt_lead mov.u32 \t%pt_w9, %clock;\n";
       o << "\tsub.u32 \t%pt_w6, " << now << ", %pt_s" << id << ";\n";
       if (c_.timeShift)
         o << "\tmin.u32 \t%pt_w7, %pt_w6, %pt_sh;\n"
           << "\tsub.u32 \t%pt_w6, %pt_w6, %pt_w7;\n";
       o << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n";
     } else {
-      if (reading.empty()) o << "\tmov.u64 \t%pt_d8, 0;\n\t@%pt_lead mov.u64 \t%pt_d8, %clock64;\n";
+      if (reading.empty()) o << "\t@%pt_lead mov.u64 \t%pt_d8, %clock64;\n";
       o << "\tsub.u64 \t%pt_d6, " << now << ", %pt_s" << id << ";\n";
       if (c_.timeShift)
         o << "\tcvt.u64.u32 \t%pt_d7, %pt_sh;\n"

@@ -105,8 +105,9 @@ constexpr uint32_t kMaxScopes = 64;
 // optimizations) so that it keys Triton's caches: a binary cached by a Proton with another
 // layout is compiled again, never decoded with the wrong layout.
 // 3: records may hold a CTA's sums; 4: the same records, a CTA's summed after a barrier (the
-// code changed, not the layout: binaries cached with the atomics of 3 are compiled again).
-constexpr uint32_t kLayoutVersion = 4;
+// code changed, not the layout: binaries cached with the atomics of 3 are compiled again);
+// 5: the same, scope ends no longer zero their clock register in the lanes that do not record.
+constexpr uint32_t kLayoutVersion = 5;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

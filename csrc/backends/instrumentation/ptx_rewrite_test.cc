@@ -80,6 +80,10 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_s"), 2u);  // lane-predicated: not S2UR
   EXPECT_EQ(count(r.ptx, "%clock;"), 5u);
   EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_s2, %pt_w9;"), 1u);
+  // Every read is the recording lane's alone, and an exit's register is not zeroed for the
+  // other lanes first (ptxas would select between the two at every scope end).
+  EXPECT_EQ(count(r.ptx, "@%pt_lead mov.u32 \t%pt_w9, %clock;"), 3u);
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w9, 0;"), 0u);
   // An enter is the clock and a count; an exit without time_shift has no min/sub pair.
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_e"), 3u);
   EXPECT_EQ(count(r.ptx, "min.u32"), 0u);
