@@ -18,6 +18,9 @@ the ratio is the recording's cost alone. Variants:
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
 - `warp_group`: with its scopes, one recording warp per 4;
 - `trace`: with its scopes, data="trace" (every event stored as it happens).
+With --triton, the kernel with Triton's own scopes compiled by Triton's own instrumentation
+(`triton`, its default mode) is timed beside them the same way, without Triton's runtime (which
+reads the buffer back after every launch): its recording cost alone, next to ours.
 With --kernel-tracing, every variant, plain included, runs inside a Proton kernel-tracing
 session (CUPTI), as an instrumentation session's kernels do: the ratios are then what the
 recording adds on top of kernel tracing.
@@ -36,10 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from intra_kernel import define_kernels, queued_kernel_ms, spin_cycles_per_s
 
 
-def _kernels():
-    """intra_kernel.py's kernels, with Proton's scopes; (kernel, signature, constexprs)."""
-    import proton.language as pl
-
+def _kernels(pl):
+    """intra_kernel.py's kernels with pl's scopes; (kernel, signature, constexprs)."""
     k = define_kernels(pl)
     f32, f16 = "*fp32", "*fp16"
     return {
@@ -53,19 +54,57 @@ def _kernels():
     }
 
 
-def variants(name, max_shared):
-    """{variant: (ptx, dynamic shared bytes)} for one kernel."""
+def _source(pl, name):
+    """The kernel as Triton specializes intra_kernel.py's launches (PyTorch's tensors and
+    n = 2^20): every pointer and integer argument divisible by 16 (vectorized loads; the
+    attention loop's K and V loads then go through cp.async)."""
     import triton
-    from proton import _C, instrumentation
+
+    fn, signature, constexprs = _kernels(pl)[name]
+    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in signature}
+    return triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+
+
+def _target():
     from triton.backends.compiler import GPUTarget
 
-    fn, signature, constexprs = _kernels()[name]
-    target = GPUTarget("cuda", 90, 32)
-    # As Triton specializes a launch with PyTorch's tensors and n = 2^20: every pointer and
-    # integer argument divisible by 16 (vectorized loads; the attention loop's K and V loads
-    # then go through cp.async, as in intra_kernel.py's launches).
-    attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in signature}
-    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
+    return GPUTarget("cuda", 90, 32)
+
+
+def triton_variant(name):
+    """(ptx, dynamic shared bytes, profile scratch bytes per CTA) of the kernel compiled with
+    Triton's own instrumentation (enable_semantic("triton"), its default mode), or None when
+    the installed Triton cannot. Compiled while a Triton instrumentation session is open (its
+    passes are registered then), launched later without its runtime."""
+    import triton
+    import triton.profiler as tp
+    import triton.profiler.language as tpl
+
+    try:
+        tpl.enable_semantic("triton")
+        tp.start(f"ptx_variants_triton_{name}", backend="instrumentation")
+        try:
+            mode = triton.knobs.compilation.instrumentation_mode  # keys the compile cache
+            k = triton.compile(
+                _source(tpl, name),
+                target=_target(),
+                options={"num_warps": 4, "instrumentation_mode": mode},
+            )
+        finally:
+            tp.finalize()
+    except Exception as e:  # noqa: BLE001 - a Triton without it leaves the other variants
+        print(f"{name}: Triton's instrumentation did not compile: {e}", file=sys.stderr)
+        return None
+    return k.asm["ptx"], k.metadata.shared, k.metadata.profile_scratch_size
+
+
+def variants(name, max_shared):
+    """{variant: (ptx, dynamic shared bytes)} for one kernel."""
+    import proton.language as pl
+    import triton
+    from proton import _C, instrumentation
+
+    src, target = _source(pl, name), _target()
     plain = triton.compile(src, target=target, options={"num_warps": 4})
     tree = instrumentation.config_string(instrumentation._as_mode("default"), "tree")
     # With the mode in its options, proton.language leaves markers; no session rewrites them.
@@ -179,6 +218,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--kernels", default="vadd,softmax,attention")
     ap.add_argument("--kernel-tracing", action="store_true", help="time inside a CUPTI session")
+    ap.add_argument("--triton", action="store_true", help="add Triton's own instrumentation")
     args = ap.parse_args()
 
     import torch
@@ -198,7 +238,7 @@ def main():
         "attention": (S // 64, [q, k, v, att_out], 50),
     }
     driver, stream = _Driver(), torch.cuda.current_stream().cuda_stream
-    launches = {}
+    launches, buffers = {}, []  # buffers: Triton's profile buffers, alive while timed
     for name in args.kernels.split(","):
         grid, tensors, count = setups[name]
         values = [t.data_ptr() if torch.is_tensor(t) else t for t in tensors] + [
@@ -229,6 +269,24 @@ def main():
                     ),
                     count,
                 )
+
+        built = triton_variant(name) if args.triton else None
+        if built:
+            ptx, shared, per_cta = built
+            buffer = torch.zeros(max(grid * per_cta, 1), dtype=torch.uint8, device=dev)
+            buffers.append(buffer)
+            launches[(name, "triton")] = (
+                make_launch(
+                    driver,
+                    driver.function(ptx, name, shared),
+                    ptx,
+                    values[:-1] + [buffer.data_ptr()],
+                    grid,
+                    shared,
+                    stream,
+                ),
+                count,
+            )
 
     spin_rate = spin_cycles_per_s()
     if args.kernel_tracing:

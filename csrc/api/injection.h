@@ -1,7 +1,7 @@
 // The command line's session in a program run as `proton ./app` (CUDA injection), and the
 // session options the launcher hands to it.
 //
-//   CUDA_INJECTION64_PATH=<package>/lib/libproton.so PROTON_INJECT_NAME=run ./app
+//   CUDA_INJECTION64_PATH=<package>/lib/libprotonprof.so PROTON_INJECT_NAME=run ./app
 //   -> cuInit calls InitializeInjection -> startInjectedSession() -> session "run" recording
 //   -> exit(), return from main, SIGTERM or SIGINT -> writeInjectedSession() -> run.hatchet
 //

@@ -4,7 +4,7 @@
     cmake -Dproton_DIR=$(proton --cmake-dir) ...   # find_package(proton CONFIG)
     proton ./app args...                           # CUDA injection, session 0
 
-`libproton.so` is the one core of the process: `proton._C` links it, programs built with the
+`libprotonprof.so` is the one core of the process: `proton._C` links it, programs built with the
 flags below link it, and `proton ./app` injects it (CUDA_INJECTION64_PATH), so a C++ program,
 the injected session and `import proton` in one process all see the same sessions.
 """
@@ -25,12 +25,12 @@ def get_include() -> str:
 
 
 def get_lib_dir() -> str:
-    """The directory holding libproton.so."""
+    """The directory holding libprotonprof.so."""
     return os.path.join(_PACKAGE, "lib")
 
 
 def library_path() -> str:
-    return os.path.join(get_lib_dir(), "libproton.so")
+    return os.path.join(get_lib_dir(), "libprotonprof.so")
 
 
 def get_cmake_dir() -> str:
@@ -47,7 +47,7 @@ def ldflags(nvcc_style: bool = False) -> str:
     nvcc accepts -L/-l and passes -Wl,... through with -Xlinker)."""
     lib = shlex.quote(get_lib_dir())
     rpath = f"-Xlinker -rpath -Xlinker {lib}" if nvcc_style else f"-Wl,-rpath,{lib}"
-    return f"-L{lib} {rpath} -lproton"
+    return f"-L{lib} {rpath} -lprotonprof"
 
 
 # Options of `proton` that only describe the installation: printed, nothing run.

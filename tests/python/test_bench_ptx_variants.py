@@ -41,9 +41,14 @@ def test_attention_variants_keep_the_loops_cp_async_prefetch(ptx_variants):
         assert ptx.count("cp.async.cg.shared.global") == plain, variant
 
 
-def test_the_evict_first_experiment_hints_exactly_the_cta_record_store(ptx_variants):
-    ptx, _shared = ptx_variants.variants("vadd", 232448)["tree"]
-    hinted = ptx_variants.l2_evict_first(ptx)
-    assert hinted.count("st.global.L2::cache_hint") == 1
-    assert hinted.count("createpolicy.fractional.L2::evict_first.b64") == 1
-    assert hinted.count("st.global") == ptx.count("st.global")  # no store added or lost
+def test_the_no_clock_variant_replaces_only_the_scopes_clock_reads(ptx_variants):
+    ptx, _shared = ptx_variants.variants("softmax", 232448)["tree"]
+    bare = ptx_variants.without_scope_clocks(ptx)
+    # softmax: the kernel scope's two reads stay; "load"'s enter, its exit (which "reduce"'s
+    # enter shares) and "reduce"'s exit become adds on a count register.
+    assert ptx.count("%clock;") == 5
+    assert bare.count("%clock;") == 2
+    assert bare.count("@%pt_lead mov.u32 \t%pt_s0, %clock;") == 1
+    assert bare.count("@%pt_lead add.u32 \t%pt_s1, %pt_c1, 3;") == 1
+    assert bare.count("@%pt_lead add.u32 \t%pt_w9, %pt_c0, 7;") == 2
+    assert bare.count("\n") == ptx.count("\n")  # one instruction for another

@@ -1,4 +1,4 @@
-"""The C/C++ API (proton/proton.h's C ABI in libproton.so) and `import proton` in one process:
+"""The C/C++ API (proton/proton.h's C ABI in libprotonprof.so) and `import proton` in one process:
 one core, so sessions, scopes and states started on either side are the other's too."""
 
 import ctypes

@@ -23,7 +23,7 @@ CXX = shutil.which("g++") or shutil.which("c++")
 
 needs_cxx = pytest.mark.skipif(
     CXX is None or not os.path.exists(native.library_path()),
-    reason="needs a C++ compiler and the installed libproton.so",
+    reason="needs a C++ compiler and the installed libprotonprof.so",
 )
 
 
@@ -51,7 +51,7 @@ def proton_cli(*argv, cwd, **kwargs):
 @pytest.fixture(scope="module")
 def fake_app(tmp_path_factory):
     if CXX is None or not os.path.exists(native.library_path()):
-        pytest.skip("needs a C++ compiler and the installed libproton.so")
+        pytest.skip("needs a C++ compiler and the installed libprotonprof.so")
     out = tmp_path_factory.mktemp("native") / "fake_cuda_app"
     flags = f"{native.cflags()} {native.ldflags(nvcc_style=True)}"
     command = [CXX, "-std=c++17", "-O1", str(FAKE_APP), "-o", str(out), *shlex.split(flags), "-ldl"]
@@ -151,7 +151,7 @@ def test_build_flags_name_the_installed_header_and_library(tmp_path, option):
         "--includedir": native.get_include(),
         "--cmake-dir": native.get_cmake_dir(),
         "--ldflags": f"-L{native.get_lib_dir()} -Xlinker -rpath -Xlinker {native.get_lib_dir()}"
-        " -lproton",
+        " -lprotonprof",
     }[option]
     assert text == expected
     assert os.path.exists(os.path.join(native.get_include(), "proton", "proton.h"))

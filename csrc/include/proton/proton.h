@@ -11,7 +11,7 @@
 // Under `proton ./app` (CUDA injection), session 0 belongs to the command line: start()
 // returns it and finalize() leaves it to be written at exit, so the same program runs with and
 // without the launcher. In a Python process that also imports proton, both APIs see the same
-// sessions (proton._C loads this same libproton.so).
+// sessions (proton._C loads this same libprotonprof.so).
 //
 // Threading: every function is thread-safe. Scopes are per thread: a kernel is filed under
 // the scopes its launching thread had open. With profiling off, PROTON_SCOPE costs one call
