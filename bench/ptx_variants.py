@@ -1,10 +1,11 @@
 """What intra-kernel recording costs, with no profiler attached: the README's variant figures.
 
-    python3 bench/ptx_variants.py [--rounds 30] [--kernels vadd,softmax,attention]
+    python3 bench/ptx_variants.py [--rounds 30] [--kernels vadd,softmax,matmul,attention]
+                                  [--triton] [--kernel-tracing]
 
-Compiles each kernel with the installed Triton twice (plain, and with Proton's scope markers),
-rewrites the marked PTX with Proton's own rewrite (`proton._C.instrument_ptx`) into variants,
-loads every variant with the CUDA driver API and times N back-to-back launches of each with
+Compiles each of intra_kernel.py's kernels (the set of BENCHMARKS.md) with the installed
+Triton twice (plain, and with Proton's scope markers), rewrites the marked PTX with Proton's
+own rewrite (`proton._C.instrument_ptx`) into variants, loads every variant with the CUDA driver API and times N back-to-back launches of each with
 CUDA events behind a GPU spin, variants shuffled within each round. No CUPTI and no session:
 the ratio is the recording's cost alone. Variants:
 - `plain`: the kernel without markers (the baseline);
@@ -38,6 +39,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from intra_kernel import define_kernels, queued_kernel_ms, spin_cycles_per_s
 
+# Compile options, as intra_kernel.py launches each kernel.
+OPTIONS = {
+    "vadd": {"num_warps": 4},
+    "softmax": {"num_warps": 4},
+    "matmul": {"num_warps": 8, "num_stages": 3},
+    "attention": {"num_warps": 4},
+}
+
 
 def _kernels(pl):
     """intra_kernel.py's kernels with pl's scopes; (kernel, signature, constexprs)."""
@@ -46,6 +55,11 @@ def _kernels(pl):
     return {
         "vadd": (k["vadd"], {"x": f32, "y": f32, "out": f32, "n": "i32"}, {"BLOCK": 1024}),
         "softmax": (k["softmax"], {"x": f32, "out": f32}, {"N": 1024}),
+        "matmul": (
+            k["matmul"],
+            {"a": f16, "b": f16, "c": f32},
+            {"K": 4096, "BM": 128, "BN": 128, "BK": 64},
+        ),
         "attention": (  # one head: program_id(1) is 0
             k["attention"],
             {"q": f16, "k": f16, "v": f16, "o": f32},
@@ -88,7 +102,7 @@ def triton_variant(name):
             k = triton.compile(
                 _source(tpl, name),
                 target=_target(),
-                options={"num_warps": 4, "instrumentation_mode": mode},
+                options={**OPTIONS[name], "instrumentation_mode": mode},
             )
         finally:
             tp.finalize()
@@ -104,13 +118,11 @@ def variants(name, max_shared):
     import triton
     from proton import _C, instrumentation
 
-    src, target = _source(pl, name), _target()
-    plain = triton.compile(src, target=target, options={"num_warps": 4})
+    src, target, options = _source(pl, name), _target(), OPTIONS[name]
+    plain = triton.compile(src, target=target, options=options)
     tree = instrumentation.config_string(instrumentation._as_mode("default"), "tree")
     # With the mode in its options, proton.language leaves markers; no session rewrites them.
-    marked = triton.compile(
-        src, target=target, options={"num_warps": 4, "instrumentation_mode": tree}
-    )
+    marked = triton.compile(src, target=target, options={**options, "instrumentation_mode": tree})
     shared = plain.metadata.shared
     out = {"plain": (plain.asm["ptx"], shared)}
     per_warp = tree.replace("cta_sums,", "")
@@ -150,10 +162,10 @@ class _Driver:
             )
         return func
 
-    def launch(self, func, grid, shared, stream, params):
+    def launch(self, func, grid, threads, shared, stream, params):
         self.check(
             self.cu.cuLaunchKernel(
-                func, grid, 1, 1, 128, 1, 1, shared, ctypes.c_void_p(stream), params, None
+                func, *grid, 1, threads, 1, 1, shared, ctypes.c_void_p(stream), params, None
             ),
             "launch",
         )
@@ -187,8 +199,9 @@ def without_scope_clocks(ptx):
     return head.replace(exit_read, "@%pt_lead add.u32 \t%pt_w9, %pt_c0, 7;") + exit_read + last
 
 
-def make_launch(driver, func, ptx, values, grid, shared, stream, ring=None):
-    """One launch of func with values as its parameters (the last one the record buffer). With
+def make_launch(driver, func, ptx, values, grid, threads, shared, stream, ring=None):
+    """One launch of func on grid (x, y) with values as its parameters (the last one the
+    record buffer). With
     ring (a device tensor), each launch records into the next part of it, the slot after the
     previous launch's, as a session's launches do, so that the records stream through the L2
     cache; without, every launch records into the same bytes."""
@@ -196,16 +209,17 @@ def make_launch(driver, func, ptx, values, grid, shared, stream, ring=None):
         held, array = _params(ptx, values)
 
         def launch(held=held):  # held: the parameter values the array points at
-            driver.launch(func, grid, shared, stream, array)
+            driver.launch(func, grid, threads, shared, stream, array)
 
         return launch
-    stride = (16 + grid * 64 + 255) // 256 * 256  # a CTA record is at most 64 bytes here
+    ctas = grid[0] * grid[1]
+    stride = (16 + ctas * 64 + 255) // 256 * 256  # a CTA record is at most 64 bytes here
     state = {"offset": 0}
 
     def ring_launch():
         held, array = _params(ptx, values[:-1] + [ring.data_ptr() + state["offset"]])
         state["offset"] = (state["offset"] + stride) % (ring.numel() - stride)
-        driver.launch(func, grid, shared, stream, array)  # copies the parameters
+        driver.launch(func, grid, threads, shared, stream, array)  # copies the parameters
         del held
 
     return ring_launch
@@ -216,7 +230,7 @@ def main():
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--kernels", default="vadd,softmax,attention")
+    ap.add_argument("--kernels", default="vadd,softmax,matmul,attention")
     ap.add_argument("--kernel-tracing", action="store_true", help="time inside a CUPTI session")
     ap.add_argument("--triton", action="store_true", help="add Triton's own instrumentation")
     args = ap.parse_args()
@@ -231,16 +245,21 @@ def main():
     rows, rows_out = torch.randn(4096, 1024, device=dev), torch.empty(4096, 1024, device=dev)
     q, k, v = (torch.randn(S, D, device=dev, dtype=torch.float16) for _ in range(3))
     att_out = torch.empty(S, D, device=dev)
+    K = 4096
+    a, b = (torch.randn(K, K, device=dev, dtype=torch.float16) for _ in range(2))
+    c = torch.empty(K, K, device=dev)
     scratch = torch.zeros(64 << 20, dtype=torch.uint8, device=dev)  # Proton's buffer stand-in
     setups = {  # grid, parameters (Triton adds global and profile scratch), launches per timing
-        "vadd": (n // 1024, [x, y, o, n], 200),
-        "softmax": (4096, [rows, rows_out], 100),
-        "attention": (S // 64, [q, k, v, att_out], 50),
+        "vadd": ((n // 1024, 1), [x, y, o, n], 200),
+        "softmax": ((4096, 1), [rows, rows_out], 100),
+        "matmul": ((K // 128, K // 128), [a, b, c], 10),
+        "attention": ((S // 64, 1), [q, k, v, att_out], 50),
     }
     driver, stream = _Driver(), torch.cuda.current_stream().cuda_stream
     launches, buffers = {}, []  # buffers: Triton's profile buffers, alive while timed
     for name in args.kernels.split(","):
         grid, tensors, count = setups[name]
+        threads = OPTIONS[name]["num_warps"] * 32
         values = [t.data_ptr() if torch.is_tensor(t) else t for t in tensors] + [
             0,
             scratch.data_ptr(),
@@ -248,12 +267,12 @@ def main():
         for variant, (ptx, shared) in variants(name, max_shared).items():
             func = driver.function(ptx, name, shared)
             launches[(name, variant)] = (
-                make_launch(driver, func, ptx, values, grid, shared, stream),
+                make_launch(driver, func, ptx, values, grid, threads, shared, stream),
                 count,
             )
             if variant == "tree":
                 launches[(name, "tree_ring")] = (
-                    make_launch(driver, func, ptx, values, grid, shared, stream, scratch),
+                    make_launch(driver, func, ptx, values, grid, threads, shared, stream, scratch),
                     count,
                 )
                 bare = without_scope_clocks(ptx)
@@ -264,6 +283,7 @@ def main():
                         bare,
                         values,
                         grid,
+                        threads,
                         shared,
                         stream,
                     ),
@@ -273,7 +293,7 @@ def main():
         built = triton_variant(name) if args.triton else None
         if built:
             ptx, shared, per_cta = built
-            buffer = torch.zeros(max(grid * per_cta, 1), dtype=torch.uint8, device=dev)
+            buffer = torch.zeros(max(grid[0] * grid[1] * per_cta, 1), dtype=torch.uint8, device=dev)
             buffers.append(buffer)
             launches[(name, "triton")] = (
                 make_launch(
@@ -282,6 +302,7 @@ def main():
                     ptx,
                     values[:-1] + [buffer.data_ptr()],
                     grid,
+                    threads,
                     shared,
                     stream,
                 ),
