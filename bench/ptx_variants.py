@@ -5,8 +5,9 @@
 
 Compiles each of intra_kernel.py's kernels (the set of BENCHMARKS.md) with the installed
 Triton twice (plain, and with Proton's scope markers), rewrites the marked PTX with Proton's
-own rewrite (`proton._C.instrument_ptx`) into variants, loads every variant with the CUDA driver API and times N back-to-back launches of each with
-CUDA events behind a GPU spin, variants shuffled within each round. No CUPTI and no session:
+own rewrite (`proton._C.instrument_ptx`) into variants, loads every variant with the CUDA
+driver API and times N back-to-back launches of each with CUDA events behind a GPU spin,
+variants shuffled within each round. No CUPTI and no session:
 the ratio is the recording's cost alone. Variants:
 - `plain`: the kernel without markers (the baseline);
 - `kernel_scope`: the plain kernel with only its implicit scope (CTA records);
