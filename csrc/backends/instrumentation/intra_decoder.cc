@@ -83,22 +83,39 @@ NodeId IntraDecoder::scopeNode(Session &s, PhaseId phase, NodeId kernelNode,
   return node;
 }
 
-void IntraDecoder::noteMismatch(const ScopeTable &table, uint64_t unmatched, uint64_t crossing) {
-  if (unmatched == 0 && crossing == 0) return;
-  stat("instrumentation_unmatched_scopes").add(unmatched);
-  stat("instrumentation_crossing_scopes").add(crossing);
-  std::string perKernel = "instrumentation_unmatched_scopes[" + table.kernel + "]";
-  stat(perKernel.c_str()).add(unmatched + crossing);
+void IntraDecoder::noteLosses(const ScopeTable &table, const Losses &losses) {
+  if (losses.unmatched == 0 && losses.crossing == 0 && losses.overwritten == 0) return;
+  stat("instrumentation_unmatched_scopes").add(losses.unmatched);
+  stat("instrumentation_crossing_scopes").add(losses.crossing);
+  if (losses.unmatched + losses.crossing) {
+    std::string perKernel = "instrumentation_unmatched_scopes[" + table.kernel + "]";
+    stat(perKernel.c_str()).add(losses.unmatched + losses.crossing);
+  }
+  if (losses.overwritten) {
+    std::string perKernel = "instrumentation_events_overwritten[" + table.kernel + "]";
+    stat(perKernel.c_str()).add(losses.overwritten);
+  }
   if (!warned_.insert(table.kernel).second) return;
   std::string scopes;
   for (size_t i = 1; i < table.paths.size(); ++i)
     scopes += (scopes.empty() ? "" : ", ") + lastComponent(table.paths[i]);
-  std::fprintf(stderr,
-               "[PROTON] kernel %s: %llu scope exits had no matching enter and %llu scopes "
-               "were closed by an enclosing exit (scopes: %s); their cycles are not counted "
-               "(stats: instrumentation_unmatched_scopes).\n",
-               table.kernel.c_str(), static_cast<unsigned long long>(unmatched),
-               static_cast<unsigned long long>(crossing), scopes.c_str());
+  std::string what;
+  auto part = [&](uint64_t n, const std::string &text) {
+    if (n) what += (what.empty() ? "" : "; ") + std::to_string(n) + text;
+  };
+  part(losses.overwritten, " trace events were written over in full buffers of " +
+                               std::to_string(table.capacity) +
+                               " events per recording unit (a larger mode buffer_size keeps "
+                               "them; stats: instrumentation_events_overwritten)");
+  part(losses.unmatched,
+       " scope exits had no matching enter or scopes were still open at the "
+       "return (stats: instrumentation_unmatched_scopes)");
+  part(losses.crossing,
+       " scopes were closed by an enclosing exit (stats: "
+       "instrumentation_crossing_scopes)");
+  if (!scopes.empty()) scopes = " (scopes: " + scopes + ")";
+  std::fprintf(stderr, "[PROTON] kernel %s%s: %s. Those scopes are not in the profile.\n",
+               table.kernel.c_str(), scopes.c_str(), what.c_str());
 }
 
 void IntraDecoder::fileSums(const InternedTable &interned, const std::vector<ScopeSums> &sums,
@@ -171,8 +188,8 @@ void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
     sums[i].count = load<uint32_t>(v + 8);
     sums[i].warps = load<uint32_t>(v + 12);
   }
-  noteMismatch(table, load<uint32_t>(reduced + 4) + table.staticUnmatched,
-               load<uint32_t>(reduced + 8) + table.staticCrossing);
+  noteLosses(table, {load<uint32_t>(reduced + 4) + table.staticUnmatched,
+                     load<uint32_t>(reduced + 8) + table.staticCrossing, 0});
   fileSums(*interned, sums, launch);
 }
 
@@ -215,7 +232,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
                       : 0;
   std::vector<ScopeSums> sums(table.paths.size());
   std::vector<uint64_t> lastUnitSeen(table.paths.size(), UINT64_MAX);
-  uint64_t unmatched = 0, crossing = 0;
+  uint64_t unmatched = 0, crossing = 0, overwritten = 0;
   struct Open {
     uint32_t id;
     uint64_t clock;
@@ -226,7 +243,11 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     uint32_t shiftCycles = load<uint32_t>(h + 44);
     uint64_t gt0 = load<uint64_t>(h + 8), c0 = load<uint64_t>(h + 16);
     uint32_t kept = std::min(written, table.capacity);
-    if (written > kept) stat("instrumentation_events_overwritten").add(written - kept);
+    // A unit that wrote more than its buffer holds lost its first events: an exit whose
+    // enter was among them is the overflow's loss, counted there, not an unmatched scope.
+    bool wrapped = written > kept;
+    if (wrapped) stat("instrumentation_events_overwritten").add(written - kept);
+    overwritten += written - kept;
     std::vector<Open> stack;
     for (uint32_t j = written - kept; j < written; ++j) {
       const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
@@ -244,7 +265,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       auto open =
           std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
       if (open == stack.rend()) {
-        ++unmatched;
+        if (!wrapped) ++unmatched;
         continue;
       }
       crossing += static_cast<uint64_t>(open - stack.rbegin());
@@ -267,7 +288,8 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     }
     unmatched += stack.size();  // still open when the warp returned
   }
-  noteMismatch(table, unmatched + table.staticUnmatched, crossing + table.staticCrossing);
+  noteLosses(table,
+             {unmatched + table.staticUnmatched, crossing + table.staticCrossing, overwritten});
   fileSums(*interned, sums, launch);
 }
 
@@ -350,7 +372,7 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
   if (unmatched || crossing) {
     ScopeTable table;
     table.kernel = kernel;
-    noteMismatch(table, unmatched, crossing);
+    noteLosses(table, {unmatched, crossing, 0});
   }
   for (size_t t = 0; t < launch.numTargets; ++t) {
     const IntraTarget &target = launch.targets[t];

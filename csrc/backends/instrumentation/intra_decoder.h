@@ -116,7 +116,14 @@ class IntraDecoder {
   void addSlice(const IntraLaunch &launch, const std::vector<StringId> &path, StringId name,
                 uint32_t cta, uint32_t warp, uint32_t sm, uint64_t beginNs, uint64_t endNs,
                 uint64_t cycles);
-  void noteMismatch(const ScopeTable &table, uint64_t unmatched, uint64_t crossing);
+  // What a launch's buffers lost, counted in the stats table (in total and per kernel) and
+  // reported in one warning per kernel.
+  struct Losses {
+    uint64_t unmatched = 0;    // exits with no open enter, and scopes open at the return
+    uint64_t crossing = 0;     // scopes closed by an enclosing scope's exit
+    uint64_t overwritten = 0;  // trace events written over in a full circular buffer
+  };
+  void noteLosses(const ScopeTable &table, const Losses &losses);
 
   const ScopeTables &tables_;
   uint64_t maxEvents_ = 1u << 22;

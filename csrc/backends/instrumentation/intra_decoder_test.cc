@@ -206,14 +206,25 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   // Warp 1: its kernel scope only.
   unit(buf, t.unitBytes, 0xdef, 4, 5000, 1000, {{0, 1000}, {1, 3000}}, 4);
   uint64_t overwritten = counter("instrumentation_events_overwritten");
+  uint64_t ofKernel = counter("instrumentation_events_overwritten[mm_kernel]");
   uint64_t unmatched = counter("instrumentation_unmatched_scopes");
   IntraTarget target{&trace, PhaseId{0}, node};
+  testing::internal::CaptureStderr();
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 2, 70000, 0});
+  std::string warning = testing::internal::GetCapturedStderr();
 
-  // Warp 0 wrote 6 events into 4 places: the kernel's and load's enters were overwritten,
-  // so their exits are unmatched; wait, enter and exit both kept, is still a slice.
+  // Warp 0 wrote 6 events into 4 places: the kernel's and load's enters were overwritten.
+  // Their exits are the overflow's loss, not unmatched scopes; wait, enter and exit both
+  // kept, is still a slice. One warning names the kernel and says what to change.
   EXPECT_EQ(counter("instrumentation_events_overwritten"), overwritten + 2);
-  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched + 2);
+  EXPECT_EQ(counter("instrumentation_events_overwritten[mm_kernel]"), ofKernel + 2);
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched);
+  EXPECT_NE(warning.find("[PROTON] kernel mm_kernel (scopes: load, wait): 2 trace events were "
+                         "written over in full buffers of 4 events per recording unit (a "
+                         "larger mode buffer_size keeps them"),
+            std::string::npos)
+      << warning;
+  EXPECT_EQ(warning.find("no matching enter"), std::string::npos) << warning;
   std::vector<TraceEvent> events;
   trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
   ASSERT_EQ(events.size(), 2u);
