@@ -15,7 +15,8 @@ Intra-kernel (--intra), issue 12's accuracy points:
 - with optimizations="time_shift", an empty scope's cycles;
 - intra_kernel.py's matmul (scopes "load" and "mma" in its pipelined K loop): each warp's
   kernel-scope time (cycles at the SM clock) against the kernel's CUPTI duration;
-- one timeline of the same matmul: lanes, slices, file size.
+- one timeline of the same matmul on 1024 x 1024 operands: lanes, SMs, slices (and how many
+  lie inside the kernel's CUPTI slice), the file's size.
 """
 
 import argparse
@@ -175,13 +176,23 @@ def find_node(node, name):
     return None
 
 
-def _intra_worker(out_path):
+def _profiled(path, fn, **start):
+    """Runs fn once inside an instrumentation session writing `path`.<ext>."""
     import proton
-    import proton.language as pl
+    import torch
+
+    proton.start(path, backend="instrumentation", **start)
+    fn()
+    torch.cuda.synchronize()
+    proton.finalize()
+
+
+def _linearity(tmp, pl):
+    """Cycles of a scope around N dependent multiply-adds, and of an empty scope (time_shift)."""
+    import proton
     import torch
     import triton
     import triton.language as tl
-    from intra_kernel import define_kernels
 
     @triton.jit
     def dependent_chain(out, N: tl.constexpr):
@@ -194,50 +205,46 @@ def _intra_worker(out_path):
         pl.exit_scope("empty")
         tl.store(out, acc)
 
-    matmul_kernel = define_kernels(pl)["matmul"]  # intra_kernel.py's: 2 scopes in its K loop
-
-    result = {}
-    tmp = tempfile.mkdtemp()
     out = torch.empty(1, device="cuda")
+    mode = proton.mode.Default(optimizations="time_shift")
     sizes, cycles, empty = [64, 128, 256, 512, 1024], [], []
     for n in sizes:
         path = os.path.join(tmp, f"chain{n}")
-        proton.start(
-            path, backend="instrumentation", mode=proton.mode.Default(optimizations="time_shift")
-        )
-        dependent_chain[(1,)](out, N=n, num_warps=1)
-        torch.cuda.synchronize()
-        proton.finalize()
+        _profiled(path, lambda n=n: dependent_chain[(1,)](out, N=n, num_warps=1), mode=mode)
         with open(path + ".hatchet") as f:
             kernel = find_node(json.load(f)[0], "dependent_chain")
         cycles.append(find_node(kernel, "chain")["metrics"]["normalized_cycles"])
         empty.append(find_node(kernel, "empty")["metrics"]["normalized_cycles"])
     slope, r2 = linear_fit(sizes, cycles)
-    result["linearity"] = {"sizes": sizes, "cycles": cycles, "slope": slope, "r2": r2}
-    result["empty_scope_cycles"] = empty
+    return {"sizes": sizes, "cycles": cycles, "slope": slope, "r2": r2, "empty": empty}
 
-    K = 4096
+
+def _matmul(matmul_kernel, K):
+    """intra_kernel.py's matmul launch on K x K operands."""
+    import torch
+
     a = torch.randn(K, K, device="cuda", dtype=torch.float16)
     b = torch.randn(K, K, device="cuda", dtype=torch.float16)
     c = torch.empty(K, K, device="cuda")
 
-    def matmul():  # as intra_kernel.py launches it
+    def launch():
         matmul_kernel[(K // 128, K // 128)](
             a, b, c, K=K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3
         )
 
-    matmul()
-    torch.cuda.synchronize()
+    launch()  # compiled before the session: the session recompiles it instrumented
+    return launch
+
+
+def _fit(tmp, launch):
+    """A warp's kernel-scope time against the kernel's CUPTI duration."""
     path = os.path.join(tmp, "fit")
-    proton.start(path, backend="instrumentation")
-    matmul()
-    torch.cuda.synchronize()
-    proton.finalize()
+    _profiled(path, launch)
     with open(path + ".hatchet") as f:
         root, devices = json.load(f)
     kernel = find_node(root, "matmul")
     khz = devices["CUDA"]["0"]["clock_rate"]
-    result["fit"] = {
+    return {
         "per_warp_ns": kernel["metrics"]["normalized_cycles"] / (khz / 1e6),
         "kernel_ns": kernel["metrics"]["time (ns)"],
         "scopes": {
@@ -245,20 +252,39 @@ def _intra_worker(out_path):
         },
     }
 
+
+def _timeline(tmp, launch):
+    """What one launch's timeline holds: lanes, slices, SMs, whether the kernel's slice
+    contains its warps' slices, and the file's size."""
     path = os.path.join(tmp, "timeline")
-    proton.start(path, backend="instrumentation", data="trace")
-    matmul()
-    torch.cuda.synchronize()
-    proton.finalize()
+    _profiled(path, launch, data="trace")
     with open(path + ".chrome_trace") as f:
         events = json.load(f)["traceEvents"]
     warp = [e for e in events if e.get("cat") == "warp"]
-    result["timeline"] = {
+    kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    k = kernels[0]
+    inside = sum(1 for e in warp if k["ts"] <= e["ts"] and e["ts"] + e["dur"] <= k["ts"] + k["dur"])
+    return {
         "bytes": os.path.getsize(path + ".chrome_trace"),
         "events": len(events),
         "warp_slices": len(warp),
         "lanes": len({(e["pid"], e["tid"]) for e in warp}),
-        "kernel_slices": sum(1 for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"),
+        "sms": len({e["args"]["sm"] for e in warp}),
+        "kernel_slices": len(kernels),
+        "inside_kernel": inside,
+    }
+
+
+def _intra_worker(out_path):
+    import proton.language as pl
+    from intra_kernel import define_kernels
+
+    matmul_kernel = define_kernels(pl)["matmul"]  # scopes "load" and "mma" in its K loop
+    tmp = tempfile.mkdtemp()
+    result = {
+        "linearity": _linearity(tmp, pl),
+        "fit": _fit(tmp, _matmul(matmul_kernel, 4096)),
+        "timeline": _timeline(tmp, _matmul(matmul_kernel, 1024)),
     }
     with open(out_path, "w") as f:
         json.dump(result, f)
@@ -270,7 +296,7 @@ def print_intra(r):
     for n, c in zip(lin["sizes"], lin["cycles"]):
         print(f"  N={n:5d}: {c:10.1f}")
     print(f"  linear fit: {lin['slope']:.2f} cycles per operation, R^2 = {lin['r2']:.6f}")
-    print(f"empty scope with time_shift: {r['empty_scope_cycles']} cycles")
+    print(f"empty scope with time_shift: {lin['empty']} cycles")
     fit = r["fit"]
     print(
         f"matmul: a warp's kernel scope {fit['per_warp_ns'] / 1e3:.2f} us at the SM "
@@ -280,7 +306,8 @@ def print_intra(r):
     )
     t = r["timeline"]
     print(
-        f"timeline of that matmul: {t['lanes']} warp lanes, {t['warp_slices']} warp slices, "
+        f"timeline of a 1024^3 matmul: {t['lanes']} warp lanes on {t['sms']} SMs, "
+        f"{t['warp_slices']} warp slices ({t['inside_kernel']} inside the kernel's slice), "
         f"{t['kernel_slices']} kernel slice(s), {t['events']} events, {t['bytes']} bytes"
     )
 
