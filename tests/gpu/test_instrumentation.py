@@ -239,3 +239,40 @@ def test_gluon_kernel_scopes_count_exactly():
     assert kernel is not None
     assert find(kernel, "load")["metrics"]["count"] == 8 * 4
     assert torch.equal(out, torch.ones_like(out))
+
+
+def _named_by_metadata(grid, kernel, args):
+    return {"name": f"vadd_{args['n']}", "bytes": 12 * args["n"]}
+
+
+@triton.jit(launch_metadata=_named_by_metadata)
+def named_vadd_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("add"):
+        v = tl.load(x + offs) + tl.load(y + offs)
+    tl.store(out + offs, v)
+
+
+def test_scopes_go_under_the_kernel_frame_launch_metadata_names():
+    # With hook="triton", kernel tracing files a launch at <context>/<metadata name>; the
+    # intra-kernel sums go there too (they went to <context> itself, beside the kernel).
+    n = 4096
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+
+    def run():
+        with proton.scope("step"):
+            for _ in range(3):
+                named_vadd_kernel[(n // 1024,)](x, x, out, n, BLOCK=1024)
+        torch.cuda.synchronize()
+
+    profile("named", run, hook="triton")
+    root = load_hatchet("named.hatchet")[0]
+    step = find(root, "step")
+    assert [c["frame"]["name"] for c in step["children"]] == [f"vadd_{n}"], dump(root)
+    kernel = step["children"][0]
+    assert kernel["metrics"]["count"] == 3 and kernel["metrics"]["bytes"] == 3 * 12 * n
+    assert kernel["metrics"]["cycles"] > 0, dump(root)
+    assert step["metrics"].get("cycles", 0) == 0, dump(root)
+    (add,) = kernel["children"]
+    assert add["frame"]["name"] == "add" and add["metrics"]["count"] == 3 * 4 * 4

@@ -142,7 +142,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
 }
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
-                                    const char *symbol) {
+                                    const char *symbol, StringId launchName) {
   if (!tlsPending.valid) return;
   Pending p = tlsPending;
   tlsPending.valid = false;
@@ -151,6 +151,7 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   slot.bytes = p.bytes;
   slot.trace = p.trace;
   slot.symbol = symbol;
+  slot.launchName = launchName;
   slot.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   for (uint32_t i = 0; i < slot.numEntries; ++i) slot.entries[i] = entries[i];
   std::lock_guard lock(mu_);
@@ -166,13 +167,14 @@ void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
   rings_[it->second.first].slots[it->second.second].startNs = startNs;
 }
 
-size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol,
+size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
                      instrumentation::IntraTarget *out) {
   StringId name = StringTable::global().intern(readableKernelName(symbol));
   size_t count = 0;
   for (size_t i = 0; i < n; ++i) {
     const LaunchEntry &e = entries[i];
-    NodeId node = e.named ? e.node : e.session->child(e.phase, e.node, name);
+    StringId frame = e.named && launchName != StringId{} ? launchName : name;
+    NodeId node = e.session->child(e.phase, e.node, frame);
     if (node != kNoNode) out[count++] = {e.session, e.phase, node};
   }
   return count;
@@ -180,7 +182,7 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol,
 
 void IntraKernelBuffers::fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data) {
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-  size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, targets);
+  size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, slot.launchName, targets);
   instrumentation::IntraLaunch launch{targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
   if (!slot.trace) {
     decoder_.fileTree(data, launch);  // already reduced

@@ -2,7 +2,7 @@
 // CUDA context, and the launches each part of it belongs to.
 //
 //   uint64_t ptr = buffers.allocate(driver, bytes, trace, stream);  // launching thread
-//   buffers.bindLaunch(correlation, entries, n, symbol);            // its launch callback
+//   buffers.bindLaunch(correlation, entries, n, symbol, launchName); // its launch callback
 //   ...
 //   buffers.drain(driver);  // every launch finished and flushed: read back, file, reset
 //
@@ -34,8 +34,10 @@ inline namespace PROTON_CUPTI_ABI {
 struct CudaDriverApi;
 
 // Where a launch's intra-kernel data goes: the kernel's own node in each session that
-// recorded the launch (filed as kernel tracing files it). Returns the number of targets.
-size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol,
+// recorded the launch, filed as kernel tracing files it: <context>/<launchName> for entries
+// named by launch metadata (hook="triton"), <context>/<kernel> otherwise. Returns the number
+// of targets.
+size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
                      instrumentation::IntraTarget *out);
 
 class IntraKernelBuffers {
@@ -56,7 +58,8 @@ class IntraKernelBuffers {
   Alloc allocate(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
                  uint64_t *devicePtr);
   // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any.
-  void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol);
+  void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol,
+                  StringId launchName);
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
@@ -72,6 +75,7 @@ class IntraKernelBuffers {
     bool trace = false;
     uint64_t startNs = 0;
     const char *symbol = nullptr;
+    StringId launchName;  // the kernel's name from launch metadata, for named entries
     uint32_t numEntries = 0;
     LaunchEntry entries[LaunchInfo::kMaxEntries];
   };

@@ -201,7 +201,7 @@ void NativeScopes::drain() {
         } else {
           const Launch &l = launch->second;
           instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-          size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, targets);
+          size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, StringId{}, targets);
           instrumentation::IntraLaunch where{targets, t, b.device, l.startNs, b.cyclesPerNs};
           auto nameOf = [&](uint64_t address) {
             auto key = std::make_pair(b.context, address);
