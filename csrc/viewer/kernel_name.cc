@@ -29,12 +29,13 @@ bool shortenKernelName(std::string_view name, std::string *out) {
   if (name.empty() || name.back() != ')') return false;
   size_t start = parameterListStart(name);
   if (start == std::string_view::npos || start == 0) return false;
-  if (name.find("operator") != std::string_view::npos) return false;
+  std::string_view signature = name.substr(0, start);
   std::string head;
   int angle = 0, paren = 0;
   size_t nameStart = 0;  // where the name begins in `head` (after the return type)
   bool templated = false;
-  for (char c : name.substr(0, start)) {
+  for (size_t i = 0; i < signature.size(); ++i) {
+    char c = signature[i];
     if (angle > 0) {
       if (c == '<') ++angle;
       if (c == '>') --angle;
@@ -46,7 +47,8 @@ bool shortenKernelName(std::string_view name, std::string *out) {
       head += "<...>";
       continue;
     }
-    if (c == '>') return false;
+    // An operator's own brackets are part of its name: such a signature is kept whole.
+    if (c == '>' || signature.substr(i, 8) == "operator") return false;
     if (c == '(') ++paren;
     if (c == ')' && --paren < 0) return false;
     head += c;

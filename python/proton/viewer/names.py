@@ -14,8 +14,10 @@ kernel_names.tsv holds the cases both are checked against):
 - in what precedes it, every outermost <...> becomes "<...>"; parentheses outside template
   lists, such as "(anonymous namespace)", stay;
 - the return type goes: the name starts after the last space outside <> and ();
-- a name containing "operator", with unbalanced brackets, with no "::" and no template list
-  (a plain scope such as "step(3)"), or that would not get shorter (in characters) is kept.
+- a name with "operator" outside its template lists (an operator's own signature, whose
+  brackets are part of the name), with unbalanced brackets, with no "::" and no template list
+  (a plain scope such as "step(3)"), or that would not get shorter (in characters) is kept;
+  "operator" inside a template list (a lambda's "::operator()() const") is elided with it.
 """
 
 ELLIPSIS_TEMPLATE = "<...>"
@@ -37,14 +39,14 @@ def short_kernel_name(name: str) -> str:
             if depth == 0:
                 start = i
                 break
-    if start <= 0 or "operator" in name:
+    if start <= 0:
         return name
     head = name[:start]
     out = []
     angle = paren = 0
     name_start = 0  # where the name begins in `out` (after the return type)
     templated = False
-    for c in head:
+    for i, c in enumerate(head):
         if angle > 0:
             if c == "<":
                 angle += 1
@@ -56,7 +58,7 @@ def short_kernel_name(name: str) -> str:
             templated = True
             out.append(ELLIPSIS_TEMPLATE)
             continue
-        if c == ">":
+        if c == ">" or head.startswith("operator", i):
             return name
         if c == "(":
             paren += 1
