@@ -276,3 +276,16 @@ def test_scopes_go_under_the_kernel_frame_launch_metadata_names():
     assert step["metrics"].get("cycles", 0) == 0, dump(root)
     (add,) = kernel["children"]
     assert add["frame"]["name"] == "add" and add["metrics"]["count"] == 3 * 4 * 4
+
+
+def test_a_kernel_tracing_session_beside_an_instrumentation_session_keeps_its_own_profile():
+    run_vadd()
+    proton.start("beside_plain")
+    proton.start("beside_inst", backend="instrumentation")
+    run_vadd(launches=3)
+    proton.finalize()
+    plain = find(load_hatchet("beside_plain.hatchet")[0], "vadd_kernel")
+    inst = find(load_hatchet("beside_inst.hatchet")[0], "vadd_kernel")
+    assert plain["metrics"]["count"] == inst["metrics"]["count"] == 3
+    assert "cycles" not in plain["metrics"] and plain["children"] == [], plain
+    assert inst["metrics"]["cycles"] > 0

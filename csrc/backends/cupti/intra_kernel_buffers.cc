@@ -173,6 +173,9 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
   size_t count = 0;
   for (size_t i = 0; i < n; ++i) {
     const LaunchEntry &e = entries[i];
+    // A kernel-tracing session that runs beside an instrumentation session keeps the profile
+    // it would have alone: no scopes, no cycles, no warp lanes.
+    if (e.session->options().backend != BackendKind::kInstrumentation) continue;
     StringId frame = e.named && launchName != StringId{} ? launchName : name;
     NodeId node = e.session->child(e.phase, e.node, frame);
     if (node != kNoNode) out[count++] = {e.session, e.phase, node};

@@ -33,8 +33,9 @@ inline namespace PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
 
-// Where a launch's intra-kernel data goes: the kernel's own node in each session that
-// recorded the launch, filed as kernel tracing files it: <context>/<launchName> for entries
+// Where a launch's intra-kernel data goes: the kernel's own node in each instrumentation
+// session that recorded the launch (not in kernel-tracing sessions beside them), filed as
+// kernel tracing files it: <context>/<launchName> for entries
 // named by launch metadata (hook="triton"), <context>/<kernel> otherwise. Returns the number
 // of targets.
 size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
