@@ -34,10 +34,9 @@ inline namespace PROTON_CUPTI_ABI {
 struct CudaDriverApi;
 
 // Where a launch's intra-kernel data goes: the kernel's own node in each instrumentation
-// session that recorded the launch (not in kernel-tracing sessions beside them), filed as
-// kernel tracing files it: <context>/<launchName> for entries
-// named by launch metadata (hook="triton"), <context>/<kernel> otherwise. Returns the number
-// of targets.
+// session that recorded the launch (not in kernel-tracing sessions beside them), where kernel
+// tracing files the kernel: <context>/<launchName> for entries named by launch metadata
+// (hook="triton"), <context>/<kernel> otherwise. Returns the number of targets.
 size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
                      instrumentation::IntraTarget *out);
 

@@ -12,15 +12,15 @@ namespace {
 
 StringId S(const std::string &s) { return StringTable::global().intern(s); }
 
-// A launch's intra-kernel data goes under the frame kernel tracing files the kernel at: the
-// launch metadata's name for entries that hook="triton" named, the kernel's own otherwise.
-// (Before, a named entry's data went to the launch's context itself, beside the kernel.)
 SessionOptions instrumentation() {
   SessionOptions options;
   options.backend = BackendKind::kInstrumentation;
   return options;
 }
 
+// A launch's intra-kernel data goes under the frame kernel tracing files the kernel at: the
+// launch metadata's name for entries that hook="triton" named, the kernel's own otherwise.
+// (Before, a named entry's data went to the launch's context itself, beside the kernel.)
 TEST(IntraKernelTargets, NamedLaunchesFileUnderTheMetadataNameOthersUnderTheKernel) {
   Session hooked{SessionId{21}, instrumentation()};
   Session plain{SessionId{22}, instrumentation()};

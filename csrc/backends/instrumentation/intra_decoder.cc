@@ -87,6 +87,7 @@ void IntraDecoder::noteLosses(const ScopeTable &table, const Losses &losses) {
   if (losses.unmatched == 0 && losses.crossing == 0 && losses.overwritten == 0) return;
   stat("instrumentation_unmatched_scopes").add(losses.unmatched);
   stat("instrumentation_crossing_scopes").add(losses.crossing);
+  stat("instrumentation_events_overwritten").add(losses.overwritten);
   if (losses.unmatched + losses.crossing) {
     std::string perKernel = "instrumentation_unmatched_scopes[" + table.kernel + "]";
     stat(perKernel.c_str()).add(losses.unmatched + losses.crossing);
@@ -246,7 +247,6 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     // A unit that wrote more than its buffer holds lost its first events: an exit whose
     // enter was among them is the overflow's loss, counted there, not an unmatched scope.
     bool wrapped = written > kept;
-    if (wrapped) stat("instrumentation_events_overwritten").add(written - kept);
     overwritten += written - kept;
     std::vector<Open> stack;
     for (uint32_t j = written - kept; j < written; ++j) {
