@@ -66,7 +66,8 @@ class Emitter {
           bool wholeWarps = false)
       : c_(c), t_(t), smem_(std::move(smem)), barrier_(barrier), wholeWarps_(wholeWarps) {}
 
-  bool ctaSums() const { return t_.sharedBytes != 0; }  // tree only (useCtaSums)
+  bool ctaSums() const { return !c_.trace && t_.sharedBytes != 0; }     // useCtaSums
+  bool sharedTrace() const { return c_.trace && t_.sharedBytes != 0; }  // traceSharedBytes
 
   std::string declarations() const {
     Out o;
@@ -74,6 +75,7 @@ class Emitter {
     o << "\t.reg .pred \t%pt_q<4>;\n\t.reg .pred \t%pt_lead;\n"
       << "\t.reg .b32 \t%pt_w<12>;\n\t.reg .b64 \t%pt_d<9>;\n"
       << "\t.reg .b32 \t%pt_u, %pt_x, %pt_sh, %pt_n;\n";
+    if (sharedTrace()) o << "\t.reg .b32 \t%pt_sb;\n";
     if (!c_.trace) {
       o << "\t.reg ." << (c_.clock32 ? "b32" : "b64") << " \t%pt_s<" << k << ">;\n"
         << "\t.reg .b64 \t%pt_a<" << k << ">;\n\t.reg .b32 \t%pt_c<" << k << ">;\n"
@@ -118,6 +120,10 @@ class Emitter {
         << "\tmov.u32 \t%pt_w8, %clock;\n";
       unitAddress(o);
       traceHeaderStart(o);
+      if (sharedTrace())  // %pt_sb: this unit's event buffer in shared memory
+        o << "\tmov.u32 \t%pt_sb, " << smem_ << ";\n"
+          << "\tadd.u32 \t%pt_sb, %pt_sb, " << t_.ctaSumsOffset << ";\n"
+          << "\tmad.lo.u32 \t%pt_sb, %pt_w3, " << 8 * t_.capacity << ", %pt_sb;\n";
       event(o, 0, /*readClock=*/false);
       return o.str();
     } else {
@@ -211,16 +217,11 @@ class Emitter {
     }
     o << exit(0, false);
     std::string skip = "$pt_skip" + std::to_string(retIndex);
-    if (c_.trace) {
-      o << "\t@!%pt_lead bra \t" << skip << ";\n"
-        << "\tst.global.u32 \t[%pt_d1], %pt_n;\n"
-        << "\tmov.u64 \t%pt_d6, %globaltimer;\n"
-        << "\tst.global.u64 \t[%pt_d1+24], %pt_d6;\n"
-        << "\tmov.u64 \t%pt_d6, %clock64;\n"
-        << "\tst.global.u64 \t[%pt_d1+32], %pt_d6;\n"
-        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-        << "\tst.global.u32 \t[%pt_d1+40], %pt_w6;\n"
-        << "\tst.global.u32 \t[%pt_d1+44], %pt_sh;\n";
+    if (sharedTrace()) {
+      sharedTraceEpilogue(o, skip, retIndex);
+    } else if (c_.trace) {
+      o << "\t@!%pt_lead bra \t" << skip << ";\n";
+      traceHeaderEnd(o, "");
     } else {
       // Enters and exits that did not pair up: |enters - exits| per scope.
       for (size_t i = 0; i < t_.paths.size(); ++i)
@@ -417,6 +418,50 @@ class Emitter {
     o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
   }
 
+  // The unit header's end (its event count, end timer pair, hash and shift), stored by the
+  // unit's leader; `pred` guards each store ("" where only the leader gets here).
+  void traceHeaderEnd(Out &o, const char *pred) const {
+    o << "\t" << pred << "st.global.u32 \t[%pt_d1], %pt_n;\n"
+      << "\tmov.u64 \t%pt_d6, %globaltimer;\n"
+      << "\t" << pred << "st.global.u64 \t[%pt_d1+24], %pt_d6;\n"
+      << "\tmov.u64 \t%pt_d6, %clock64;\n"
+      << "\t" << pred << "st.global.u64 \t[%pt_d1+32], %pt_d6;\n"
+      << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\t" << pred << "st.global.u32 \t[%pt_d1+40], %pt_w6;\n"
+      << "\t" << pred << "st.global.u32 \t[%pt_d1+44], %pt_sh;\n";
+  }
+
+  // Trace in shared memory: each recording warp (all of its lanes: every warp leaves through
+  // the one plain return) copies its unit's kept events, min(events, capacity) of them, from
+  // shared memory to the same places of its global buffer, lane j taking events j, j + 32, ...
+  // so that each round is one coalesced store; its leader stores the header's end.
+  void sharedTraceEpilogue(Out &o, const std::string &skip, size_t retIndex) const {
+    std::string copy = "$pt_copy" + std::to_string(retIndex);
+    o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
+      << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
+      << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
+      << "\tand.b32 \t%pt_w4, %pt_w1, " << (t_.unitWarps - 1) << ";\n"
+      << "\tsetp.ne.u32 \t%pt_q2, %pt_w4, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
+      << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
+    if (!c_.selectedUnits.empty()) {
+      selectedUnit(o);
+      o << "\t@!%pt_q1 bra \t" << skip << ";\n";
+    }
+    traceHeaderEnd(o, "@%pt_lead ");
+    // The leader's count (every lane counts the same markers where the warp runs together).
+    o << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_n, 0, 31, -1;\n"
+      << "\tmin.u32 \t%pt_w5, %pt_w5, " << t_.capacity << ";\n"
+      << "\tbar.warp.sync \t-1;\n"  // the leader's shared-memory stores, seen by its lanes
+      << "\tmov.u32 \t%pt_w4, %pt_w2;\n"
+      << copy << ":\n"
+      << "\tsetp.ge.u32 \t%pt_q2, %pt_w4, %pt_w5;\n\t@%pt_q2 bra \t" << skip << ";\n"
+      << "\tshl.b32 \t%pt_w6, %pt_w4, 3;\n\tadd.u32 \t%pt_w7, %pt_w6, %pt_sb;\n"
+      << "\tld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];\n"
+      << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n\tadd.u64 \t%pt_d6, %pt_d2, %pt_d6;\n"
+      << "\tst.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};\n"
+      << "\tadd.u32 \t%pt_w4, %pt_w4, 32;\n\tbra \t" << copy << ";\n";
+  }
+
   void traceHeaderStart(Out &o) const {
     o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
       << "\t@%pt_lead mov.u32 \t%pt_w6, %smid;\n"
@@ -428,12 +473,18 @@ class Emitter {
   // readClock false: %pt_w8 already holds the event's clock.
   void event(Out &o, uint32_t tag, bool readClock = true) const {
     if (readClock) o << "\tmov.u32 \t%pt_w8, %clock;\n";
-    o << "\tand.b32 \t%pt_w9, %pt_n, " << (t_.capacity - 1) << ";\n"
-      << "\tmul.wide.u32 \t%pt_d5, %pt_w9, 8;\n"
-      << "\tadd.u64 \t%pt_d5, %pt_d2, %pt_d5;\n"
-      << "\tmov.u32 \t%pt_w10, " << tag << ";\n"
-      << "\t@%pt_lead st.global.v2.u32 \t[%pt_d5], {%pt_w10, %pt_w8};\n"
-      << "\tadd.u32 \t%pt_n, %pt_n, 1;\n";
+    o << "\tand.b32 \t%pt_w9, %pt_n, " << (t_.capacity - 1) << ";\n";
+    if (sharedTrace()) {
+      o << "\tshl.b32 \t%pt_w9, %pt_w9, 3;\n\tadd.u32 \t%pt_w9, %pt_w9, %pt_sb;\n"
+        << "\tmov.u32 \t%pt_w10, " << tag << ";\n"
+        << "\t@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};\n";
+    } else {
+      o << "\tmul.wide.u32 \t%pt_d5, %pt_w9, 8;\n"
+        << "\tadd.u64 \t%pt_d5, %pt_d2, %pt_d5;\n"
+        << "\tmov.u32 \t%pt_w10, " << tag << ";\n"
+        << "\t@%pt_lead st.global.v2.u32 \t[%pt_d5], {%pt_w10, %pt_w8};\n";
+    }
+    o << "\tadd.u32 \t%pt_n, %pt_n, 1;\n";
   }
 
   const RewriteConfig &c_;

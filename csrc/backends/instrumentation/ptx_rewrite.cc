@@ -170,10 +170,11 @@ uint32_t ctaSumsOffset(uint32_t sharedBytes) { return (sharedBytes + 15) & ~15u;
 // One slot per unit of the CTA (a unit's id is its slot).
 uint64_t ctaSlotsBytes(const ScopeTable &t) { return uint64_t(t.unitsPerCta) * t.unitBytes; }
 
-bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
-  size_t units = recordingUnitIds(c, t.unitsPerCta).size();
-  if (c.trace || !c.ctaSums || c.maxSharedBytes == 0 || units < 2) return false;
-  uint64_t before = c.sharedBytes, after = ctaSumsOffset(c.sharedBytes) + ctaSlotsBytes(t);
+// Whether `extra` bytes of shared memory past the kernel's own (16-byte aligned) neither
+// exceed what a CTA may have nor lower how many CTAs fit on an SM.
+bool sharedMemoryFits(const RewriteConfig &c, uint64_t extra, uint32_t threads) {
+  if (c.maxSharedBytes == 0 || threads == 0 || threads % 32 != 0) return false;
+  uint64_t before = c.sharedBytes, after = ctaSumsOffset(c.sharedBytes) + extra;
   if (after > c.maxSharedBytes) return false;
   uint64_t perSm = uint64_t(c.maxSharedBytes) + 1024;
   uint64_t byThreads = std::max<uint64_t>(1, 2048 / threads);
@@ -181,6 +182,18 @@ bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
   uint64_t fitAfter = std::min(byThreads, perSm / (after + 1024));
   return fitAfter >= fitBefore;
 }
+
+bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
+  size_t units = recordingUnitIds(c, t.unitsPerCta).size();
+  if (c.trace || !c.ctaSums || units < 2) return false;
+  return sharedMemoryFits(c, ctaSlotsBytes(t), threads);
+}
+
+// Trace with buffer_type="shared" (RewriteConfig::ctaSums): each unit's events go to its own
+// circular buffer in shared memory, and its warp copies them out, coalesced, as it returns;
+// where the buffers do not fit (as for CTA sums), events are stored to global memory as they
+// happen.
+uint64_t traceSharedBytes(const ScopeTable &t) { return uint64_t(t.unitsPerCta) * 8 * t.capacity; }
 
 // Whether every way out of the entry is a plain `ret;` (the lines the epilogue goes before).
 // A predicated return or an `exit` would leave its warp's sums out of the CTA's, and the CTA's
@@ -324,10 +337,18 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   }
   int barrier = -1;
   const bool plainReturns = onlyPlainReturns(lines, e);
+  size_t returns = 0;
+  for (size_t i = e.open + 1; i < e.end; ++i) returns += trim(lines[i]) == "ret;";
+  // Every warp leaves through the one plain return, all of its lanes together.
+  const bool wholeWarps = plainReturns && returns == 1;
   if (config.trace) {
     t.capacity = config.capacity;
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
     t.slotBytes = t.unitBytes * t.unitsPerCta;
+    if (config.ctaSums && wholeWarps && sharedMemoryFits(config, traceSharedBytes(t), e.threads)) {
+      t.ctaSumsOffset = ctaSumsOffset(config.sharedBytes);
+      t.sharedBytes = t.ctaSumsOffset + static_cast<uint32_t>(traceSharedBytes(t));
+    }
   } else {
     t.unitBytes = kTreeUnitHeaderBytes + kTreeScopeBytes * static_cast<uint32_t>(t.paths.size());
     t.slotBytes = t.unitBytes * t.unitsPerCta;
@@ -346,9 +367,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   std::string smem = t.sharedBytes ? sharedSymbol(lines, e.begin) : std::string();
   bool declareSmem = t.sharedBytes && smem.empty();
   if (declareSmem) smem = "__proton_smem";
-  size_t returns = 0;
-  for (size_t i = e.open + 1; i < e.end; ++i) returns += trim(lines[i]) == "ret;";
-  Emitter emit(config, t, smem, barrier, plainReturns && returns == 1);
+  Emitter emit(config, t, smem, barrier, wholeWarps);
   std::string out;
   out.reserve(ptx.size() + 4096);
   size_t insertAt = e.open + 1;

@@ -39,6 +39,11 @@
 //   [ u32 events | u32 smid | u64 globaltimer0 | u64 clock0 | u64 globaltimer1 | u64 clock1 |
 //     u32 hash | u32 shift ]
 //   then `capacity` events of [ u32 tag = scope << 1 | exit | u32 clock ], written circularly.
+// Trace with buffer_type="shared" (RewriteConfig::ctaSums, where the kernel's shared memory
+//   allows and every warp leaves through the one plain return): the unit's leader writes its
+//   events into the unit's own circular buffer in shared memory past the kernel's own
+//   (unitsPerCta buffers of 8 * capacity bytes), and as the unit returns its warp copies them,
+//   coalesced, to the same places in its global buffer; the global layout is the one above.
 //
 // Pure text processing: thread-safe, no vendor headers.
 #pragma once
@@ -59,8 +64,9 @@ struct RewriteConfig {
   uint32_t unitWarps = 1;  // warps per recording unit; 0 = the whole CTA
   std::vector<uint32_t> selectedUnits;  // empty: every unit records
   uint32_t capacity = 256;              // trace: events per unit (power of two)
-  // Tree, buffer_type="shared": the recording units of a CTA add their sums into shared memory
-  // and the CTA's last one stores them, one record per CTA instead of one per unit.
+  // buffer_type="shared". Tree: the recording units of a CTA add their sums into shared
+  // memory and the CTA's last one stores them, one record per CTA instead of one per unit.
+  // Trace: events go to shared memory and are copied out as the unit returns.
   bool ctaSums = false;
   std::string text;  // the mode string this config came from (part of the hash)
   // Per kernel, not in the mode string: the dynamic shared memory the kernel already uses and
@@ -87,8 +93,9 @@ struct ScopeTable {
   uint32_t staticUnmatched = 0;  // U markers: exits of scopes never opened
   uint32_t staticCrossing = 0;   // C markers: scopes closed by an outer exit
   uint32_t droppedMarkers = 0;   // markers outside the entry function (not recorded)
-  uint32_t ctaSumsOffset = 0;    // tree: where the CTA's slots sit in dynamic shared memory,
-  uint32_t sharedBytes = 0;      // or 0/0 with one record per unit; the kernel's new total
+  uint32_t ctaSumsOffset = 0;    // where the CTA's slots (tree) or its units' event buffers
+  uint32_t sharedBytes = 0;      // (trace) sit in dynamic shared memory, and the kernel's new
+                                 // total; 0/0 where records and events go to global memory
 };
 
 struct RewriteResult {

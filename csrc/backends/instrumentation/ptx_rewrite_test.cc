@@ -227,11 +227,49 @@ TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
   std::string maxntid = mm;
   maxntid.replace(maxntid.find(".reqntid"), 8, ".maxntid");
   EXPECT_TRUE(perUnit(rewrite(maxntid, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared)));
-  // One recording unit per CTA already stores once; traces keep per-unit buffers.
+  // One recording unit per CTA already stores once.
   RewriteResult group = rewrite(mm, "proton:tree:8:256:*:cta_sums", 0, kH100MaxShared);
   EXPECT_EQ(group.table.sharedBytes, 0u);
-  RewriteResult trace = rewrite(mm, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared);
-  EXPECT_EQ(trace.table.sharedBytes, 0u);
+}
+
+TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
+  const std::string mm = golden("instrumentation_matmul_markers.ptx");
+  RewriteResult r = rewrite(mm, "proton:trace:1:256:*:cta_sums", 1000, kH100MaxShared);
+  const ScopeTable &t = r.table;
+  // 8 units of 256 events past the kernel's 1000 bytes (16-byte aligned); the global buffer
+  // keeps its layout.
+  EXPECT_EQ(t.ctaSumsOffset, 1008u);
+  EXPECT_EQ(t.sharedBytes, 1008u + 8 * 256 * 8);
+  EXPECT_EQ(t.slotBytes, 8 * (kTraceUnitHeaderBytes + 8 * 256));
+  // Four markers and the kernel's enter and exit: six events, each one shared-memory store by
+  // the unit's leader, none to global memory.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};"), 6u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 0u);
+  EXPECT_EQ(count(r.ptx, "mad.lo.u32 \t%pt_sb, %pt_w3, 2048, %pt_sb;"), 1u);
+  // At the one return, the recording warp copies min(events, 256) of them, lane j taking
+  // events j, j + 32, ...: one loop, one load and one store each round, after the leader's
+  // stores are made visible to its lanes; the leader alone writes the header's end.
+  EXPECT_EQ(count(r.ptx, "$pt_copy0:"), 1u);
+  EXPECT_EQ(count(r.ptx, "bar.warp.sync \t-1;"), 1u);
+  EXPECT_EQ(count(r.ptx, "min.u32 \t%pt_w5, %pt_w5, 256;"), 1u);
+  EXPECT_EQ(count(r.ptx, "ld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];"), 1u);
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u32 \t[%pt_d1], %pt_n;"), 1u);
+  EXPECT_LT(r.ptx.find("bar.warp.sync"), r.ptx.find("$pt_copy0:"));
+  EXPECT_LT(r.ptx.find("$pt_copy0:"), r.ptx.find("$pt_skip0:"));
+
+  // Events are stored to global memory as they happen where the buffers would not fit or lower
+  // occupancy, where a warp may return with part of its lanes, and with buffer_type="global".
+  auto direct = [](const RewriteResult &d) {
+    return d.table.sharedBytes == 0 && count(d.ptx, "@%pt_lead st.global.v2.u32") == 6 &&
+           count(d.ptx, "@%pt_lead st.shared") == 0;
+  };
+  EXPECT_TRUE(direct(rewrite(mm, "proton:trace:1:256:*:", 0, kH100MaxShared)));
+  EXPECT_TRUE(direct(rewrite(mm, "proton:trace:1:256:*:cta_sums", 0, 0)));
+  EXPECT_TRUE(direct(rewrite(mm, "proton:trace:1:256:*:cta_sums", 100000, kH100MaxShared)));
+  std::string early = mm;
+  early.insert(early.find("\tret;"), "\t@%p1 ret;\n");
+  EXPECT_TRUE(direct(rewrite(early, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared)));
 }
 
 TEST(PtxRewrite, MarkersBackToBackShareOneClockRead) {
