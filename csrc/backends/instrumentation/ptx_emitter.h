@@ -75,7 +75,7 @@ class Emitter {
     o << "\t.reg .pred \t%pt_q<4>;\n\t.reg .pred \t%pt_lead;\n"
       << "\t.reg .b32 \t%pt_w<12>;\n\t.reg .b64 \t%pt_d<9>;\n"
       << "\t.reg .b32 \t%pt_u, %pt_x, %pt_sh, %pt_n;\n";
-    if (sharedTrace()) o << "\t.reg .b32 \t%pt_sb;\n";
+    if (sharedTrace()) o << "\t.reg .b32 \t%pt_sb;\n\t.reg .b64 \t%pt_g0, %pt_k0;\n";
     if (!c_.trace) {
       o << "\t.reg ." << (c_.clock32 ? "b32" : "b64") << " \t%pt_s<" << k << ">;\n"
         << "\t.reg .b64 \t%pt_a<" << k << ">;\n\t.reg .b32 \t%pt_c<" << k << ">;\n"
@@ -115,15 +115,22 @@ class Emitter {
       // The unit's start (its timer pair and the kernel's enter event) is read before the
       // buffer's address arithmetic, which would otherwise sit in front of a clock read that
       // nothing passes; the stores follow.
-      o << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
-        << "\t@%pt_lead mov.u64 \t%pt_d7, %clock64;\n"
-        << "\tmov.u32 \t%pt_w8, %clock;\n";
-      unitAddress(o);
-      traceHeaderStart(o);
-      if (sharedTrace())  // %pt_sb: this unit's event buffer in shared memory
-        o << "\tmov.u32 \t%pt_sb, " << smem_ << ";\n"
+      if (sharedTrace()) {
+        // Events go to shared memory; the global buffer's address and the whole unit header
+        // wait for the return, and the start's timer pair waits in registers.
+        o << "\t@%pt_lead mov.u64 \t%pt_g0, %globaltimer;\n"
+          << "\t@%pt_lead mov.u64 \t%pt_k0, %clock64;\n"
+          << "\tmov.u32 \t%pt_w8, %clock;\n"
+          << "\tmov.u32 \t%pt_sb, " << smem_ << ";\n"
           << "\tadd.u32 \t%pt_sb, %pt_sb, " << t_.ctaSumsOffset << ";\n"
           << "\tmad.lo.u32 \t%pt_sb, %pt_w3, " << 8 * t_.capacity << ", %pt_sb;\n";
+      } else {
+        o << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
+          << "\t@%pt_lead mov.u64 \t%pt_d7, %clock64;\n"
+          << "\tmov.u32 \t%pt_w8, %clock;\n";
+        unitAddress(o);
+        traceHeaderStart(o);
+      }
       event(o, 0, /*readClock=*/false);
       return o.str();
     } else {
@@ -220,8 +227,15 @@ class Emitter {
     if (sharedTrace()) {
       sharedTraceEpilogue(o, skip, retIndex);
     } else if (c_.trace) {
-      o << "\t@!%pt_lead bra \t" << skip << ";\n";
-      traceHeaderEnd(o, "");
+      o << "\t@!%pt_lead bra \t" << skip << ";\n"
+        << "\tst.global.u32 \t[%pt_d1], %pt_n;\n"
+        << "\tmov.u64 \t%pt_d6, %globaltimer;\n"
+        << "\tst.global.u64 \t[%pt_d1+24], %pt_d6;\n"
+        << "\tmov.u64 \t%pt_d6, %clock64;\n"
+        << "\tst.global.u64 \t[%pt_d1+32], %pt_d6;\n"
+        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+        << "\tst.global.u32 \t[%pt_d1+40], %pt_w6;\n"
+        << "\tst.global.u32 \t[%pt_d1+44], %pt_sh;\n";
     } else {
       // Enters and exits that did not pair up: |enters - exits| per scope.
       for (size_t i = 0; i < t_.paths.size(); ++i)
@@ -418,23 +432,11 @@ class Emitter {
     o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
   }
 
-  // The unit header's end (its event count, end timer pair, hash and shift), stored by the
-  // unit's leader; `pred` guards each store ("" where only the leader gets here).
-  void traceHeaderEnd(Out &o, const char *pred) const {
-    o << "\t" << pred << "st.global.u32 \t[%pt_d1], %pt_n;\n"
-      << "\tmov.u64 \t%pt_d6, %globaltimer;\n"
-      << "\t" << pred << "st.global.u64 \t[%pt_d1+24], %pt_d6;\n"
-      << "\tmov.u64 \t%pt_d6, %clock64;\n"
-      << "\t" << pred << "st.global.u64 \t[%pt_d1+32], %pt_d6;\n"
-      << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\t" << pred << "st.global.u32 \t[%pt_d1+40], %pt_w6;\n"
-      << "\t" << pred << "st.global.u32 \t[%pt_d1+44], %pt_sh;\n";
-  }
-
   // Trace in shared memory: each recording warp (all of its lanes: every warp leaves through
   // the one plain return) copies its unit's kept events, min(events, capacity) of them, from
   // shared memory to the same places of its global buffer, lane j taking events j, j + 32, ...
-  // so that each round is one coalesced store; its leader stores the header's end.
+  // so that each round is one coalesced store; its leader stores the whole unit header in three
+  // 16-byte stores (the unit's buffer is 16-byte aligned: 48 + 8 * capacity bytes per unit).
   void sharedTraceEpilogue(Out &o, const std::string &skip, size_t retIndex) const {
     std::string copy = "$pt_copy" + std::to_string(retIndex);
     o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
@@ -447,7 +449,15 @@ class Emitter {
       selectedUnit(o);
       o << "\t@!%pt_q1 bra \t" << skip << ";\n";
     }
-    traceHeaderEnd(o, "@%pt_lead ");
+    o << "\tmov.u64 \t%pt_d6, %globaltimer;\n\tmov.u64 \t%pt_d7, %clock64;\n";
+    unitAddress(o);
+    o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
+      << "\tmov.u32 \t%pt_w6, %smid;\n\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_g0;\n"
+      << "\t@%pt_lead st.global.v4.u32 \t[%pt_d1], {%pt_n, %pt_w6, %pt_w0, %pt_w1};\n"
+      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_k0;\n\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d6;\n"
+      << "\t@%pt_lead st.global.v4.u32 \t[%pt_d1+16], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n"
+      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_d7;\n\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\t@%pt_lead st.global.v4.u32 \t[%pt_d1+32], {%pt_w0, %pt_w1, %pt_w6, %pt_sh};\n";
     // The leader's count (every lane counts the same markers where the warp runs together).
     o << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_n, 0, 31, -1;\n"
       << "\tmin.u32 \t%pt_w5, %pt_w5, " << t_.capacity << ";\n"

@@ -254,7 +254,15 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   EXPECT_EQ(count(r.ptx, "min.u32 \t%pt_w5, %pt_w5, 256;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];"), 1u);
   EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u32 \t[%pt_d1], %pt_n;"), 1u);
+  // The unit header (its count, SM, both timer pairs, hash and shift) in three 16-byte stores,
+  // all at the return: the kernel's start reads its timer pair into registers and computes no
+  // global address.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v4.u32 \t[%pt_d1"), 3u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64"), 0u);
+  size_t prologue = r.ptx.find("// proton: instrumentation prologue");
+  size_t epilogue = r.ptx.find("// proton: instrumentation epilogue");
+  EXPECT_EQ(count(r.ptx.substr(prologue, epilogue - prologue), "%ctaid.z"), 0u);
+  EXPECT_EQ(count(r.ptx.substr(epilogue), "%ctaid.z"), 1u);
   EXPECT_LT(r.ptx.find("bar.warp.sync"), r.ptx.find("$pt_copy0:"));
   EXPECT_LT(r.ptx.find("$pt_copy0:"), r.ptx.find("$pt_skip0:"));
 
