@@ -264,6 +264,12 @@ def _timeline(tmp, launch):
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
     k = kernels[0]
     inside = sum(1 for e in warp if k["ts"] <= e["ts"] and e["ts"] + e["dur"] <= k["ts"] + k["dur"])
+    # How far the farthest warp slice reaches past either end of the kernel's slice (us).
+    outside = max(
+        [0.0]
+        + [k["ts"] - e["ts"] for e in warp]
+        + [e["ts"] + e["dur"] - k["ts"] - k["dur"] for e in warp]
+    )
     return {
         "bytes": os.path.getsize(path + ".chrome_trace"),
         "events": len(events),
@@ -272,6 +278,8 @@ def _timeline(tmp, launch):
         "sms": len({e["args"]["sm"] for e in warp}),
         "kernel_slices": len(kernels),
         "inside_kernel": inside,
+        "max_outside_us": outside,
+        "kernel_us": k["dur"],
     }
 
 
@@ -307,7 +315,8 @@ def print_intra(r):
     t = r["timeline"]
     print(
         f"timeline of a 1024^3 matmul: {t['lanes']} warp lanes on {t['sms']} SMs, "
-        f"{t['warp_slices']} warp slices ({t['inside_kernel']} inside the kernel's slice), "
+        f"{t['warp_slices']} warp slices ({t['inside_kernel']} inside the kernel's "
+        f"{t['kernel_us']:.1f} us slice, the farthest {t['max_outside_us'] * 1e3:.0f} ns out), "
         f"{t['kernel_slices']} kernel slice(s), {t['events']} events, {t['bytes']} bytes"
     )
 
