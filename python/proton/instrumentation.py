@@ -12,6 +12,7 @@ While an instrumentation session is live:
 Everything is put back as it was when the last instrumentation session is finalized.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -61,20 +62,31 @@ def _as_mode(mode) -> _mode.InstrumentationMode:
     if isinstance(mode, _mode.InstrumentationMode):
         return mode
     if isinstance(mode, str):
+        from .errors import ConfigError
+
         name, _, rest = mode.partition(":")
-        fields = {}
-        for item in filter(None, rest.split(":")):
-            key, _, value = item.partition("=")
-            fields[key] = value.replace(";", ",")
-        if "buffer_size" in fields:
-            fields["buffer_size"] = int(fields["buffer_size"] or 0)
         cls = {"default": _mode.Default, "mma": _mode.MMA}.get(name)
         if cls is None:
-            from .errors import ConfigError
-
             raise ConfigError(
                 f"[PROTON] backend='instrumentation' takes mode 'default' or 'mma', got {mode!r}"
             )
+        allowed = [f.name for f in dataclasses.fields(cls) if f.init]
+        fields = {}
+        for item in filter(None, rest.split(":")):
+            key, _, value = item.partition("=")
+            if key not in allowed:
+                raise ConfigError(
+                    f"[PROTON] Unknown option {key!r} in mode {mode!r}. Allowed options: "
+                    + ", ".join(allowed)
+                )
+            fields[key] = value.replace(";", ",")
+        if "buffer_size" in fields:
+            try:
+                fields["buffer_size"] = int(fields["buffer_size"] or 0)
+            except ValueError:
+                raise ConfigError(
+                    f"[PROTON] buffer_size must be a number of bytes, got {fields['buffer_size']!r}"
+                ) from None
         return cls(**fields)
     raise TypeError(f"[PROTON] mode must be a str or proton.mode object, got {type(mode).__name__}")
 

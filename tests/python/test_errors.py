@@ -77,6 +77,26 @@ def test_malformed_mode_option_raises_config_error():
         proton.start("m", mode="pcsampling:interval")
 
 
+@pytest.mark.parametrize(
+    "mode, message",
+    [
+        (
+            "default:bufer_size=4096",
+            "[PROTON] Unknown option 'bufer_size' in mode 'default:bufer_size=4096'. Allowed "
+            "options: metric_type, sampling_strategy, sampling_options, granularity, "
+            "buffer_strategy, buffer_type, buffer_size, optimizations",
+        ),
+        ("mma:buffer_size=lots", "[PROTON] buffer_size must be a number of bytes, got 'lots'"),
+    ],
+)
+def test_bad_instrumentation_mode_strings_raise_config_error(mode, message):
+    # Before: a TypeError from the mode's constructor, and a ValueError from int().
+    with pytest.raises(proton.ConfigError) as info:
+        proton.start("bad_mode", backend="instrumentation", mode=mode)
+    assert str(info.value) == message
+    assert _C.live_sessions() == []
+
+
 def test_mode_of_the_wrong_type_raises_type_error():
     with pytest.raises(TypeError, match="mode must be a str or a proton.mode object, got int"):
         proton.start("m", mode=5)
