@@ -107,6 +107,10 @@ def config_string(mode: _mode.InstrumentationMode, data: str) -> str:
         # Tree: a CTA's units add their sums in shared memory and store one record per CTA
         # (where the kernel's shared memory allows; ptx_rewrite.cc decides per kernel).
         opts.append("cta_sums")
+    from . import language
+
+    # Languages whose scopes compile to nothing (language.disable_semantic).
+    opts += [f"no_{name}" for name in language.disabled_semantics()]
     # The device-buffer layout keys Triton's caches too: a kernel cached by a Proton that
     # wrote another layout is compiled again.
     opts.append(f"layout{_C.INSTRUMENTATION_LAYOUT}")

@@ -41,10 +41,50 @@ def _name(name) -> str:
     return value
 
 
+# Kernel languages whose scopes are recorded. triton.profiler.language records Gluon kernels
+# only until enable_semantic("triton"); here both are on until disable_semantic(name).
+SEMANTICS = ("triton", "gluon")
+_disabled = set()
+
+
+def _semantic_name(semantic) -> str:
+    return "gluon" if type(semantic).__name__.startswith("Gluon") else "triton"
+
+
+def _check_semantic(name: str) -> str:
+    if name not in SEMANTICS:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            f"[PROTON] Unknown semantic: {name!r}. Allowed values: {', '.join(SEMANTICS)}"
+        )
+    return name
+
+
+def enable_semantic(name: str) -> None:
+    """Records the scopes of kernels written in `name` ("triton" or "gluon"), the default for
+    both: accepted so that code written for triton.profiler.language runs unchanged. Like
+    disable_semantic, it takes effect for sessions started after it."""
+    _disabled.discard(_check_semantic(name))
+
+
+def disable_semantic(name: str) -> None:
+    """Compiles the scopes of kernels written in `name` to nothing in sessions started after
+    this call: their kernels keep only the implicit kernel scope. The choice goes into the
+    session's mode string ("no_<name>"), so it keys Triton's caches."""
+    _disabled.add(_check_semantic(name))
+
+
+def disabled_semantics() -> tuple:
+    return tuple(name for name in SEMANTICS if name in _disabled)
+
+
 def _instrumenting(semantic) -> bool:
     options = getattr(semantic.builder, "options", None)
     mode = getattr(options, "instrumentation_mode", "") or ""
-    return mode.startswith(_INSTRUMENTATION_PREFIX)
+    if not mode.startswith(_INSTRUMENTATION_PREFIX):
+        return False
+    return f"no_{_semantic_name(semantic)}" not in mode.rpartition(":")[2].split(",")
 
 
 def _stack(semantic) -> list:

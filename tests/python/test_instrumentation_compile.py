@@ -147,3 +147,27 @@ def test_gluon_kernels_get_the_same_compile_step(session):
     table = kernel.metadata.proton_instrumentation.split("\t")
     assert [bytes.fromhex(p).decode() for p in table[13:]] == ["", "load"]
     assert "%pt_lead" in kernel.asm["ptx"]
+
+
+def test_semantics_can_be_named_as_in_triton_profiler_and_turned_off(session):
+    # triton.profiler.language records Triton-DSL kernels only after enable_semantic("triton");
+    # the same call is accepted here (both are on by default), and disable_semantic turns a
+    # language's scopes into nothing for sessions started after it: the kernel keeps its
+    # implicit scope only. The choice is in the mode string, so it keys Triton's cache.
+    mode = _mode.Default(granularity="warp", optimizations="time_shift")
+    pl.enable_semantic("triton")
+    pl.enable_semantic("gluon")
+    try:
+        pl.disable_semantic("triton")
+        off = instrumentation.config_string(mode, "tree")
+        assert off.endswith(",no_triton,layout" + str(_C.INSTRUMENTATION_LAYOUT))
+        kernel = compile_for_hopper(off)
+        assert "// @proton:" not in kernel.asm["ptx"]
+        table = kernel.metadata.proton_instrumentation.split("\t")
+        assert [bytes.fromhex(p).decode() for p in table[13:]] == [""]
+    finally:
+        pl.enable_semantic("triton")
+    assert instrumentation.config_string(mode, "tree") == session
+    assert compile_for_hopper(session).asm["ptx"].count("// @proton:E:") == 2
+    with pytest.raises(ValueError, match="Allowed values: triton, gluon"):
+        pl.enable_semantic("cuda")

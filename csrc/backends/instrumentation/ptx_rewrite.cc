@@ -293,7 +293,9 @@ Result<RewriteConfig> parseInstrumentationMode(std::string_view mode) {
         return invalidArgument("[PROTON] instrumentation mode for buffer layout " +
                                std::string(opt.substr(6)) + "; this Proton writes layout " +
                                std::to_string(kLayoutVersion));
-    } else if (opt != "sched_stores")
+    } else if (opt != "sched_stores" && opt != "no_triton" && opt != "no_gluon")
+      // no_<language>: proton.language left that language's kernels without markers (it keys
+      // Triton's caches; nothing here depends on it).
       return invalidArgument("[PROTON] unknown instrumentation optimization: " + std::string(opt));
   }
   return c;

@@ -402,6 +402,9 @@ TEST(PtxRewrite, ModeStringsAreValidated) {
   EXPECT_FALSE(c.value().clock32);
   EXPECT_TRUE(c.value().timeShift);
   EXPECT_EQ(c.value().selectedUnits, (std::vector<uint32_t>{0, 4}));
+  // proton.language.disable_semantic's marks key caches and change nothing in the rewrite.
+  EXPECT_TRUE(parseInstrumentationMode("proton:tree:1:256:*:no_triton,no_gluon").isOk());
+  EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:256:*:no_cuda").isOk());
 }
 
 TEST(PtxRewrite, TableTextRoundTrips) {
