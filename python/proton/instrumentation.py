@@ -129,7 +129,9 @@ def prepare(mode, data: str) -> tuple:
 
         raise ConfigError(
             "[PROTON] another instrumentation session compiles kernels with "
-            f"{_state.config!r}; one configuration per process at a time (finalize it first)"
+            f"{_state.config!r}, this one would with {config!r} (another mode, or "
+            "proton.language.disable_semantic/enable_semantic called since it started); one "
+            "configuration per process at a time (finalize it first)"
         )
     return str(m), m
 

@@ -96,7 +96,13 @@ void IntraDecoder::noteLosses(const ScopeTable &table, const Losses &losses) {
     std::string perKernel = "instrumentation_events_overwritten[" + table.kernel + "]";
     stat(perKernel.c_str()).add(losses.overwritten);
   }
-  if (!warned_.insert(table.kernel).second) return;
+  // One warning per kernel and kind of loss: a kind seen first in a later launch is told too.
+  auto fresh = [&](uint64_t n, char kind) {
+    return n && warned_.insert(table.kernel + '\x1f' + kind).second ? n : 0;
+  };
+  uint64_t overwritten = fresh(losses.overwritten, 'o'), unmatched = fresh(losses.unmatched, 'u'),
+           crossing = fresh(losses.crossing, 'c');
+  if (!overwritten && !unmatched && !crossing) return;
   std::string scopes;
   for (size_t i = 1; i < table.paths.size(); ++i)
     scopes += (scopes.empty() ? "" : ", ") + lastComponent(table.paths[i]);
@@ -104,14 +110,14 @@ void IntraDecoder::noteLosses(const ScopeTable &table, const Losses &losses) {
   auto part = [&](uint64_t n, const std::string &text) {
     if (n) what += (what.empty() ? "" : "; ") + std::to_string(n) + text;
   };
-  part(losses.overwritten, " trace events were written over in full buffers of " +
-                               std::to_string(table.capacity) +
-                               " events per recording unit (a larger mode buffer_size keeps "
-                               "them; stats: instrumentation_events_overwritten)");
-  part(losses.unmatched,
+  part(overwritten, " trace events were written over in full buffers of " +
+                        std::to_string(table.capacity) +
+                        " events per recording unit (a larger mode buffer_size keeps "
+                        "them; stats: instrumentation_events_overwritten)");
+  part(unmatched,
        " scope exits had no matching enter or scopes were still open at the "
        "return (stats: instrumentation_unmatched_scopes)");
-  part(losses.crossing,
+  part(crossing,
        " scopes were closed by an enclosing exit (stats: "
        "instrumentation_crossing_scopes)");
   if (!scopes.empty()) scopes = " (scopes: " + scopes + ")";
@@ -245,9 +251,10 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     uint64_t gt0 = load<uint64_t>(h + 8), c0 = load<uint64_t>(h + 16);
     uint32_t kept = std::min(written, table.capacity);
     // A unit that wrote more than its buffer holds lost its first events: an exit whose
-    // enter was among them is the overflow's loss, counted there, not an unmatched scope.
-    bool wrapped = written > kept;
-    overwritten += written - kept;
+    // enter was among them is the overflow's loss, counted there, not an unmatched scope
+    // (as many exits without an enter as events were lost; any more are unmatched).
+    uint32_t lost = written - kept, excused = 0;
+    overwritten += lost;
     std::vector<Open> stack;
     for (uint32_t j = written - kept; j < written; ++j) {
       const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
@@ -265,7 +272,10 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       auto open =
           std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
       if (open == stack.rend()) {
-        if (!wrapped) ++unmatched;
+        if (excused < lost)
+          ++excused;  // its enter may have been written over
+        else
+          ++unmatched;
         continue;
       }
       crossing += static_cast<uint64_t>(open - stack.rbegin());

@@ -242,6 +242,51 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   EXPECT_EQ(w1.endNs, 71000u);    // 2000 cycles at 2 cycles per ns
 }
 
+// A wrapped unit excuses as many exits without an enter as events were lost, no more; and a
+// kind of loss seen first in a later launch of a kernel gets its own warning.
+TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
+  SessionOptions options;
+  options.data = DataKind::kTrace;
+  Session trace{SessionId{10}, options};
+  NodeId node = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
+  ScopeTables tables;
+  ScopeTable t = table(0xabc, true);
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  IntraTarget target{&trace, PhaseId{0}, node};
+  std::vector<uint8_t> buf(t.unitBytes, 0);
+  // 5 events into 4 places: the kernel's enter is lost. Kept: load's enter and exit, a second
+  // exit of load (a real mismatch) and the kernel's exit: two exits without an enter, one lost.
+  unit(buf, 0, 0xabc, 0, 5000, 1000, {{0, 1100}, {2, 1200}, {3, 1300}, {3, 1400}, {1, 1500}}, 4);
+  uint64_t unmatched = counter("instrumentation_unmatched_scopes");
+  uint64_t overwritten = counter("instrumentation_events_overwritten");
+  testing::internal::CaptureStderr();
+  decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 0, 0});
+  std::string first = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counter("instrumentation_events_overwritten"), overwritten + 1);
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched + 1);
+  EXPECT_NE(first.find("1 trace events were written over"), std::string::npos) << first;
+  EXPECT_NE(first.find("1 scope exits had no matching enter"), std::string::npos) << first;
+  // The same losses again: nothing new to tell. A crossing pair, new for this kernel: told.
+  testing::internal::CaptureStderr();
+  decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 0, 0});
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  t.capacity = 8;
+  t.unitBytes = kTraceUnitHeaderBytes + 8 * 8;
+  t.hash = 0xabd;
+  tables.add(t);
+  std::vector<uint8_t> crossing(t.unitBytes, 0);
+  // kernel enter, load enter, wait enter, load exit (closes wait), kernel exit.
+  unit(crossing, 0, 0xabd, 0, 5000, 1000, {{0, 1100}, {2, 1200}, {4, 1250}, {3, 1300}, {1, 1500}},
+       8);
+  testing::internal::CaptureStderr();
+  decoder.fileTrace(crossing.data(), crossing.size(), t.unitBytes,
+                    IntraLaunch{&target, 1, 0, 0, 0});
+  std::string later = testing::internal::GetCapturedStderr();
+  EXPECT_NE(later.find("1 scopes were closed by an enclosing exit"), std::string::npos) << later;
+  EXPECT_EQ(later.find("written over"), std::string::npos) << later;
+}
+
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   SessionOptions options;
   options.data = DataKind::kTrace;

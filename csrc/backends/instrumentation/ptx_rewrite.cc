@@ -151,8 +151,15 @@ Result<EntryInfo> findEntry(const std::vector<std::string_view> &lines) {
   }
   if (i == lines.size()) return invalidArgument("[PROTON] kernel entry without a body");
   e.open = i;
-  for (++i; i < lines.size(); ++i)
-    if (lines[i] == "}" || trim(lines[i]) == "}") break;
+  // The body ends where its braces balance: inline assembly may open blocks of its own,
+  // whose closing brace can stand alone on a line.
+  int depth = 1;
+  for (++i; i < lines.size(); ++i) {
+    std::string_view t = lines[i];
+    t = t.substr(0, t.find("//"));
+    for (char c : t) depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    if (depth <= 0) break;
+  }
   e.end = i;
   if (e.lastParam.empty()) return invalidArgument("[PROTON] kernel without a buffer parameter");
   if (e.threads == 0 || e.threads % 32)
@@ -347,7 +354,10 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     t.capacity = config.capacity;
     t.unitBytes = kTraceUnitHeaderBytes + 8 * config.capacity;
     t.slotBytes = t.unitBytes * t.unitsPerCta;
-    if (config.ctaSums && wholeWarps && sharedMemoryFits(config, traceSharedBytes(t), e.threads)) {
+    // The unit header leaves in 16-byte stores: units must start 16-byte aligned. A launch of
+    // fewer threads than .maxntid could end in a partial warp, which cannot copy as a whole.
+    if (config.ctaSums && wholeWarps && e.exactThreads && t.unitBytes % 16 == 0 &&
+        sharedMemoryFits(config, traceSharedBytes(t), e.threads)) {
       t.ctaSumsOffset = ctaSumsOffset(config.sharedBytes);
       t.sharedBytes = t.ctaSumsOffset + static_cast<uint32_t>(traceSharedBytes(t));
     }

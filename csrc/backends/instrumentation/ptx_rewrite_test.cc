@@ -278,6 +278,27 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   std::string early = mm;
   early.insert(early.find("\tret;"), "\t@%p1 ret;\n");
   EXPECT_TRUE(direct(rewrite(early, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared)));
+  // One event per unit: 56-byte units, whose headers the 16-byte stores could not reach.
+  RewriteResult one = rewrite(mm, "proton:trace:1:1:*:cta_sums", 0, kH100MaxShared);
+  EXPECT_EQ(one.table.sharedBytes, 0u);
+  // Only .maxntid: a launch of fewer threads could end in a partial warp.
+  std::string maxntid = mm;
+  maxntid.replace(maxntid.find(".reqntid"), 8, ".maxntid");
+  EXPECT_TRUE(direct(rewrite(maxntid, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared)));
+}
+
+TEST(PtxRewrite, InlineAssemblyBlocksInsideTheBodyDoNotEndIt) {
+  // Triton's multi-line inline assembly opens blocks of its own; a closing brace alone on a
+  // line used to end the kernel's body there, and the rewrite failed ("kernel entry without
+  // a return"), leaving the kernel uninstrumented.
+  std::string mm = golden("instrumentation_matmul_markers.ptx");
+  mm.insert(mm.find("\tret;"),
+            "\t// begin inline asm\n\t{\n\t.reg .pred \t%p_asm;\n\tsetp.ne.u32 \t%p_asm, "
+            "%r1, 0;\n\t}\n\t// end inline asm\n");
+  RewriteResult r = rewrite(mm, "proton:tree:1:256:*:");
+  EXPECT_EQ(count(r.ptx, "$pt_skip0:"), 1u);
+  EXPECT_EQ(count(r.ptx, "// proton: instrumentation epilogue"), 1u);
+  EXPECT_LT(r.ptx.find("%p_asm, %r1, 0;"), r.ptx.find("// proton: instrumentation epilogue"));
 }
 
 TEST(PtxRewrite, MarkersBackToBackShareOneClockRead) {
