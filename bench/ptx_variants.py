@@ -19,7 +19,8 @@ the ratio is the recording's cost alone. Variants:
   the kernel's body, which tells what the reads themselves cost beyond the sums around them;
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
 - `warp_group`: with its scopes, one recording warp per 4;
-- `trace`: with its scopes, data="trace" (every event stored as it happens).
+- `trace`: with its scopes, data="trace" (events in shared memory, copied out as each warp
+  returns, where they fit; stored to global memory as they happen otherwise).
 With --triton, the kernel with Triton's own scopes compiled by Triton's own instrumentation
 (`triton`, its default mode) is timed beside them the same way, without Triton's runtime (which
 reads the buffer back after every launch): its recording cost alone, next to ours.
