@@ -350,13 +350,10 @@ class Emitter {
         << "], {%pt_a" << i << ", %pt_d6};\n";
   }
 
-  // A record per unit (buffer_type="global", or where CTA sums are not possible), every warp
-  // leaving through the one plain return: the unit's first warp passes its leader's sums to
-  // all of its lanes, and lane j stores 8-byte chunk j, so the record leaves in one coalesced
-  // store (four 16-byte stores by the leader alone cost softmax 12% on an H100, at the end of
-  // the kernel where they delay it). Warps that store nothing branch away on conditions that
-  // are the same for all of their lanes, so the shuffles see the whole warp.
-  void unitEpilogue(Out &o, const std::string &skip) const {
+  // Every warp that does not record branches to `skip`, on conditions the same for all of its
+  // lanes (recording off, not its unit's first warp, a unit not selected), so the ones left
+  // run whole: %pt_w2 = lane, %pt_w3 = unit.
+  void recordingWarpsOnly(Out &o, const std::string &skip) const {
     o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
       << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
       << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
@@ -367,6 +364,16 @@ class Emitter {
       selectedUnit(o);
       o << "\t@!%pt_q1 bra \t" << skip << ";\n";
     }
+  }
+
+  // A record per unit (buffer_type="global", or where CTA sums are not possible), every warp
+  // leaving through the one plain return: the unit's first warp passes its leader's sums to
+  // all of its lanes, and lane j stores 8-byte chunk j, so the record leaves in one coalesced
+  // store (four 16-byte stores by the leader alone cost softmax 12% on an H100, at the end of
+  // the kernel where they delay it). Warps that store nothing branch away on conditions that
+  // are the same for all of their lanes, so the shuffles see the whole warp.
+  void unitEpilogue(Out &o, const std::string &skip) const {
+    recordingWarpsOnly(o, skip);
     unitAddress(o);
     o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w2, 0, %pt_q3;\n";  // its lane 0: the slot header
     for (const char *r : {"%pt_u", "%pt_x"})
@@ -439,16 +446,7 @@ class Emitter {
   // 16-byte stores (the unit's buffer is 16-byte aligned: 48 + 8 * capacity bytes per unit).
   void sharedTraceEpilogue(Out &o, const std::string &skip, size_t retIndex) const {
     std::string copy = "$pt_copy" + std::to_string(retIndex);
-    o << "\tsetp.eq.u64 \t%pt_q2, %pt_d0, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
-      << "\tmov.u32 \t%pt_w0, %tid.x;\n\tshr.u32 \t%pt_w1, %pt_w0, 5;\n"
-      << "\tand.b32 \t%pt_w2, %pt_w0, 31;\n"
-      << "\tand.b32 \t%pt_w4, %pt_w1, " << (t_.unitWarps - 1) << ";\n"
-      << "\tsetp.ne.u32 \t%pt_q2, %pt_w4, 0;\n\t@%pt_q2 bra \t" << skip << ";\n"
-      << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
-    if (!c_.selectedUnits.empty()) {
-      selectedUnit(o);
-      o << "\t@!%pt_q1 bra \t" << skip << ";\n";
-    }
+    recordingWarpsOnly(o, skip);
     o << "\tmov.u64 \t%pt_d6, %globaltimer;\n\tmov.u64 \t%pt_d7, %clock64;\n";
     unitAddress(o);
     o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
