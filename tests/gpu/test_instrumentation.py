@@ -2,6 +2,7 @@
 the implicit scope of unedited kernels, exact counts, per-warp timelines, options, and
 outputs bit-identical with and without instrumentation."""
 
+import contextlib
 import json
 
 import proton
@@ -289,3 +290,36 @@ def test_a_kernel_tracing_session_beside_an_instrumentation_session_keeps_its_ow
     assert plain["metrics"]["count"] == inst["metrics"]["count"] == 3
     assert "cycles" not in plain["metrics"] and plain["children"] == [], plain
     assert inst["metrics"]["cycles"] > 0
+
+
+def test_every_launch_of_threads_that_never_touched_cuda_is_recorded():
+    # Triton asks for a launch's buffer before its launcher makes a CUDA context current, so
+    # the first launch of a thread that had not used CUDA found none and ran unrecorded,
+    # silently (4 threads started inside a session lost one launch each).
+    import threading
+
+    out = torch.empty(4, device="cuda")
+    proton.start("threads", backend="instrumentation")
+    chain_kernel[(4,)](out, N=8, num_warps=4)  # compiled for the session on this thread
+    torch.cuda.synchronize()
+    streams = [None, None, torch.cuda.Stream(), torch.cuda.Stream()]
+    outs = [torch.empty(4, device="cuda") for _ in streams]
+
+    def work(stream, out):  # launches only: nothing else here touches CUDA first
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            for _ in range(5):
+                chain_kernel[(4,)](out, N=8, num_warps=4)
+
+    threads = [threading.Thread(target=work, args=(s, o)) for s, o in zip(streams, outs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    proton.finalize()
+    root = load_hatchet("threads.hatchet")[0]
+    kernel = find(root, "chain_kernel")
+    launches = 1 + len(streams) * 5
+    assert kernel["metrics"]["count"] == launches, dump(root)
+    # 4 CTAs x 4 warps per launch, every launch recorded.
+    assert find(kernel, "chain")["metrics"]["count"] == launches * 16, dump(root)

@@ -115,6 +115,8 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memsetD8, "cuMemsetD8_v2", &missing);
   resolve(handle, api->memcpyDtoH, "cuMemcpyDtoH_v2", &missing);
   resolve(handle, api->streamIsCapturing, "cuStreamIsCapturing", &missing);
+  resolve(handle, api->streamGetCtx, "cuStreamGetCtx", &missing);
+  resolve(handle, api->devicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", &missing);
   resolve(handle, api->memcpyHtoD, "cuMemcpyHtoD_v2", &missing);
   resolve(handle, api->funcGetModule, "cuFuncGetModule", &missing);
   resolve(handle, api->moduleGetGlobal, "cuModuleGetGlobal_v2", &missing);

@@ -81,6 +81,9 @@ struct CudaDriverApi {
   decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
   decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
+  // A launch's context on a thread that has none current yet (intra_kernel_buffers.cc).
+  decltype(&::cuStreamGetCtx) streamGetCtx = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain = nullptr;
   decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
   decltype(&::cuFuncGetModule) funcGetModule = nullptr;
   decltype(&::cuModuleGetGlobal_v2) moduleGetGlobal = nullptr;

@@ -42,6 +42,27 @@ thread_local Pending tlsPending;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
+// Makes `context` current while it lives, unless it already is.
+class ContextScope {
+ public:
+  ContextScope(const CudaDriverApi &driver, CUcontext context, bool current)
+      : driver_(driver),
+        pushed_(!current && driver.ctxPushCurrent(context) == CUDA_SUCCESS),
+        ok_(current || pushed_) {}
+  ~ContextScope() {
+    CUcontext popped = nullptr;
+    if (pushed_) driver_.ctxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  const CudaDriverApi &driver_;
+  bool pushed_;
+  bool ok_;
+};
+
 }  // namespace
 
 IntraKernelBuffers &IntraKernelBuffers::global() {
@@ -75,6 +96,22 @@ void IntraKernelBuffers::setLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
   traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * traceCapacity;
   if (ringBytes) ringBytes_ = ringBytes;
   if (maxTraceEvents) decoder_.setMaxTraceEvents(maxTraceEvents);
+}
+
+CUcontext IntraKernelBuffers::launchContext(const CudaDriverApi &driver, uint64_t stream) {
+  // CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) are handles, not streams: they run in
+  // whatever context is current at the launch.
+  CUcontext context = nullptr;
+  if (stream > 2 &&
+      driver.streamGetCtx(reinterpret_cast<CUstream>(stream), &context) == CUDA_SUCCESS && context)
+    return context;
+  if (!primary_) {
+    CUdevice device = 0;
+    if (driver.deviceGet(&device, 0) != CUDA_SUCCESS ||
+        driver.devicePrimaryCtxRetain(&primary_, device) != CUDA_SUCCESS)
+      primary_ = nullptr;
+  }
+  return primary_;
 }
 
 IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &driver,
@@ -113,8 +150,8 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     stat("instrumentation_graph_launches_unrecorded").add();
     return Alloc::kOff;
   }
-  CUcontext context = nullptr;
-  if (driver.ctxGetCurrent(&context) != CUDA_SUCCESS || !context) return Alloc::kOff;
+  CUcontext current = nullptr;
+  if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
   std::lock_guard lock(mu_);
   if (users_ == 0) return Alloc::kOff;
   if (trace && decoder_.traceFull()) {
@@ -123,10 +160,15 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     stat("instrumentation_launches_past_trace_cap").add();
     return Alloc::kOff;
   }
-  Ring *ring = ringFor(driver, context);
-  // Load (and, the first time on this machine, JIT-compile) the reduction now, at the first
-  // instrumented launch, rather than inside a drain in the middle of the user's loop.
-  if (ring && !trace) loadReduce(driver, *ring);
+  CUcontext context = current ? current : launchContext(driver, stream);
+  Ring *ring = nullptr;
+  if (context) {
+    ContextScope scope(driver, context, context == current);
+    if (scope.ok()) ring = ringFor(driver, context);
+    // Load (and, the first time on this machine, JIT-compile) the reduction now, at the
+    // first instrumented launch, rather than inside a drain in the middle of the user's loop.
+    if (ring && !trace) loadReduce(driver, *ring);
+  }
   // A tree slot starts with a 16-byte header that Triton's size does not include.
   size_t raw = trace ? bytes : bytes + instrumentation::kTreeHeaderBytes;
   size_t need = (raw + kAlign - 1) / kAlign * kAlign;

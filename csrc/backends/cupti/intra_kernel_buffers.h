@@ -54,7 +54,10 @@ class IntraKernelBuffers {
   void setLimits(uint64_t ringBytes, uint64_t maxTraceEvents, uint32_t traceCapacity);
 
   enum class Alloc { kOk, kFull, kOff };
-  // A slot of at least `bytes` for the next launch on this thread, in the current context.
+  // A slot of at least `bytes` for the next launch on this thread, in the context the launch
+  // will run in: the current one, or, on a thread that has none yet, the stream's (device
+  // 0's primary context for the default streams), which Triton's launcher makes current after
+  // its allocator ran.
   Alloc allocate(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
                  uint64_t *devicePtr);
   // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any.
@@ -95,6 +98,8 @@ class IntraKernelBuffers {
   };
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
+  // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
+  CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
   void fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data);
   // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
   // read back are counted as unrecorded launches).
@@ -106,6 +111,7 @@ class IntraKernelBuffers {
   uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
+  CUcontext primary_ = nullptr;  // device 0's primary context, retained once when needed
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   instrumentation::ScopeTables tables_;
   instrumentation::IntraDecoder decoder_{tables_};

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "backends/cupti/cupti_loader.h"
 #include "core/session.h"
+#include "core/stats.h"
 #include "core/string_table.h"
 
 namespace proton::cupti {
@@ -50,6 +53,140 @@ TEST(IntraKernelTargets, KernelTracingSessionsBesideAnInstrumentationSessionGetN
   instrumentation::IntraTarget out[2];
   ASSERT_EQ(kernelTargets(entries, 2, "sv", StringId{}, out), 1u);
   EXPECT_EQ(out[0].session, &instrumenting);
+}
+
+// A driver with no GPU: contexts are tags, one context stack, allocations remember the
+// context that was current when they were made.
+namespace fake {
+CUcontext current = nullptr;
+std::vector<CUcontext> stack;
+CUcontext allocatedIn = nullptr;
+bool streamsHaveContexts = true;
+bool primaryAvailable = true;
+const auto kPrimary = reinterpret_cast<CUcontext>(0x1000);
+const auto kStreamContext = reinterpret_cast<CUcontext>(0x2000);
+const auto kOther = reinterpret_cast<CUcontext>(0x3000);
+
+CUresult isCapturing(CUstream, CUstreamCaptureStatus *status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult getCurrent(CUcontext *context) {
+  *context = current;
+  return CUDA_SUCCESS;
+}
+CUresult push(CUcontext context) {
+  stack.push_back(current);
+  current = context;
+  return CUDA_SUCCESS;
+}
+CUresult pop(CUcontext *context) {
+  *context = current;
+  current = stack.back();
+  stack.pop_back();
+  return CUDA_SUCCESS;
+}
+CUresult streamContext(CUstream, CUcontext *context) {
+  *context = streamsHaveContexts ? kStreamContext : nullptr;
+  return streamsHaveContexts ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult deviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult retainPrimary(CUcontext *context, CUdevice) {
+  *context = primaryAvailable ? kPrimary : nullptr;
+  return primaryAvailable ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+CUresult contextDevice(CUdevice *device) {
+  *device = 0;
+  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult attribute(int *value, CUdevice_attribute, CUdevice) {
+  *value = 1980000;
+  return CUDA_SUCCESS;
+}
+CUresult memAlloc(CUdeviceptr *ptr, size_t) {
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  allocatedIn = current;
+  *ptr = 0x100000;
+  return CUDA_SUCCESS;
+}
+CUresult memset(CUdeviceptr, unsigned char, size_t) {
+  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CudaDriverApi driver() {
+  CudaDriverApi d;
+  d.streamIsCapturing = isCapturing;
+  d.ctxGetCurrent = getCurrent;
+  d.ctxPushCurrent = push;
+  d.ctxPopCurrent = pop;
+  d.streamGetCtx = streamContext;
+  d.deviceGet = deviceGet;
+  d.devicePrimaryCtxRetain = retainPrimary;
+  d.ctxGetDevice = contextDevice;
+  d.deviceGetAttribute = attribute;
+  d.memAlloc = memAlloc;
+  d.memsetD8 = memset;
+  return d;
+}
+
+void reset(CUcontext now) {
+  current = now;
+  stack.clear();
+  allocatedIn = nullptr;
+  streamsHaveContexts = primaryAvailable = true;
+}
+}  // namespace fake
+
+// Triton asks for a launch's buffer before its launcher makes a context current, so a
+// thread's first launch finds none (a thread that launched nothing before). Its buffer comes
+// from the context the launch runs in, and the thread's context is left as it was. (Before,
+// such launches ran unrecorded, silently: 4 threads started in a session lost one launch each.)
+TEST(IntraKernelBuffersAllocate, AThreadWithNoContextGetsABufferInItsLaunchsContext) {
+  CudaDriverApi driver = fake::driver();
+  const auto stream = uint64_t{0x7777};
+  for (uint64_t s : {uint64_t{0}, stream}) {
+    fake::reset(nullptr);
+    IntraKernelBuffers buffers;
+    buffers.addUser();
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, 4096, /*trace=*/true, s, &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    EXPECT_EQ(ptr, 0x100000u);
+    // The default stream: device 0's primary context, which Triton's launcher makes current.
+    EXPECT_EQ(fake::allocatedIn, s == stream ? fake::kStreamContext : fake::kPrimary);
+    EXPECT_EQ(fake::current, nullptr);
+    EXPECT_TRUE(fake::stack.empty());
+  }
+}
+
+TEST(IntraKernelBuffersAllocate, TheCurrentContextIsUsedAsItIs) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  buffers.addUser();
+  uint64_t ptr = 0;
+  ASSERT_EQ(buffers.allocate(driver, 4096, true, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(fake::allocatedIn, fake::kOther);
+  EXPECT_EQ(fake::current, fake::kOther);
+}
+
+// No context to be found: the launch runs without recording, and that is counted.
+TEST(IntraKernelBuffersAllocate, ALaunchWithNoContextToRecordInIsCounted) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(nullptr);
+  fake::streamsHaveContexts = fake::primaryAvailable = false;
+  IntraKernelBuffers buffers;
+  buffers.addUser();
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  uint64_t before = unrecorded.value();
+  uint64_t ptr = 1;
+  EXPECT_EQ(buffers.allocate(driver, 4096, true, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOff);
+  EXPECT_EQ(ptr, 0u);
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  EXPECT_EQ(fake::allocatedIn, nullptr);
 }
 
 }  // namespace
