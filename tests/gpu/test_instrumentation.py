@@ -58,6 +58,17 @@ def unmatched_kernel(out):
     tl.store(out, 1.0)
 
 
+@triton.jit
+def half_entered_kernel(out):
+    # Even CTAs enter the scope; every CTA leaves it.
+    pid = tl.program_id(0)
+    if pid % 2 == 0:
+        pl.enter_scope("half")
+    v = tl.load(out + pid)
+    pl.exit_scope("half")
+    tl.store(out + pid, v + 1.0)
+
+
 K = 512
 
 
@@ -323,3 +334,21 @@ def test_every_launch_of_threads_that_never_touched_cuda_is_recorded():
     assert kernel["metrics"]["count"] == launches, dump(root)
     # 4 CTAs x 4 warps per launch, every launch recorded.
     assert find(kernel, "chain")["metrics"]["count"] == launches * 16, dump(root)
+
+
+def test_a_scope_left_where_it_was_not_entered_keeps_only_the_warps_that_entered_it():
+    # The odd CTAs' warps leave "half" without entering it: they are counted as unmatched and
+    # their sums left out. (Before, each such exit added a clock reading less an enter that
+    # never happened: 45 billion cycles over 64 warps, and a count of 64.)
+    out = torch.zeros(16, device="cuda")
+    profile(
+        "half", lambda: (half_entered_kernel[(16,)](out, num_warps=4), torch.cuda.synchronize())
+    )
+    root = load_hatchet("half.hatchet")[0]
+    kernel = find(root, "half_entered_kernel")
+    half = find(kernel, "half")
+    assert half["metrics"]["count"] == 8 * 4, dump(root)
+    assert 0 < half["metrics"]["cycles"] < kernel["metrics"]["cycles"], dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats["instrumentation_unmatched_scopes[half_entered_kernel]"] == 8 * 4
+    assert torch.equal(out, torch.ones(16, device="cuda"))

@@ -237,9 +237,14 @@ class Emitter {
         << "\tst.global.u32 \t[%pt_d1+40], %pt_w6;\n"
         << "\tst.global.u32 \t[%pt_d1+44], %pt_sh;\n";
     } else {
-      // Enters and exits that did not pair up: |enters - exits| per scope.
+      // Enters and exits that did not pair up: |enters - exits| per scope, and the unit's
+      // sums of that scope are dropped (an exit with no enter before it adds a clock reading
+      // less an enter that never happened): the scope is not in the profile for this unit.
       for (size_t i = 0; i < t_.paths.size(); ++i)
         o << "\tsub.s32 \t%pt_w6, %pt_e" << i << ", %pt_c" << i << ";\n"
+          << "\tsetp.ne.s32 \t%pt_q2, %pt_w6, 0;\n"
+          << "\t@%pt_q2 mov.u64 \t%pt_a" << i << ", 0;\n"
+          << "\t@%pt_q2 mov.u32 \t%pt_c" << i << ", 0;\n"
           << "\tabs.s32 \t%pt_w6, %pt_w6;\n"
           << "\tadd.u32 \t%pt_u, %pt_u, %pt_w6;\n";
       if (ctaSums()) {

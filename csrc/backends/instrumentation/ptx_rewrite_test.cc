@@ -101,6 +101,32 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
 
 constexpr uint32_t kH100MaxShared = 232448;  // 227 KB per CTA
 
+// A scope whose enters and exits did not pair up in a unit (an enter under an `if`, its exit
+// after it) leaves that unit's sums of the scope out of its record, in every tree layout:
+// an exit with no enter before it added a clock reading less an enter that never happened
+// (on the GPU, 45 billion cycles for 64 warps). Only |enters - exits| is counted.
+TEST(PtxRewrite, ScopesThatDidNotPairUpInAUnitAreLeftOutOfItsSums) {
+  for (const char *mode : {"proton:tree:1:256:*:", "proton:tree:1:256:*:cta_sums"}) {
+    RewriteResult r =
+        rewrite(golden("instrumentation_matmul_markers.ptx"), mode, 0, kH100MaxShared);
+    std::string epilogue = r.ptx.substr(r.ptx.find("// proton: instrumentation epilogue"));
+    for (int i = 0; i < 3; ++i) {
+      std::string id = std::to_string(i);
+      std::string check = "\tsub.s32 \t%pt_w6, %pt_e" + id + ", %pt_c" + id +
+                          ";\n\tsetp.ne.s32 \t%pt_q2, %pt_w6, 0;\n\t@%pt_q2 mov.u64 \t%pt_a" + id +
+                          ", 0;\n\t@%pt_q2 mov.u32 \t%pt_c" + id + ", 0;\n";
+      size_t dropped = epilogue.find(check);
+      ASSERT_NE(dropped, std::string::npos) << mode << " scope " << i;
+      // ... after the scope's last sum (the kernel scope's exit is in the epilogue), before
+      // the unit's sums of the scope leave for its record.
+      size_t lastSum = epilogue.rfind("add.u64 \t%pt_a" + id + ", %pt_a" + id);
+      EXPECT_TRUE(lastSum == std::string::npos || lastSum < dropped) << mode << " scope " << i;
+      EXPECT_NE(epilogue.find("%pt_a" + id, dropped + check.size()), std::string::npos)
+          << mode << " scope " << i;
+    }
+  }
+}
+
 TEST(PtxRewrite, CtaSumsGoThroughSharedMemorySlotsAndLeaveInOneCoalescedStore) {
   // The matmul (8 warps, 3 scopes) with 64 KB of Triton's own shared memory.
   RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"),
