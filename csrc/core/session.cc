@@ -7,7 +7,10 @@
 namespace proton {
 
 Session::Session(SessionId id, SessionOptions options)
-    : id_(id), options_(std::move(options)), startTimeUnixNs_(wallClockNs()) {
+    : id_(id),
+      options_(std::move(options)),
+      startTimeUnixNs_(wallClockNs()),
+      statsAtStart_(Stats::global().snapshot()) {
   phases_.push_back(std::make_unique<PhaseData>(PhaseId{0}));
 }
 

@@ -20,6 +20,7 @@
 
 #include "core/options.h"
 #include "core/profile_data.h"
+#include "core/stats.h"
 
 namespace proton {
 
@@ -30,6 +31,8 @@ class Session {
   SessionId id() const { return id_; }
   const SessionOptions &options() const { return options_; }
   uint64_t startTimeUnixNs() const { return startTimeUnixNs_; }
+  // The stats table when the session started: its profile counts the losses since then.
+  const Stats::Snapshot &statsAtStart() const { return statsAtStart_; }
 
   bool active() const { return active_.load(std::memory_order_relaxed); }
   void setActive(bool on) { active_.store(on, std::memory_order_relaxed); }
@@ -127,6 +130,7 @@ class Session {
   const SessionId id_;
   const SessionOptions options_;
   const uint64_t startTimeUnixNs_;
+  const Stats::Snapshot statsAtStart_;
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> currentPhase_{0};
   std::atomic<uint64_t> epoch_{1};

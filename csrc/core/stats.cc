@@ -16,11 +16,20 @@ Counter &Stats::counter(const std::string &name) {
   return counters_.back().second;
 }
 
-std::vector<std::pair<std::string, uint64_t>> Stats::snapshot() const {
+Stats::Snapshot Stats::snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<std::pair<std::string, uint64_t>> out;
   out.reserve(counters_.size());
   for (const auto &[n, c] : counters_) out.emplace_back(n, c.value());
+  return out;
+}
+
+Stats::Snapshot Stats::since(const Snapshot &start) const {
+  Snapshot out = snapshot();
+  // Both are in registration order, and counters are never unregistered: `start` is a prefix.
+  for (size_t i = 0; i < out.size() && i < start.size(); ++i)
+    if (out[i].first == start[i].first)
+      out[i].second -= out[i].second >= start[i].second ? start[i].second : 0;  // reset: as is
   return out;
 }
 

@@ -41,8 +41,12 @@ class Stats {
   // Returns the counter with this name, creating it at zero. The reference stays valid.
   Counter &counter(const std::string &name);
 
+  using Snapshot = std::vector<std::pair<std::string, uint64_t>>;
   // Name and value of every registered counter, in registration order.
-  std::vector<std::pair<std::string, uint64_t>> snapshot() const;
+  Snapshot snapshot() const;
+  // The same, less what each counter held in `start` (a session's own losses: a profile
+  // counts what happened since its session started, not earlier sessions' losses).
+  Snapshot since(const Snapshot &start) const;
 
   void resetAll();
 

@@ -51,6 +51,22 @@ TEST(StatsTest, ResetAllZeroesButKeepsNames) {
   EXPECT_EQ(stats.snapshot(), (Snapshot{{"a", 0}, {"b", 0}}));
 }
 
+// A session's profile counts its own losses: what each counter gained since the session
+// started, counters registered later in full.
+TEST(StatsTest, SinceSubtractsWhatEachCounterHeldAtTheStart) {
+  Stats stats;
+  stats.counter("early").add(5);
+  stats.counter("quiet").add(2);
+  Snapshot start = stats.snapshot();
+  stats.counter("early").add(3);
+  stats.counter("late").add(4);
+  EXPECT_EQ(stats.since(start), (Snapshot{{"early", 3}, {"quiet", 0}, {"late", 4}}));
+  // A counter reset since (a forked child) reads as it is.
+  stats.resetAll();
+  stats.counter("early").add(1);
+  EXPECT_EQ(stats.since(start), (Snapshot{{"early", 1}, {"quiet", 0}, {"late", 0}}));
+}
+
 TEST(StatsTest, ConcurrentAddsAreExact) {
   Stats stats;
   Counter &c = stats.counter("hits");

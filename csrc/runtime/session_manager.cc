@@ -339,7 +339,7 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
   }
-  m.stats = Stats::global().snapshot();
+  m.stats = Stats::global().since(s.statsAtStart());
   s.metricAggregations(m.exclusiveMetrics, m.propertyMetrics);
   return m;
 }

@@ -412,6 +412,22 @@ TEST(SessionManagerTest, RankFromTheEnvironmentNamesTheFileAndTheMetadata) {
   EXPECT_FALSE(fileExists(o.path + ".hatchet"));
 }
 
+// A profile's stats table counts what was lost while its session ran, not earlier sessions'
+// losses (a second session's profile showed the first one's unmatched scopes).
+TEST(SessionManagerTest, AProfileCountsTheLossesOfItsOwnSessionOnly) {
+  Counter &lost = Stats::global().counter("test_losses_per_session");
+  lost.add(7);
+  SessionOptions o;
+  o.path = tempPath("own_losses");
+  Result<StartResult> r = mgr().start(o);
+  ASSERT_TRUE(r.isOk());
+  lost.add(2);
+  std::vector<std::string> written;
+  ASSERT_TRUE(mgr().finalize(r.value().id, "", &written).isOk());
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_NE(readFile(written[0]).find("\"test_losses_per_session\":2"), std::string::npos);
+}
+
 // Runs child() in a forked process; its return value is the exit code. A child that
 // deadlocks dies of SIGALRM after 10 s instead of hanging the test.
 int inForkedChild(const std::function<int()> &child) {

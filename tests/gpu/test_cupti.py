@@ -10,7 +10,6 @@ import threading
 import proton
 import pytest
 from gpu_tree import dump, kernels_under, only_kernel, total_count
-from proton import _C
 from proton_test_utils import find, load_hatchet, run_python
 
 torch = pytest.importorskip("torch")
@@ -178,11 +177,6 @@ def test_graph_captured_before_start_is_still_counted(x):
         y.add_(1)
         y.mul_(2)
     torch.cuda.synchronize()
-    before = (
-        dict(_C.stats())["graph_kernels_without_capture_context"]
-        if any(k == "graph_kernels_without_capture_context" for k, _ in _C.stats())
-        else 0
-    )
     proton.start("precaptured", backend="cupti")
     with proton.scope("replay"):
         for _ in range(10):
@@ -191,7 +185,8 @@ def test_graph_captured_before_start_is_still_counted(x):
     root = load_hatchet("precaptured.hatchet")[0]
     assert total_count(find(root, "replay")) == 20
     stats = dict(root["proton_metadata"]["stats"])
-    assert stats["graph_kernels_without_capture_context"] - before == 20
+    # The profile counts its own session's losses.
+    assert stats["graph_kernels_without_capture_context"] == 20
 
 
 def test_trace_kernels_on_stream_lanes_with_flows(x):
