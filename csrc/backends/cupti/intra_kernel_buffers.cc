@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "backends/cupti/cupti_graphs.h"
@@ -37,6 +38,7 @@ struct Pending {
   size_t offset = 0;
   size_t bytes = 0;
   bool trace = false;
+  size_t tooLarge = 0;  // not valid: the launch's buffer would exceed the ring (bytes)
 };
 thread_local Pending tlsPending;
 
@@ -143,7 +145,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
                                                        bool trace, uint64_t stream,
                                                        uint64_t *devicePtr) {
   *devicePtr = 0;
-  tlsPending.valid = false;
+  tlsPending = Pending{};
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE) {
@@ -174,6 +176,10 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   size_t need = (raw + kAlign - 1) / kAlign * kAlign;
   if (!ring || need > ring->capacity) {
     stat("instrumentation_launches_unrecorded").add();
+    if (ring) {  // said with the kernel's name at its launch
+      tlsPending.tooLarge = need;
+      tlsPending.trace = trace;
+    }
     return Alloc::kOff;
   }
   if (ring->used + need > ring->capacity || ring->slots.size() >= kMaxSlots) return Alloc::kFull;
@@ -185,7 +191,11 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
                                     const char *symbol, StringId launchName) {
-  if (!tlsPending.valid) return;
+  if (!tlsPending.valid) {
+    if (tlsPending.tooLarge)
+      warnTooLarge(symbol, std::exchange(tlsPending.tooLarge, 0), tlsPending.trace);
+    return;
+  }
   Pending p = tlsPending;
   tlsPending.valid = false;
   SlotRecord slot;
@@ -200,6 +210,22 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   if (p.ring >= rings_.size()) return;
   rings_[p.ring].slots.push_back(slot);
   byCorrelation_[correlation] = {p.ring, rings_[p.ring].slots.size() - 1};
+}
+
+void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, bool trace) {
+  std::string name = symbol ? readableKernelName(symbol) : std::string("?");
+  size_t ringMb = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!tooLargeWarned_.insert(name).second) return;
+    ringMb = static_cast<size_t>(ringBytes_ >> 20);
+  }
+  std::fprintf(stderr,
+               "[PROTON] kernel %s: a launch needs %zu MB of intra-kernel buffer, more than the "
+               "%zu MB Proton keeps per device; such launches run without recording (stat "
+               "instrumentation_launches_unrecorded)%s.\n",
+               name.c_str(), bytes >> 20, ringMb,
+               trace ? "; a smaller buffer_size or data='tree' records them" : "");
 }
 
 void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {

@@ -22,7 +22,9 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/instrumentation/intra_decoder.h"
@@ -105,13 +107,17 @@ class IntraKernelBuffers {
   // read back are counted as unrecorded launches).
   void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
+  // Once per kernel: its launches' buffers do not fit the ring.
+  void warnTooLarge(const char *symbol, size_t bytes, bool trace);
 
   mutable std::mutex mu_;
   int users_ = 0;
   uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
-  CUcontext primary_ = nullptr;  // device 0's primary context, retained once when needed
+  CUcontext primary_ = nullptr;
+  std::unordered_set<std::string>
+      tooLargeWarned_;  // device 0's primary context, retained once when needed
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   instrumentation::ScopeTables tables_;
   instrumentation::IntraDecoder decoder_{tables_};

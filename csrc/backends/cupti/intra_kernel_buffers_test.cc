@@ -189,5 +189,31 @@ TEST(IntraKernelBuffersAllocate, ALaunchWithNoContextToRecordInIsCounted) {
   EXPECT_EQ(fake::allocatedIn, nullptr);
 }
 
+// A launch whose buffer exceeds the ring runs unrecorded: counted, and said once per kernel,
+// with its name, at its launch (before, only the stat told, with no kernel named).
+TEST(IntraKernelBuffersAllocate, ALaunchTooLargeForTheRingIsNamedOnce) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  uint64_t before = unrecorded.value();
+  std::string said;
+  for (int launch = 0; launch < 2; ++launch) {
+    uint64_t ptr = 1;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(buffers.allocate(driver, uint64_t{4} << 20, true, 0x7777, &ptr),
+              IntraKernelBuffers::Alloc::kOff);
+    buffers.bindLaunch(100 + launch, nullptr, 0, "_Z3bigPf", StringId{});
+    said += testing::internal::GetCapturedStderr();
+    EXPECT_EQ(ptr, 0u);
+  }
+  EXPECT_EQ(unrecorded.value(), before + 2);
+  EXPECT_NE(said.find("kernel big(float*): a launch needs 4 MB"), std::string::npos) << said;
+  EXPECT_NE(said.find("than the 1 MB"), std::string::npos) << said;
+  EXPECT_EQ(said.find("[PROTON]"), said.rfind("[PROTON]")) << said;  // once
+}
+
 }  // namespace
 }  // namespace proton::cupti
