@@ -352,3 +352,39 @@ def test_a_scope_left_where_it_was_not_entered_keeps_only_the_warps_that_entered
     stats = dict(root["proton_metadata"]["stats"])
     assert stats["instrumentation_unmatched_scopes[half_entered_kernel]"] == 8 * 4
     assert torch.equal(out, torch.ones(16, device="cuda"))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_instrumented_launches_on_two_gpus_stay_on_their_own_device():
+    # Each device has its own ring: the scopes go under each launch's own kernel frame, with
+    # its device, and a timeline places each launch's warps on its own GPU.
+    outs = [torch.empty(4, device=f"cuda:{d}") for d in range(2)]
+
+    def launches():
+        for d in range(2):
+            with torch.cuda.device(d), proton.scope(f"gpu{d}"):
+                for _ in range(2 + d):
+                    chain_kernel[(4,)](outs[d], N=8, num_warps=4)
+            torch.cuda.synchronize(d)
+
+    profile("two_tree", launches)
+    root = load_hatchet("two_tree.hatchet")[0]
+    for d in range(2):
+        kernel = find(find(root, f"gpu{d}"), "chain_kernel")
+        assert kernel["metrics"]["count"] == 2 + d, dump(root)
+        assert kernel["metrics"]["device_id"] == str(d), dump(root)
+        assert find(kernel, "chain")["metrics"]["count"] == (2 + d) * 16, dump(root)
+    profile("two_trace", launches, data="trace")
+    events = json.load(open("two_trace.chrome_trace"))["traceEvents"]
+    for d in range(2):
+        pid = d + 1  # GPU d
+        kernels = [e for e in events if e.get("cat") == "kernel" and e["pid"] == pid]
+        warps = [e for e in events if e.get("cat") == "warp" and e["pid"] == pid]
+        assert len(kernels) == 2 + d
+        assert sum(w["name"] == "chain_kernel" for w in warps) == (2 + d) * 16
+        assert sum(w["name"] == "chain" for w in warps) == (2 + d) * 16
+        for w in warps:  # inside one of this GPU's kernel slices (1 us for clock granularity)
+            assert any(
+                k["ts"] - 1.0 <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] + 1.0
+                for k in kernels
+            )

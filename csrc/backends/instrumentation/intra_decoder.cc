@@ -249,19 +249,37 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     uint32_t written = load<uint32_t>(h), smid = load<uint32_t>(h + 4);
     uint32_t shiftCycles = load<uint32_t>(h + 44);
     uint64_t gt0 = load<uint64_t>(h + 8), c0 = load<uint64_t>(h + 16);
+    uint64_t c1 = load<uint64_t>(h + 32);
     uint32_t kept = std::min(written, table.capacity);
     // A unit that wrote more than its buffer holds lost its first events: an exit whose
     // enter was among them is the overflow's loss, counted there, not an unmatched scope
     // (as many exits without an enter as events were lost; any more are unmatched).
     uint32_t lost = written - kept, excused = 0;
     overwritten += lost;
-    std::vector<Open> stack;
+    // The kernel scope: the unit's start and return, from its header's timer pairs.
+    std::vector<Open> stack{{0, c0}};
+    auto close = [&](uint32_t id, uint64_t clock, uint64_t begin) {
+      uint64_t cycles = clock > begin ? clock - begin : 0;
+      cycles -= std::min<uint64_t>(cycles, shiftCycles);
+      sums[id].cycles += cycles;
+      sums[id].count += 1;
+      if (lastUnitSeen[id] != u) {
+        lastUnitSeen[id] = u;
+        sums[id].warps += 1;
+      }
+      auto toNs = [&](uint64_t c) {
+        double ns = static_cast<double>(gt0) + static_cast<double>(c - c0) / rate;
+        return static_cast<uint64_t>(ns + static_cast<double>(shift));
+      };
+      addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
+               units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
+    };
     for (uint32_t j = written - kept; j < written; ++j) {
       const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
       uint32_t tag = load<uint32_t>(ev), low = load<uint32_t>(ev + 4);
       uint64_t clock = c0 + static_cast<uint32_t>(low - static_cast<uint32_t>(c0));
       uint32_t id = tag >> 1;
-      if (id >= table.paths.size()) {
+      if (id == 0 || id >= table.paths.size()) {
         ++unmatched;
         continue;
       }
@@ -281,22 +299,10 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       crossing += static_cast<uint64_t>(open - stack.rbegin());
       uint64_t begin = open->clock;
       stack.erase(std::next(open).base(), stack.end());
-      uint64_t cycles = clock > begin ? clock - begin : 0;
-      cycles -= std::min<uint64_t>(cycles, shiftCycles);
-      sums[id].cycles += cycles;
-      sums[id].count += 1;
-      if (lastUnitSeen[id] != u) {
-        lastUnitSeen[id] = u;
-        sums[id].warps += 1;
-      }
-      auto toNs = [&](uint64_t c) {
-        double ns = static_cast<double>(gt0) + static_cast<double>(c - c0) / rate;
-        return static_cast<uint64_t>(ns + static_cast<double>(shift));
-      };
-      addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
-               units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
+      close(id, clock, begin);
     }
-    unmatched += stack.size();  // still open when the warp returned
+    unmatched += stack.size() - 1;  // still open when the warp returned
+    close(0, c1, c0);
   }
   noteLosses(table,
              {unmatched + table.staticUnmatched, crossing + table.staticCrossing, overwritten});

@@ -172,7 +172,8 @@ TEST_F(IntraDecoderTest, TreeSlotWithUnknownTableIsCountedNotGuessed) {
   EXPECT_EQ(metric(tree, kernel, "cycles"), nullptr);
 }
 
-// One trace unit: header then events [tag, clock32] in ring order.
+// One trace unit: header then events [tag, clock32] in ring order; the unit started at
+// (gt0 ns, c0 cycles) and returned 2000 cycles and 1000 ns later (its kernel scope).
 void unit(std::vector<uint8_t> &buf, size_t at, uint32_t hash, uint32_t sm, uint64_t gt0,
           uint64_t c0, const std::vector<std::pair<uint32_t, uint32_t>> &events,
           uint32_t capacity) {
@@ -200,11 +201,13 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   tables.add(t);
   IntraDecoder decoder(tables);
   std::vector<uint8_t> buf(2 * t.unitBytes, 0);
-  // Warp 0 on SM 3: kernel [100, 1100), load [200, 600) with wait [300, 500) inside.
+  // Warp 0 on SM 3, its kernel scope [0, 2000) cycles from its header: 6 events into 4
+  // places. Lost: load's enter and wait's enter; kept: wait's and load's exits (their enters
+  // were written over), then a whole wait [500, 700).
   unit(buf, 0, 0xdef, 3, 5000, 1000,
-       {{0, 1100}, {2, 1200}, {4, 1300}, {5, 1500}, {3, 1600}, {1, 2100}}, 4);
-  // Warp 1: its kernel scope only.
-  unit(buf, t.unitBytes, 0xdef, 4, 5000, 1000, {{0, 1000}, {1, 3000}}, 4);
+       {{2, 1100}, {4, 1200}, {5, 1300}, {3, 1400}, {4, 1500}, {5, 1700}}, 4);
+  // Warp 1: its kernel scope only (a trace has no events of its own for it).
+  unit(buf, t.unitBytes, 0xdef, 4, 5000, 1000, {}, 4);
   uint64_t overwritten = counter("instrumentation_events_overwritten");
   uint64_t ofKernel = counter("instrumentation_events_overwritten[mm_kernel]");
   uint64_t unmatched = counter("instrumentation_unmatched_scopes");
@@ -213,9 +216,9 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 2, 70000, 0});
   std::string warning = testing::internal::GetCapturedStderr();
 
-  // Warp 0 wrote 6 events into 4 places: the kernel's and load's enters were overwritten.
-  // Their exits are the overflow's loss, not unmatched scopes; wait, enter and exit both
-  // kept, is still a slice. One warning names the kernel and says what to change.
+  // The exits whose enters were written over are the overflow's loss, not unmatched scopes;
+  // wait, enter and exit both kept, is still a slice. One warning names the kernel and says
+  // what to change.
   EXPECT_EQ(counter("instrumentation_events_overwritten"), overwritten + 2);
   EXPECT_EQ(counter("instrumentation_events_overwritten[mm_kernel]"), ofKernel + 2);
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched);
@@ -227,19 +230,21 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   EXPECT_EQ(warning.find("no matching enter"), std::string::npos) << warning;
   std::vector<TraceEvent> events;
   trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
-  ASSERT_EQ(events.size(), 2u);
+  ASSERT_EQ(events.size(), 3u);  // warp 0's wait and kernel scope, warp 1's kernel scope
   const TraceEvent &wait = events.front();
   EXPECT_EQ(wait.name, S("wait"));
-  EXPECT_EQ(wait.beginNs, 70150u);  // 300 cycles after the warp's start, shifted to 70000
-  EXPECT_EQ(wait.endNs, 70250u);
-  const TraceEvent &w1 = events.back();
-  EXPECT_EQ(w1.lane.kind, Lane::Kind::kWarp);
-  EXPECT_EQ(w1.lane.device, 2u);
-  EXPECT_EQ(Lane::ctaOf(w1.lane.id), 0u);
-  EXPECT_EQ(Lane::warpOf(w1.lane.id), 1u);
-  EXPECT_EQ(w1.name, S("mm_kernel"));
-  EXPECT_EQ(w1.beginNs, 70000u);  // the earliest warp start is the kernel's CUPTI start
-  EXPECT_EQ(w1.endNs, 71000u);    // 2000 cycles at 2 cycles per ns
+  EXPECT_EQ(wait.beginNs, 70250u);  // 500 cycles after the warp's start, shifted to 70000
+  EXPECT_EQ(wait.endNs, 70350u);
+  for (size_t w = 1; w < 3; ++w) {
+    const TraceEvent &k = events[w];
+    EXPECT_EQ(k.name, S("mm_kernel"));
+    EXPECT_EQ(k.lane.kind, Lane::Kind::kWarp);
+    EXPECT_EQ(k.lane.device, 2u);
+    EXPECT_EQ(Lane::ctaOf(k.lane.id), 0u);
+    EXPECT_EQ(Lane::warpOf(k.lane.id), w - 1);
+    EXPECT_EQ(k.beginNs, 70000u);  // the earliest warp start is the kernel's CUPTI start
+    EXPECT_EQ(k.endNs, 71000u);    // 2000 cycles at 2 cycles per ns
+  }
 }
 
 // A wrapped unit excuses as many exits without an enter as events were lost, no more; and a
@@ -255,9 +260,9 @@ TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
   IntraDecoder decoder(tables);
   IntraTarget target{&trace, PhaseId{0}, node};
   std::vector<uint8_t> buf(t.unitBytes, 0);
-  // 5 events into 4 places: the kernel's enter is lost. Kept: load's enter and exit, a second
-  // exit of load (a real mismatch) and the kernel's exit: two exits without an enter, one lost.
-  unit(buf, 0, 0xabc, 0, 5000, 1000, {{0, 1100}, {2, 1200}, {3, 1300}, {3, 1400}, {1, 1500}}, 4);
+  // 5 events into 4 places: wait's enter is lost. Kept: load's enter and exit, a second exit
+  // of load (a real mismatch) and wait's exit: two exits without an enter, one lost.
+  unit(buf, 0, 0xabc, 0, 5000, 1000, {{4, 1100}, {2, 1200}, {3, 1300}, {3, 1400}, {5, 1500}}, 4);
   uint64_t unmatched = counter("instrumentation_unmatched_scopes");
   uint64_t overwritten = counter("instrumentation_events_overwritten");
   testing::internal::CaptureStderr();
@@ -276,9 +281,8 @@ TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
   t.hash = 0xabd;
   tables.add(t);
   std::vector<uint8_t> crossing(t.unitBytes, 0);
-  // kernel enter, load enter, wait enter, load exit (closes wait), kernel exit.
-  unit(crossing, 0, 0xabd, 0, 5000, 1000, {{0, 1100}, {2, 1200}, {4, 1250}, {3, 1300}, {1, 1500}},
-       8);
+  // load enter, wait enter, load exit (closes wait).
+  unit(crossing, 0, 0xabd, 0, 5000, 1000, {{2, 1200}, {4, 1250}, {3, 1300}}, 8);
   testing::internal::CaptureStderr();
   decoder.fileTrace(crossing.data(), crossing.size(), t.unitBytes,
                     IntraLaunch{&target, 1, 0, 0, 0});
@@ -299,7 +303,7 @@ TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   tables.add(t);
   IntraDecoder decoder(tables);
   std::vector<uint8_t> buf(2 * t.unitBytes, 0);
-  unit(buf, 0, 0x77, 1, 9000, 0, {{0, 100}, {2, 200}, {4, 300}, {5, 500}, {3, 600}, {1, 1100}}, 8);
+  unit(buf, 0, 0x77, 1, 9000, 0, {{2, 200}, {4, 300}, {5, 500}, {3, 600}}, 8);
   IntraTarget targets[] = {{&trace, PhaseId{0}, traceKernel}, {&tree, PhaseId{0}, kernel}};
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{targets, 2, 0, 0, 0});
 
@@ -313,7 +317,8 @@ TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "cycles")), 400);
   EXPECT_EQ(std::get<int64_t>(*metric(tree, tree.child(PhaseId{0}, load, S("wait")), "cycles")),
             200);
-  EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 1000);
+  // The kernel scope: the unit's header, start to return.
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 2000);
 }
 
 }  // namespace

@@ -112,26 +112,27 @@ class Emitter {
       o << "\tmov.u32 \t%pt_sh, 0;\n";
     }
     if (c_.trace) {
-      // The unit's start (its timer pair and the kernel's enter event) is read before the
-      // buffer's address arithmetic, which would otherwise sit in front of a clock read that
-      // nothing passes; the stores follow.
+      // The unit's start, its timer pair, is read before the buffer's address arithmetic,
+      // which would otherwise sit in front of a clock read that nothing passes. It is also the
+      // kernel scope's enter (and the pair read at the return its exit): a trace has no
+      // events of its own for the kernel scope, two fewer per unit to store.
       if (sharedTrace()) {
-        // Events go to shared memory; the global buffer's address and the whole unit header
-        // wait for the return, and the start's timer pair waits in registers.
-        o << "\t@%pt_lead mov.u64 \t%pt_g0, %globaltimer;\n"
-          << "\t@%pt_lead mov.u64 \t%pt_k0, %clock64;\n"
-          << "\tmov.u32 \t%pt_w8, %clock;\n"
+        // Events go to shared memory, after the unit header's place there; the global
+        // buffer's address and the header wait for the return, the timer pair in registers.
+        // Every lane reads the pair (only the leader's is stored): no select on the lane.
+        o << "\tmov.u64 \t%pt_g0, %globaltimer;\n"
+          << "\tmov.u64 \t%pt_k0, %clock64;\n"
           << "\tmov.u32 \t%pt_sb, " << smem_ << ";\n"
           << "\tadd.u32 \t%pt_sb, %pt_sb, " << t_.ctaSumsOffset << ";\n"
-          << "\tmad.lo.u32 \t%pt_sb, %pt_w3, " << 8 * t_.capacity << ", %pt_sb;\n";
+          << "\tmad.lo.u32 \t%pt_sb, %pt_w3, " << kTraceUnitHeaderBytes + 8 * t_.capacity
+          << ", %pt_sb;\n"
+          << "\tadd.u32 \t%pt_sb, %pt_sb, " << kTraceUnitHeaderBytes << ";\n";
       } else {
         o << "\t@%pt_lead mov.u64 \t%pt_d6, %globaltimer;\n"
-          << "\t@%pt_lead mov.u64 \t%pt_d7, %clock64;\n"
-          << "\tmov.u32 \t%pt_w8, %clock;\n";
+          << "\t@%pt_lead mov.u64 \t%pt_d7, %clock64;\n";
         unitAddress(o);
         traceHeaderStart(o);
       }
-      event(o, 0, /*readClock=*/false);
       return o.str();
     } else {
       // A tree unit needs its record's address only when it returns: computed there, so the
@@ -222,7 +223,7 @@ class Emitter {
       recordAddress(o, /*ctaRecord=*/true);
       ctaSumsAddress(o);
     }
-    o << exit(0, false);
+    if (!c_.trace) o << exit(0, false);  // a trace's kernel scope ends with the header's pair
     std::string skip = "$pt_skip" + std::to_string(retIndex);
     if (sharedTrace()) {
       sharedTraceEpilogue(o, skip, retIndex);
@@ -444,35 +445,53 @@ class Emitter {
     o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
   }
 
-  // Trace in shared memory: each recording warp (all of its lanes: every warp leaves through
-  // the one plain return) copies its unit's kept events, min(events, capacity) of them, from
-  // shared memory to the same places of its global buffer, lane j taking events j, j + 32, ...
-  // so that each round is one coalesced store; its leader stores the whole unit header in three
-  // 16-byte stores (the unit's buffer is 16-byte aligned: 48 + 8 * capacity bytes per unit).
+  // Trace in shared memory: each recording warp's leader writes the unit header (48 bytes)
+  // into shared memory just before the unit's events, and then all of the warp's lanes (every
+  // warp leaves through the one plain return) copy header and kept events, min(events,
+  // capacity) of them, to the same places of its global buffer in one piece, lane j taking
+  // 8-byte word j, j + 32, ...: most units fit in one coalesced store (a header stored apart,
+  // in three 16-byte stores of one lane, cost a 3.4 us vector add 5% more on an H100, and an
+  // 8.5 us softmax 3%). The rare unit of more than 26 events goes on in a loop.
   void sharedTraceEpilogue(Out &o, const std::string &skip, size_t retIndex) const {
     std::string copy = "$pt_copy" + std::to_string(retIndex);
+    constexpr uint32_t kHeaderWords = kTraceUnitHeaderBytes / 8;
     recordingWarpsOnly(o, skip);
     o << "\tmov.u64 \t%pt_d6, %globaltimer;\n\tmov.u64 \t%pt_d7, %clock64;\n";
     unitAddress(o);
-    o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
-      << "\tmov.u32 \t%pt_w6, %smid;\n\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_g0;\n"
-      << "\t@%pt_lead st.global.v4.u32 \t[%pt_d1], {%pt_n, %pt_w6, %pt_w0, %pt_w1};\n"
+    o << "\tmov.u32 \t%pt_w6, %smid;\n\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_g0;\n"
+      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-48], {%pt_n, %pt_w6, %pt_w0, %pt_w1};\n"
       << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_k0;\n\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d6;\n"
-      << "\t@%pt_lead st.global.v4.u32 \t[%pt_d1+16], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n"
+      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-32], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n"
       << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_d7;\n\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\t@%pt_lead st.global.v4.u32 \t[%pt_d1+32], {%pt_w0, %pt_w1, %pt_w6, %pt_sh};\n";
+      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w0, %pt_w1, %pt_w6, %pt_sh};\n";
     // The leader's count (every lane counts the same markers where the warp runs together).
     o << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_n, 0, 31, -1;\n"
       << "\tmin.u32 \t%pt_w5, %pt_w5, " << t_.capacity << ";\n"
+      << "\tadd.u32 \t%pt_w5, %pt_w5, " << kHeaderWords << ";\n"
       << "\tbar.warp.sync \t-1;\n"  // the leader's shared-memory stores, seen by its lanes
-      << "\tmov.u32 \t%pt_w4, %pt_w2;\n"
+      << "\tsub.u32 \t%pt_sb, %pt_sb, " << kTraceUnitHeaderBytes << ";\n"
+      << "\tmov.u32 \t%pt_w4, %pt_w2;\n";
+    copyWord(o, "%pt_q2");
+    o << "\tsetp.le.u32 \t%pt_q2, %pt_w5, 32;\n\t@%pt_q2 bra.uni \t" << skip << ";\n"
+      << "\tadd.u32 \t%pt_w4, %pt_w4, 32;\n"
       << copy << ":\n"
-      << "\tsetp.ge.u32 \t%pt_q2, %pt_w4, %pt_w5;\n\t@%pt_q2 bra \t" << skip << ";\n"
-      << "\tshl.b32 \t%pt_w6, %pt_w4, 3;\n\tadd.u32 \t%pt_w7, %pt_w6, %pt_sb;\n"
-      << "\tld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];\n"
-      << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n\tadd.u64 \t%pt_d6, %pt_d2, %pt_d6;\n"
-      << "\tst.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};\n"
-      << "\tadd.u32 \t%pt_w4, %pt_w4, 32;\n\tbra \t" << copy << ";\n";
+      << "\tsetp.ge.u32 \t%pt_q2, %pt_w4, %pt_w5;\n\t@%pt_q2 bra \t" << skip << ";\n";
+    copyWord(o, "");
+    o << "\tadd.u32 \t%pt_w4, %pt_w4, 32;\n\tbra \t" << copy << ";\n";
+  }
+
+  // Word %pt_w4 of the unit (header, then events) from shared memory to its global buffer,
+  // where `pred` names a predicate register set to %pt_w4 < %pt_w5 (or always, if empty).
+  void copyWord(Out &o, const std::string &pred) const {
+    std::string p;
+    if (!pred.empty()) {
+      o << "\tsetp.lt.u32 \t" << pred << ", %pt_w4, %pt_w5;\n";
+      p = "@" + pred + " ";
+    }
+    o << "\tshl.b32 \t%pt_w6, %pt_w4, 3;\n\tadd.u32 \t%pt_w7, %pt_w6, %pt_sb;\n"
+      << "\t" << p << "ld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];\n"
+      << "\tcvt.u64.u32 \t%pt_d6, %pt_w6;\n\tadd.u64 \t%pt_d6, %pt_d1, %pt_d6;\n"
+      << "\t" << p << "st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};\n";
   }
 
   void traceHeaderStart(Out &o) const {

@@ -200,7 +200,10 @@ bool useCtaSums(const RewriteConfig &c, const ScopeTable &t, uint32_t threads) {
 // circular buffer in shared memory, and its warp copies them out, coalesced, as it returns;
 // where the buffers do not fit (as for CTA sums), events are stored to global memory as they
 // happen.
-uint64_t traceSharedBytes(const ScopeTable &t) { return uint64_t(t.unitsPerCta) * 8 * t.capacity; }
+// Per unit: its header's place, then its events (ptx_emitter.h, sharedTraceEpilogue).
+uint64_t traceSharedBytes(const ScopeTable &t) {
+  return uint64_t(t.unitsPerCta) * (kTraceUnitHeaderBytes + 8 * t.capacity);
+}
 
 // Whether every way out of the entry is a plain `ret;` (the lines the epilogue goes before).
 // A predicated return or an `exit` would leave its warp's sums out of the CTA's, and the CTA's

@@ -103,6 +103,9 @@ struct RewriteResult {
   ScopeTable table;
 };
 
+// A trace unit: [events written | SM id | globaltimer, clock64 at its start | globaltimer,
+// clock64 at its return | table hash | time_shift cycles] then 8-byte events [tag | clock
+// low 32 bits], tag = scope id << 1 | exit. The start and return pairs are the kernel scope.
 constexpr uint32_t kTraceUnitHeaderBytes = 48;
 constexpr uint32_t kTreeHeaderBytes = 16;
 constexpr uint32_t kTreeUnitHeaderBytes = 16;
@@ -113,8 +116,9 @@ constexpr uint32_t kMaxScopes = 64;
 // layout is compiled again, never decoded with the wrong layout.
 // 3: records may hold a CTA's sums; 4: the same records, a CTA's summed after a barrier (the
 // code changed, not the layout: binaries cached with the atomics of 3 are compiled again);
-// 5: the same, scope ends no longer zero their clock register in the lanes that do not record.
-constexpr uint32_t kLayoutVersion = 5;
+// 5: the same, scope ends no longer zero their clock register in the lanes that do not record;
+// 6: a trace unit's kernel scope is its header's two timer pairs, no longer two events.
+constexpr uint32_t kLayoutVersion = 6;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

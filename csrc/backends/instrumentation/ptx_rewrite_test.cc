@@ -262,40 +262,47 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   const std::string mm = golden("instrumentation_matmul_markers.ptx");
   RewriteResult r = rewrite(mm, "proton:trace:1:256:*:cta_sums", 1000, kH100MaxShared);
   const ScopeTable &t = r.table;
-  // 8 units of 256 events past the kernel's 1000 bytes (16-byte aligned); the global buffer
-  // keeps its layout.
+  // 8 units (a header's place, then 256 events) past the kernel's 1000 bytes (16-byte
+  // aligned); the global buffer keeps its layout.
   EXPECT_EQ(t.ctaSumsOffset, 1008u);
-  EXPECT_EQ(t.sharedBytes, 1008u + 8 * 256 * 8);
+  EXPECT_EQ(t.sharedBytes, 1008u + 8 * (kTraceUnitHeaderBytes + 256 * 8));
   EXPECT_EQ(t.slotBytes, 8 * (kTraceUnitHeaderBytes + 8 * 256));
-  // Four markers and the kernel's enter and exit: six events, each one shared-memory store by
-  // the unit's leader, none to global memory.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};"), 6u);
+  // Four markers: four events, each one shared-memory store by the unit's leader, none to
+  // global memory. The kernel scope has no events: the header's timer pairs are its enter
+  // and exit.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};"), 4u);
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 0u);
-  EXPECT_EQ(count(r.ptx, "mad.lo.u32 \t%pt_sb, %pt_w3, 2048, %pt_sb;"), 1u);
-  // At the one return, the recording warp copies min(events, 256) of them, lane j taking
-  // events j, j + 32, ...: one loop, one load and one store each round, after the leader's
-  // stores are made visible to its lanes; the leader alone writes the header's end.
+  EXPECT_EQ(count(r.ptx, "mad.lo.u32 \t%pt_sb, %pt_w3, 2096, %pt_sb;"), 1u);
+  // At the one return, the leader writes the unit header (its count, SM, both timer pairs,
+  // hash and shift) into shared memory before the events, in three 16-byte stores; then the
+  // warp copies header and min(events, 256) events in one piece, lane j taking 8-byte words
+  // j, j + 32, ...: one predicated load and store for the first 32 words, a loop for the rest.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v4.u32 \t[%pt_sb+-"), 3u);
+  EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64"), 0u);
   EXPECT_EQ(count(r.ptx, "$pt_copy0:"), 1u);
   EXPECT_EQ(count(r.ptx, "bar.warp.sync \t-1;"), 1u);
-  EXPECT_EQ(count(r.ptx, "min.u32 \t%pt_w5, %pt_w5, 256;"), 1u);
-  EXPECT_EQ(count(r.ptx, "ld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];"), 1u);
-  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
-  // The unit header (its count, SM, both timer pairs, hash and shift) in three 16-byte stores,
-  // all at the return: the kernel's start reads its timer pair into registers and computes no
-  // global address.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v4.u32 \t[%pt_d1"), 3u);
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64"), 0u);
+  EXPECT_EQ(count(r.ptx, "min.u32 \t%pt_w5, %pt_w5, 256;\n\tadd.u32 \t%pt_w5, %pt_w5, 6;"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q2 ld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q2 st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
+  EXPECT_EQ(count(r.ptx, "\tld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];"), 1u);
+  EXPECT_EQ(count(r.ptx, "\tst.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.le.u32 \t%pt_q2, %pt_w5, 32;\n\t@%pt_q2 bra.uni \t$pt_skip0;"), 1u);
+  // The kernel's start reads its timer pair into registers (every lane: no select on the
+  // lane) and computes no global address.
+  EXPECT_EQ(count(r.ptx, "\tmov.u64 \t%pt_g0, %globaltimer;\n\tmov.u64 \t%pt_k0, %clock64;"), 1u);
   size_t prologue = r.ptx.find("// proton: instrumentation prologue");
   size_t epilogue = r.ptx.find("// proton: instrumentation epilogue");
   EXPECT_EQ(count(r.ptx.substr(prologue, epilogue - prologue), "%ctaid.z"), 0u);
   EXPECT_EQ(count(r.ptx.substr(epilogue), "%ctaid.z"), 1u);
+  EXPECT_LT(r.ptx.find("st.shared.v4.u32"), r.ptx.find("bar.warp.sync"));
   EXPECT_LT(r.ptx.find("bar.warp.sync"), r.ptx.find("$pt_copy0:"));
   EXPECT_LT(r.ptx.find("$pt_copy0:"), r.ptx.find("$pt_skip0:"));
 
   // Events are stored to global memory as they happen where the buffers would not fit or lower
   // occupancy, where a warp may return with part of its lanes, and with buffer_type="global".
   auto direct = [](const RewriteResult &d) {
-    return d.table.sharedBytes == 0 && count(d.ptx, "@%pt_lead st.global.v2.u32") == 6 &&
+    return d.table.sharedBytes == 0 && count(d.ptx, "@%pt_lead st.global.v2.u32") == 4 &&
            count(d.ptx, "@%pt_lead st.shared") == 0;
   };
   EXPECT_TRUE(direct(rewrite(mm, "proton:trace:1:256:*:", 0, kH100MaxShared)));
@@ -374,8 +381,9 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_EQ(t.capacity, 64u);
   EXPECT_EQ(t.unitBytes, kTraceUnitHeaderBytes + 8 * 64);
   EXPECT_EQ(t.slotBytes, 2 * t.unitBytes);
-  // Four markers and the kernel's enter and exit: six event stores, all by the unit leader.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 6u);
+  // Four markers: four event stores, all by the unit leader; the kernel scope is the header's
+  // two timer pairs.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 4u);
   EXPECT_EQ(count(r.ptx, "setp.eq.or.u32 \t%pt_q1, %pt_w3, 1, %pt_q1;"), 1u);
   EXPECT_EQ(count(r.ptx, "%globaltimer;"), 2u);
   // The unit's start is read before its buffer's address arithmetic (%ctaid), which would
@@ -385,7 +393,7 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   size_t ctaid = r.ptx.find("%ctaid.z", prologue);
   EXPECT_LT(r.ptx.find("%globaltimer;", prologue), ctaid);
   EXPECT_LT(r.ptx.find("%clock64;", prologue), ctaid);
-  EXPECT_LT(r.ptx.find("mov.u32 \t%pt_w8, %clock;", prologue), ctaid);
+  EXPECT_EQ(count(r.ptx.substr(prologue, ctaid - prologue), "%pt_w8"), 0u);  // no event
   EXPECT_EQ(count(r.ptx, "sub.u32 \t%pt_sh, %pt_w5, %pt_w4;"), 1u);
 }
 
