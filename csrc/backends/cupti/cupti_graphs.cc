@@ -75,8 +75,10 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n), graphLaunch, launchNs,
                      threadId, name);
-    // An instrumented launch (its buffer was just handed out on this thread).
-    IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName, name);
+    // An instrumented launch (its buffer was just handed out on this thread). Not Proton's own
+    // launches: a drain launches its reduction holding the buffers' lock.
+    if (!tlsInternalLaunch)
+      IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName, name);
     // A kernel built with proton/instrument.cuh (nothing to do unless instrumenting).
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
       NativeScopes::global().onLaunch(cbid, cb, cb->correlationId, entries, t.count);

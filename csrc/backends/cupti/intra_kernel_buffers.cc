@@ -39,6 +39,7 @@ struct Pending {
   size_t bytes = 0;
   bool trace = false;
   size_t tooLarge = 0;  // not valid: the launch's buffer would exceed the ring (bytes)
+  size_t ringBytes = 0;
 };
 thread_local Pending tlsPending;
 
@@ -178,6 +179,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     stat("instrumentation_launches_unrecorded").add();
     if (ring) {  // said with the kernel's name at its launch
       tlsPending.tooLarge = need;
+      tlsPending.ringBytes = ring->capacity;
       tlsPending.trace = trace;
     }
     return Alloc::kOff;
@@ -193,7 +195,8 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
                                     const char *symbol, StringId launchName) {
   if (!tlsPending.valid) {
     if (tlsPending.tooLarge)
-      warnTooLarge(symbol, std::exchange(tlsPending.tooLarge, 0), tlsPending.trace);
+      warnTooLarge(symbol, std::exchange(tlsPending.tooLarge, 0), tlsPending.ringBytes,
+                   tlsPending.trace);
     return;
   }
   Pending p = tlsPending;
@@ -212,19 +215,19 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   byCorrelation_[correlation] = {p.ring, rings_[p.ring].slots.size() - 1};
 }
 
-void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, bool trace) {
+void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes,
+                                      bool trace) {
   std::string name = symbol ? readableKernelName(symbol) : std::string("?");
-  size_t ringMb = 0;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(warnedMu_);
     if (!tooLargeWarned_.insert(name).second) return;
-    ringMb = static_cast<size_t>(ringBytes_ >> 20);
   }
+  constexpr double kMb = 1024.0 * 1024.0;
   std::fprintf(stderr,
-               "[PROTON] kernel %s: a launch needs %zu MB of intra-kernel buffer, more than the "
-               "%zu MB Proton keeps per device; such launches run without recording (stat "
+               "[PROTON] kernel %s: a launch needs %.1f MB of intra-kernel buffer, more than the "
+               "%.1f MB Proton keeps per device; such launches run without recording (stat "
                "instrumentation_launches_unrecorded)%s.\n",
-               name.c_str(), bytes >> 20, ringMb,
+               name.c_str(), static_cast<double>(bytes) / kMb, static_cast<double>(ringBytes) / kMb,
                trace ? "; a smaller buffer_size or data='tree' records them" : "");
 }
 

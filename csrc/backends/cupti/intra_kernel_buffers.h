@@ -108,16 +108,16 @@ class IntraKernelBuffers {
   void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
   // Once per kernel: its launches' buffers do not fit the ring.
-  void warnTooLarge(const char *symbol, size_t bytes, bool trace);
+  void warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes, bool trace);
 
   mutable std::mutex mu_;
   int users_ = 0;
   uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
-  CUcontext primary_ = nullptr;
-  std::unordered_set<std::string>
-      tooLargeWarned_;  // device 0's primary context, retained once when needed
+  CUcontext primary_ = nullptr;  // device 0's primary context, retained once when needed
+  std::mutex warnedMu_;          // not mu_: bindLaunch may run under it (a drain's launch)
+  std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   instrumentation::ScopeTables tables_;
   instrumentation::IntraDecoder decoder_{tables_};

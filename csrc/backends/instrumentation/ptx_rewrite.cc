@@ -253,12 +253,20 @@ int ctaBarrier(const std::vector<std::string_view> &lines, const EntryInfo &e) {
 
 // The dynamic shared-memory array the module declares before the entry (Triton's
 // `global_smem`), or "" when it declares none.
+// The kernel's dynamic shared-memory symbol, where it is declared 16-byte aligned at least
+// (the CTA sums and trace headers are stored 16 bytes at a time); empty otherwise, and the
+// rewrite declares its own, 16-byte aligned, at the same address.
 std::string sharedSymbol(const std::vector<std::string_view> &lines, size_t entry) {
   for (size_t i = 0; i < entry; ++i) {
     std::string_view t = trim(lines[i]);
     if (!startsWith(t, ".extern .shared ") || t.back() != ';') continue;
     size_t open = t.rfind("[]");
     if (open == std::string_view::npos) continue;
+    size_t align = t.find(".align ");
+    uint32_t bytes = 0;
+    if (align == std::string_view::npos ||
+        !parseU32(t.substr(align + 7, t.find(' ', align + 7) - (align + 7)), bytes) || bytes < 16)
+      continue;
     size_t start = t.find_last_of(" \t", open) + 1;
     return std::string(t.substr(start, open - start));
   }

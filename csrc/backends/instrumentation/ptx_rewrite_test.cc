@@ -320,6 +320,27 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   EXPECT_TRUE(direct(rewrite(maxntid, "proton:trace:1:256:*:cta_sums", 0, kH100MaxShared)));
 }
 
+// CTA sums and trace headers are stored 16 bytes at a time: a kernel whose dynamic shared
+// symbol is declared less aligned gets one of the rewrite's own, 16-byte aligned, at the same
+// address (before, its symbol was used as it was).
+TEST(PtxRewrite, SharedMemoryIsAddressedThroughASymbolAlignedTo16Bytes) {
+  std::string mm = golden("instrumentation_matmul_markers.ptx");
+  for (const char *mode : {"proton:trace:1:256:*:cta_sums", "proton:tree:1:256:*:cta_sums"}) {
+    RewriteResult aligned = rewrite(mm, mode, 1000, kH100MaxShared);
+    EXPECT_GT(count(aligned.ptx, "mov.u32 \t%pt_sb, global_smem;") +
+                  count(aligned.ptx, "mov.u32 \t%pt_w10, global_smem;"),
+              0u)
+        << mode;
+    EXPECT_EQ(count(aligned.ptx, "__proton_smem"), 0u) << mode;
+    std::string loose = mm;
+    loose.replace(loose.find(".extern .shared .align 16"), 25, ".extern .shared .align 8");
+    RewriteResult own = rewrite(loose, mode, 1000, kH100MaxShared);
+    EXPECT_EQ(count(own.ptx, ".extern .shared .align 16 .b8 __proton_smem[];"), 1u) << mode;
+    EXPECT_EQ(count(own.ptx, "%pt_sb, global_smem;") + count(own.ptx, "%pt_w10, global_smem;"), 0u)
+        << mode;
+  }
+}
+
 TEST(PtxRewrite, InlineAssemblyBlocksInsideTheBodyDoNotEndIt) {
   // Triton's multi-line inline assembly opens blocks of its own; a closing brace alone on a
   // line used to end the kernel's body there, and the rewrite failed ("kernel entry without
