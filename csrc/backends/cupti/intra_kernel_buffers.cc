@@ -45,7 +45,8 @@ thread_local Pending tlsPending;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
-// Makes `context` current while it lives, unless it already is.
+// Makes `context` current while it lives, unless it already is (`current`): pushed, and popped
+// on every way out.
 class ContextScope {
  public:
   ContextScope(const CudaDriverApi &driver, CUcontext context, bool current)
@@ -338,7 +339,8 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
   for (Ring &ring : rings_) {
     if (ring.used == 0) continue;
     stat("instrumentation_ring_drains").add();
-    if (driver.ctxPushCurrent(ring.context) != CUDA_SUCCESS) continue;
+    ContextScope scope(driver, ring.context, /*current=*/false);
+    if (!scope.ok()) continue;
     driver.ctxSynchronize();  // every launch that wrote into the ring has finished
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
@@ -358,8 +360,6 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
     // clear is ordered before them (legacy default stream, then the context synchronised).
     driver.memsetD8(ring.base, 0, ring.used);
     driver.ctxSynchronize();
-    CUcontext popped;
-    driver.ctxPopCurrent(&popped);
     ring.slots.clear();
     ring.used = 0;
   }

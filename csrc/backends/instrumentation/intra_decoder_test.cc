@@ -172,6 +172,12 @@ TEST_F(IntraDecoderTest, TreeSlotWithUnknownTableIsCountedNotGuessed) {
   EXPECT_EQ(metric(tree, kernel, "cycles"), nullptr);
 }
 
+SessionOptions traceData() {
+  SessionOptions options;
+  options.data = DataKind::kTrace;
+  return options;
+}
+
 // One trace unit: header then events [tag, clock32] in ring order; the unit started at
 // (gt0 ns, c0 cycles) and returned 2000 cycles and 1000 ns later (its kernel scope).
 void unit(std::vector<uint8_t> &buf, size_t at, uint32_t hash, uint32_t sm, uint64_t gt0,
@@ -192,9 +198,7 @@ void unit(std::vector<uint8_t> &buf, size_t at, uint32_t hash, uint32_t sm, uint
 }
 
 TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
-  SessionOptions options;
-  options.data = DataKind::kTrace;
-  Session trace{SessionId{8}, options};
+  Session trace{SessionId{8}, traceData()};
   NodeId node = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
   ScopeTables tables;
   ScopeTable t = table(0xdef, true);
@@ -250,9 +254,7 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
 // A wrapped unit excuses as many exits without an enter as events were lost, no more; and a
 // kind of loss seen first in a later launch of a kernel gets its own warning.
 TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
-  SessionOptions options;
-  options.data = DataKind::kTrace;
-  Session trace{SessionId{10}, options};
+  Session trace{SessionId{10}, traceData()};
   NodeId node = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
   ScopeTables tables;
   ScopeTable t = table(0xabc, true);
@@ -292,9 +294,7 @@ TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
 }
 
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
-  SessionOptions options;
-  options.data = DataKind::kTrace;
-  Session trace{SessionId{9}, options};
+  Session trace{SessionId{9}, traceData()};
   NodeId traceKernel = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
   ScopeTables tables;
   ScopeTable t = table(0x77, true);
