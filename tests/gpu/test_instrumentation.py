@@ -69,6 +69,21 @@ def half_entered_kernel(out):
     tl.store(out + pid, v + 1.0)
 
 
+@triton.jit(noinline=True)
+def _scoped_helper(x, start, BLOCK: tl.constexpr):
+    offs = start + tl.arange(0, BLOCK)
+    with pl.scope("in_helper"):
+        v = tl.load(x + offs)
+    tl.store(x + offs, v + 1.0)
+
+
+@triton.jit
+def calls_helper_kernel(x, BLOCK: tl.constexpr):
+    # The helper is a function of its own in the PTX: its scope cannot be recorded.
+    with pl.scope("around_call"):
+        _scoped_helper(x, tl.program_id(0) * BLOCK, BLOCK)
+
+
 K = 512
 
 
@@ -352,6 +367,23 @@ def test_a_scope_left_where_it_was_not_entered_keeps_only_the_warps_that_entered
     stats = dict(root["proton_metadata"]["stats"])
     assert stats["instrumentation_unmatched_scopes[half_entered_kernel]"] == 8 * 4
     assert torch.equal(out, torch.ones(16, device="cuda"))
+
+
+def test_a_scope_in_a_function_not_inlined_is_named_and_counted(capfd):
+    # Before, the helper's scope vanished from the profile with no word and no stat.
+    x = torch.zeros(4 * 512, device="cuda")
+    launch = lambda: calls_helper_kernel[(4,)](x, BLOCK=512, num_warps=4)
+    profile("noinl", lambda: (launch(), launch(), torch.cuda.synchronize()))
+    assert torch.equal(x, torch.full_like(x, 2.0))
+    root = load_hatchet("noinl.hatchet")[0]
+    kernel = find(root, "calls_helper_kernel")
+    assert find(kernel, "around_call")["metrics"]["count"] == 2 * 4 * 4, dump(root)
+    assert [c["frame"]["name"] for c in kernel["children"]] == ["around_call"], dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    # Two markers (the helper's enter and exit) per launch.
+    assert stats["instrumentation_markers_not_recorded[calls_helper_kernel]"] == 2 * 2
+    err = capfd.readouterr().err
+    assert err.count("scope in_helper is not recorded") == 1, err
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")

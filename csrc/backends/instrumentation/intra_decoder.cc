@@ -84,6 +84,7 @@ NodeId IntraDecoder::scopeNode(Session &s, PhaseId phase, NodeId kernelNode,
 }
 
 void IntraDecoder::noteLosses(const ScopeTable &table, const Losses &losses) {
+  if (table.droppedMarkers) noteDroppedMarkers(table);
   if (losses.unmatched == 0 && losses.crossing == 0 && losses.overwritten == 0) return;
   stat("instrumentation_unmatched_scopes").add(losses.unmatched);
   stat("instrumentation_crossing_scopes").add(losses.crossing);
@@ -198,6 +199,25 @@ void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
   noteLosses(table, {load<uint32_t>(reduced + 4) + table.staticUnmatched,
                      load<uint32_t>(reduced + 8) + table.staticCrossing, 0});
   fileSums(*interned, sums, launch);
+}
+
+// Markers the rewrite could not turn into recording (ScopeTable::droppedScopes): per launch,
+// and named once per kernel. Nothing of them is in the profile.
+void IntraDecoder::noteDroppedMarkers(const ScopeTable &table) {
+  stat("instrumentation_markers_not_recorded").add(table.droppedMarkers);
+  std::string perKernel = "instrumentation_markers_not_recorded[" + table.kernel + "]";
+  stat(perKernel.c_str()).add(table.droppedMarkers);
+  if (!warned_.insert(table.kernel + "\x1f" + 'd').second) return;
+  std::string what = table.droppedScopes.size() == 1 ? "scope " : "scopes ";
+  for (size_t i = 0; i < table.droppedScopes.size(); ++i)
+    what += (i ? ", " : "") + table.droppedScopes[i];
+  what += table.droppedScopes.size() == 1 ? " is" : " are";
+  std::fprintf(stderr,
+               "[PROTON] kernel %s: %s not recorded (%u markers): a kernel records scopes in "
+               "its own body only, not in a function the compiler did not inline "
+               "(noinline=True), and at most %u of them (stats: "
+               "instrumentation_markers_not_recorded).\n",
+               table.kernel.c_str(), what.c_str(), table.droppedMarkers, kMaxScopes - 1);
 }
 
 struct IntraDecoder::Unit {

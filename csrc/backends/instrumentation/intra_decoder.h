@@ -124,6 +124,7 @@ class IntraDecoder {
     uint64_t overwritten = 0;  // trace events written over in a full circular buffer
   };
   void noteLosses(const ScopeTable &table, const Losses &losses);
+  void noteDroppedMarkers(const ScopeTable &table);
 
   const ScopeTables &tables_;
   uint64_t maxEvents_ = 1u << 22;

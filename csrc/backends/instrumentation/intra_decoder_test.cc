@@ -160,6 +160,35 @@ TEST_F(IntraDecoderTest, TreeSlotThatNoUnitWroteFilesNothing) {
   EXPECT_EQ(metric(tree, kernel, "cycles"), nullptr);
 }
 
+TEST_F(IntraDecoderTest, MarkersTheRewriteDroppedAreCountedPerLaunchAndNamedOnce) {
+  ScopeTables tables;
+  ScopeTable t = table(0xd0d, false);
+  t.droppedMarkers = 4;
+  t.droppedScopes = {"inner", "deep"};
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  std::vector<uint8_t> reduced(kReducedTreeBytes, 0);
+  put<uint32_t>(reduced, 0, 0xd0d);
+  put<uint64_t>(reduced, kTreeHeaderBytes, 500);  // the kernel scope: 500 cycles, one warp
+  put<uint32_t>(reduced, kTreeHeaderBytes + 12, 1);
+  uint64_t before = counter("instrumentation_markers_not_recorded");
+  uint64_t perKernel = counter("instrumentation_markers_not_recorded[mm_kernel]");
+  IntraTarget target{&tree, PhaseId{0}, kernel};
+  testing::internal::CaptureStderr();
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counter("instrumentation_markers_not_recorded"), before + 8);
+  EXPECT_EQ(counter("instrumentation_markers_not_recorded[mm_kernel]"), perKernel + 8);
+  EXPECT_EQ(err,
+            "[PROTON] kernel mm_kernel: scopes inner, deep are not recorded (4 markers): a "
+            "kernel records scopes in its own body only, not in a function the compiler did "
+            "not inline (noinline=True), and at most 63 of them (stats: "
+            "instrumentation_markers_not_recorded).\n");
+  // What was recorded is filed as usual.
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 1000);
+}
+
 TEST_F(IntraDecoderTest, TreeSlotWithUnknownTableIsCountedNotGuessed) {
   ScopeTables tables;
   IntraDecoder decoder(tables);

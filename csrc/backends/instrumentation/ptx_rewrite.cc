@@ -334,11 +334,17 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   t.paths.push_back("");
   std::map<std::string, size_t> ids{{"", 0}};
   std::vector<Marker> markers(lines.size());
+  auto drop = [&t](Marker &m) {
+    m.kind = 'D';
+    ++t.droppedMarkers;
+    std::string name = m.path.substr(m.path.rfind('\x1f') + 1);  // npos + 1 == 0
+    if (std::find(t.droppedScopes.begin(), t.droppedScopes.end(), name) == t.droppedScopes.end())
+      t.droppedScopes.push_back(std::move(name));
+  };
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!parseMarker(lines[i], markers[i])) continue;
     if (i <= e.open || i >= e.end) {
-      ++t.droppedMarkers;
-      markers[i].kind = 'D';
+      drop(markers[i]);
       continue;
     }
     if (markers[i].kind == 'U') {
@@ -348,8 +354,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     if (markers[i].kind == 'C') ++t.staticCrossing;
     if (ids.count(markers[i].path)) continue;
     if (t.paths.size() >= kMaxScopes) {
-      markers[i].kind = 'D';
-      ++t.droppedMarkers;
+      drop(markers[i]);
       continue;
     }
     ids[markers[i].path] = t.paths.size();
@@ -440,10 +445,11 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
 
 std::string encodeTable(const ScopeTable &t) {
   Out o;
-  o << "v1\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
+  o << "v2\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
     << t.numWarps << '\t' << t.unitWarps << '\t' << t.unitsPerCta << '\t' << t.capacity << '\t'
     << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t' << t.staticCrossing
-    << '\t' << t.droppedMarkers;
+    << '\t' << t.droppedMarkers << '\t' << t.droppedScopes.size();
+  for (const std::string &s : t.droppedScopes) o << '\t' << hexEncode(s);
   for (const std::string &p : t.paths) o << '\t' << hexEncode(p);
   return o.str();
 }
@@ -452,13 +458,27 @@ Result<ScopeTable> decodeTable(std::string_view text) {
   std::vector<std::string_view> f = split(text, '\t');
   ScopeTable t;
   uint32_t trace = 0;
-  bool ok = f.size() >= 14 && f[0] == "v1" && hexDecode(f[1], t.kernel) && parseU32(f[2], t.hash) &&
-            parseU32(f[3], trace) && parseU32(f[4], t.numWarps) && parseU32(f[5], t.unitWarps) &&
-            parseU32(f[6], t.unitsPerCta) && parseU32(f[7], t.capacity) &&
-            parseU32(f[8], t.unitBytes) && parseU32(f[9], t.slotBytes) &&
-            parseU32(f[10], t.staticUnmatched) && parseU32(f[11], t.staticCrossing) &&
-            parseU32(f[12], t.droppedMarkers);
-  for (size_t i = 13; ok && i < f.size(); ++i) {
+  // v2: the names of the dropped markers' scopes follow their count; v1 (an older Proton's
+  // cached binaries) has neither.
+  const bool v2 = !f.empty() && f[0] == "v2";
+  bool ok = f.size() >= 14 && (v2 || f[0] == "v1") && hexDecode(f[1], t.kernel) &&
+            parseU32(f[2], t.hash) && parseU32(f[3], trace) && parseU32(f[4], t.numWarps) &&
+            parseU32(f[5], t.unitWarps) && parseU32(f[6], t.unitsPerCta) &&
+            parseU32(f[7], t.capacity) && parseU32(f[8], t.unitBytes) &&
+            parseU32(f[9], t.slotBytes) && parseU32(f[10], t.staticUnmatched) &&
+            parseU32(f[11], t.staticCrossing) && parseU32(f[12], t.droppedMarkers);
+  size_t first = 13;
+  uint32_t dropped = 0;
+  if (ok && v2) {
+    ok = parseU32(f[13], dropped) && f.size() >= 15 + size_t{dropped};
+    for (size_t i = 14; ok && i < 14 + size_t{dropped}; ++i) {
+      std::string name;
+      ok = hexDecode(f[i], name);
+      t.droppedScopes.push_back(std::move(name));
+    }
+    first = 14 + size_t{dropped};
+  }
+  for (size_t i = first; ok && i < f.size(); ++i) {
     std::string path;
     ok = hexDecode(f[i], path);
     t.paths.push_back(std::move(path));

@@ -92,10 +92,12 @@ struct ScopeTable {
   uint32_t slotBytes = 0;        // bytes per CTA (a tree slot adds kTreeHeaderBytes)
   uint32_t staticUnmatched = 0;  // U markers: exits of scopes never opened
   uint32_t staticCrossing = 0;   // C markers: scopes closed by an outer exit
-  uint32_t droppedMarkers = 0;   // markers outside the entry function (not recorded)
-  uint32_t ctaSumsOffset = 0;    // where the CTA's slots (tree) or its units' event buffers
-  uint32_t sharedBytes = 0;      // (trace) sit in dynamic shared memory, and the kernel's new
-                                 // total; 0/0 where records and events go to global memory
+  uint32_t droppedMarkers = 0;   // markers not recorded: outside the entry function (in a
+                                 // function the compiler did not inline) or past kMaxScopes
+  std::vector<std::string> droppedScopes;  // the names of those markers' scopes, once each
+  uint32_t ctaSumsOffset = 0;  // where the CTA's slots (tree) or its units' event buffers
+  uint32_t sharedBytes = 0;    // (trace) sit in dynamic shared memory, and the kernel's new
+                               // total; 0/0 where records and events go to global memory
 };
 
 struct RewriteResult {

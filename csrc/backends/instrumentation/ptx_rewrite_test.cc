@@ -207,6 +207,10 @@ TEST(PtxRewrite, CtaSumsWithMoreChunksThanThreadsTakeSeveralRounds) {
   ptx.insert(at, markers);
   RewriteResult r = rewrite(ptx, "proton:tree:1:256:*:cta_sums", 0, kH100MaxShared);
   ASSERT_EQ(r.table.paths.size(), kMaxScopes);
+  // The scopes past the limit are named for the report, each once: s63 ... s69.
+  EXPECT_EQ(r.table.droppedMarkers, 14u);
+  EXPECT_EQ(r.table.droppedScopes,
+            (std::vector<std::string>{"s63", "s64", "s65", "s66", "s67", "s68", "s69"}));
   EXPECT_EQ(r.table.unitBytes, 16u + 16u * kMaxScopes);
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w1, %pt_w0, 0;"), 1u);
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w1, %pt_w0, 128;"), 1u);
@@ -483,6 +487,38 @@ TEST(PtxRewrite, ModeStringsAreValidated) {
   EXPECT_FALSE(parseInstrumentationMode("proton:tree:1:256:*:no_cuda").isOk());
 }
 
+// A marker in a function the compiler did not inline (Triton's noinline=True: a .func beside
+// the entry) cannot be recorded there: it is left as it is and named in the table.
+TEST(PtxRewrite, MarkersOutsideTheEntryAreLeftAndNamedInTheTable) {
+  std::string ptx = golden("instrumentation_vadd.ptx");
+  const std::string func =
+      ".func helper()\n{\n"
+      "\tmov.u32 %r1, 0; // @proton:E:6f75746572"
+      "1f"
+      "696e6e6572\n"  // outer\x1finner
+      "\tmov.u32 %r1, 0; // @proton:X:6f75746572"
+      "1f"
+      "696e6e6572\n"
+      "\tret;\n}\n";
+  size_t entry = ptx.find(".visible .entry");
+  ASSERT_NE(entry, std::string::npos);
+  ptx.insert(entry, func);
+  RewriteResult r = rewrite(ptx, "proton:tree:1:256:*:");
+  EXPECT_EQ(r.table.droppedMarkers, 2u);
+  EXPECT_EQ(r.table.droppedScopes, std::vector<std::string>{"inner"});
+  EXPECT_EQ(r.table.paths, std::vector<std::string>{""});
+  // The function is untouched: no clock read or count of ours in it.
+  size_t body = r.ptx.find(".func helper()");
+  ASSERT_NE(body, std::string::npos);
+  std::string helper = r.ptx.substr(body, r.ptx.find("}", body) - body);
+  EXPECT_EQ(count(helper, "%pt_"), 0u);
+  Result<ScopeTable> back = decodeTable(encodeTable(r.table));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_EQ(back.value().droppedMarkers, 2u);
+  EXPECT_EQ(back.value().droppedScopes, std::vector<std::string>{"inner"});
+  EXPECT_EQ(back.value().paths, r.table.paths);
+}
+
 TEST(PtxRewrite, TableTextRoundTrips) {
   RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:trace:1:64:*:");
   Result<ScopeTable> back = decodeTable(encodeTable(r.table));
@@ -491,6 +527,15 @@ TEST(PtxRewrite, TableTextRoundTrips) {
   EXPECT_EQ(back.value().hash, r.table.hash);
   EXPECT_EQ(back.value().unitBytes, r.table.unitBytes);
   EXPECT_FALSE(decodeTable("v1\tzz").isOk());
+  // A v2 table whose count of dropped scope names runs past its fields.
+  EXPECT_FALSE(decodeTable("v2\t6b\t1\t0\t1\t1\t1\t0\t32\t32\t0\t0\t2\t5").isOk());
+  // A table an older Proton (v1) wrote into a binary's cached metadata: no dropped names.
+  Result<ScopeTable> v1 = decodeTable("v1\t6b\t9\t0\t4\t1\t4\t0\t32\t128\t0\t0\t1\t\t6c");
+  ASSERT_TRUE(v1.isOk());
+  EXPECT_EQ(v1.value().kernel, "k");
+  EXPECT_EQ(v1.value().droppedMarkers, 1u);
+  EXPECT_TRUE(v1.value().droppedScopes.empty());
+  EXPECT_EQ(v1.value().paths, (std::vector<std::string>{"", "l"}));
 }
 
 }  // namespace
