@@ -229,32 +229,40 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
                              const IntraLaunch &launch) {
   if (unitBytes <= kTraceUnitHeaderBytes) return;
   std::vector<Unit> units;
+  std::vector<const uint8_t *> ctaHeaders;  // per CTA, the unit that stored the CTA's part
   std::shared_ptr<const InternedTable> interned;
-  uint64_t clocks = 0, nanos = 0, firstNs = UINT64_MAX;
-  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
-    const uint8_t *h = slot + off;
-    uint32_t hash = load<uint32_t>(h + 40);
-    if (hash == 0) continue;  // a unit that does not record, or never returned
-    if (!interned && !(interned = tables_.find(hash))) {
+  for (size_t off = 0; !interned && off + unitBytes <= size; off += unitBytes) {
+    uint32_t hash = load<uint32_t>(slot + off + 28);
+    if (hash != 0 && !(interned = tables_.find(hash))) {
       stat("instrumentation_buffers_without_table").add();
       return;
     }
-    uint32_t perCta = interned->table.unitsPerCta;
-    uint32_t index = static_cast<uint32_t>(off / unitBytes);
-    units.push_back({h, index / perCta, index % perCta});
-    uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 24);
-    uint64_t c0 = load<uint64_t>(h + 16), c1 = load<uint64_t>(h + 32);
-    firstNs = std::min(firstNs, gt0);
-    if (gt1 > gt0 && c1 > c0) {
-      clocks += c1 - c0;
-      nanos += gt1 - gt0;
-    }
   }
-  if (!interned) return;
+  if (!interned) return;  // no unit recorded
   const ScopeTable &table = interned->table;
+  uint64_t clocks = 0, nanos = 0, firstNs = UINT64_MAX;
+  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
+    const uint8_t *h = slot + off;
+    uint32_t index = static_cast<uint32_t>(off / unitBytes), cta = index / table.unitsPerCta;
+    // The CTA's part, from its first recording unit (stored as that unit started, where
+    // events go to global memory: there even if the unit never returned).
+    uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 16);
+    if (gt0 != 0) {
+      if (ctaHeaders.size() <= cta) ctaHeaders.resize(cta + 1);
+      ctaHeaders[cta] = h;
+      firstNs = std::min(firstNs, gt0);
+      uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
+      if (gt1 > gt0 && c1 > c0) {
+        clocks += c1 - c0;
+        nanos += gt1 - gt0;
+      }
+    }
+    // A unit that does not record, or never returned, has no hash.
+    if (load<uint32_t>(h + 28) != 0) units.push_back({h, cta, index % table.unitsPerCta});
+  }
   double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
                           : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
-  int64_t shift = launch.kernelStartNs
+  int64_t shift = launch.kernelStartNs && firstNs != UINT64_MAX
                       ? static_cast<int64_t>(launch.kernelStartNs) - static_cast<int64_t>(firstNs)
                       : 0;
   std::vector<ScopeSums> sums(table.paths.size());
@@ -266,10 +274,18 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   };
   for (size_t u = 0; u < units.size(); ++u) {
     const uint8_t *h = units[u].header;
-    uint32_t written = load<uint32_t>(h), smid = load<uint32_t>(h + 4);
-    uint32_t shiftCycles = load<uint32_t>(h + 44);
-    uint64_t gt0 = load<uint64_t>(h + 8), c0 = load<uint64_t>(h + 16);
-    uint64_t c1 = load<uint64_t>(h + 32);
+    uint32_t written = load<uint32_t>(h + 24);
+    uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
+    // The CTA's part of the header: its SM, and the clock reading that its globaltimer
+    // reading places (the SM's clock, the same for all of the CTA's units).
+    uint32_t cta = units[u].cta;
+    const uint8_t *ctaHeader = cta < ctaHeaders.size() ? ctaHeaders[cta] : nullptr;
+    if (!ctaHeader) {
+      stat("instrumentation_trace_units_without_cta_time").add();
+      continue;
+    }
+    uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
+    uint64_t gt0 = load<uint64_t>(ctaHeader + 8), ctaC0 = load<uint64_t>(ctaHeader + 32);
     uint32_t kept = std::min(written, table.capacity);
     // A unit that wrote more than its buffer holds lost its first events: an exit whose
     // enter was among them is the overflow's loss, counted there, not an unmatched scope
@@ -288,7 +304,8 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         sums[id].warps += 1;
       }
       auto toNs = [&](uint64_t c) {
-        double ns = static_cast<double>(gt0) + static_cast<double>(c - c0) / rate;
+        double since = static_cast<double>(static_cast<int64_t>(c - ctaC0));
+        double ns = static_cast<double>(gt0) + since / rate;
         return static_cast<uint64_t>(ns + static_cast<double>(shift));
       };
       addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,

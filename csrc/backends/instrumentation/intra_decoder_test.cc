@@ -208,17 +208,21 @@ SessionOptions traceData() {
 }
 
 // One trace unit: header then events [tag, clock32] in ring order; the unit started at
-// (gt0 ns, c0 cycles) and returned 2000 cycles and 1000 ns later (its kernel scope).
+// (gt0 ns, c0 cycles) and returned 2000 cycles and 1000 ns later (its kernel scope). The
+// CTA's part of the header (SM, globaltimer readings) only where ctaPart: the CTA's first
+// recording unit.
 void unit(std::vector<uint8_t> &buf, size_t at, uint32_t hash, uint32_t sm, uint64_t gt0,
-          uint64_t c0, const std::vector<std::pair<uint32_t, uint32_t>> &events,
-          uint32_t capacity) {
-  put<uint32_t>(buf, at, static_cast<uint32_t>(events.size()));
-  put<uint32_t>(buf, at + 4, sm);
-  put<uint64_t>(buf, at + 8, gt0);
-  put<uint64_t>(buf, at + 16, c0);
-  put<uint64_t>(buf, at + 24, gt0 + 1000);  // 1000 ns for 2000 cycles: 2 cycles per ns
-  put<uint64_t>(buf, at + 32, c0 + 2000);
-  put<uint32_t>(buf, at + 40, hash);
+          uint64_t c0, const std::vector<std::pair<uint32_t, uint32_t>> &events, uint32_t capacity,
+          bool ctaPart = true) {
+  if (ctaPart) {
+    put<uint32_t>(buf, at, sm);
+    put<uint64_t>(buf, at + 8, gt0);
+    put<uint64_t>(buf, at + 16, gt0 + 1000);  // 1000 ns for 2000 cycles: 2 cycles per ns
+  }
+  put<uint32_t>(buf, at + 24, static_cast<uint32_t>(events.size()));
+  put<uint32_t>(buf, at + 28, hash);
+  put<uint64_t>(buf, at + 32, c0);
+  put<uint64_t>(buf, at + 40, c0 + 2000);
   for (size_t j = 0; j < events.size(); ++j) {
     size_t e = at + kTraceUnitHeaderBytes + 8 * (j % capacity);
     put<uint32_t>(buf, e, events[j].first);
@@ -239,8 +243,9 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   // were written over), then a whole wait [500, 700).
   unit(buf, 0, 0xdef, 3, 5000, 1000,
        {{2, 1100}, {4, 1200}, {5, 1300}, {3, 1400}, {4, 1500}, {5, 1700}}, 4);
-  // Warp 1: its kernel scope only (a trace has no events of its own for it).
-  unit(buf, t.unitBytes, 0xdef, 4, 5000, 1000, {}, 4);
+  // Warp 1: its kernel scope only (a trace has no events of its own for it); its SM and
+  // globaltimer are its CTA's, from warp 0.
+  unit(buf, t.unitBytes, 0xdef, 0, 0, 1000, {}, 4, /*ctaPart=*/false);
   uint64_t overwritten = counter("instrumentation_events_overwritten");
   uint64_t ofKernel = counter("instrumentation_events_overwritten[mm_kernel]");
   uint64_t unmatched = counter("instrumentation_unmatched_scopes");
@@ -320,6 +325,47 @@ TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
   std::string later = testing::internal::GetCapturedStderr();
   EXPECT_NE(later.find("1 scopes were closed by an enclosing exit"), std::string::npos) << later;
   EXPECT_EQ(later.find("written over"), std::string::npos) << later;
+}
+
+// A unit other than its CTA's first stores no SM or globaltimer reading: it is placed on the
+// GPU's clock by its CTA's first recording unit's (the SM clock is the CTA's), whichever unit
+// that is (selective sampling may leave unit 0 out).
+TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
+  Session trace{SessionId{11}, traceData()};
+  NodeId node = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
+  ScopeTables tables;
+  ScopeTable t = table(0x515, true);
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  // Two CTAs of two units. CTA 0: unit 0 on SM 7 at (5000 ns, 1000 cycles), unit 1 started
+  // 400 cycles later. CTA 1: unit 0 did not record; unit 1 stored the CTA's part (SM 9,
+  // started 3000 ns and 90000 cycles: another SM's clock).
+  std::vector<uint8_t> buf(4 * t.unitBytes, 0);
+  unit(buf, 0, 0x515, 7, 5000, 1000, {}, 4);
+  unit(buf, t.unitBytes, 0x515, 0, 0, 1400, {}, 4, /*ctaPart=*/false);
+  unit(buf, 3 * t.unitBytes, 0x515, 9, 8000, 90000, {}, 4);
+  uint64_t without = counter("instrumentation_trace_units_without_cta_time");
+  IntraTarget target{&trace, PhaseId{0}, node};
+  decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 10000, 0});
+  std::vector<TraceEvent> events;
+  std::vector<int64_t> sms;  // the SM of every slice is its CTA's
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    events = p.events();
+    for (const TraceEvent &e : events) {
+      const NamedMetric *sm = p.eventMetrics(e.flexSlot).find(S("sm"));
+      sms.push_back(sm ? std::get<int64_t>(sm->value) : -1);
+    }
+  });
+  EXPECT_EQ(sms, (std::vector<int64_t>{7, 7, 9}));
+  ASSERT_EQ(events.size(), 3u);
+  // Shifted so that the earliest start (5000 ns) is the kernel's CUPTI start, 10000 ns.
+  EXPECT_EQ(events[0].beginNs, 10000u);
+  EXPECT_EQ(events[1].beginNs, 10200u);  // 400 cycles at 2 per ns after its CTA's reading
+  EXPECT_EQ(events[1].endNs, 11200u);
+  EXPECT_EQ(Lane::ctaOf(events[2].lane.id), 1u);
+  EXPECT_EQ(Lane::warpOf(events[2].lane.id), 1u);
+  EXPECT_EQ(events[2].beginNs, 13000u);
+  EXPECT_EQ(counter("instrumentation_trace_units_without_cta_time"), without);
 }
 
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {

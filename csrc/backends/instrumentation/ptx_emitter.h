@@ -229,14 +229,12 @@ class Emitter {
       sharedTraceEpilogue(o, skip, retIndex);
     } else if (c_.trace) {
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
-        << "\tst.global.u32 \t[%pt_d1], %pt_n;\n"
-        << "\tmov.u64 \t%pt_d6, %globaltimer;\n"
-        << "\tst.global.u64 \t[%pt_d1+24], %pt_d6;\n"
-        << "\tmov.u64 \t%pt_d6, %clock64;\n"
-        << "\tst.global.u64 \t[%pt_d1+32], %pt_d6;\n"
+        << "\t@%pt_q3 mov.u64 \t%pt_d6, %globaltimer;\n"
+        << "\tmov.u64 \t%pt_d7, %clock64;\n"
+        << "\t@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;\n"
         << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-        << "\tst.global.u32 \t[%pt_d1+40], %pt_w6;\n"
-        << "\tst.global.u32 \t[%pt_d1+44], %pt_sh;\n";
+        << "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};\n"
+        << "\tst.global.u64 \t[%pt_d1+40], %pt_d7;\n";
     } else {
       // Enters and exits that did not pair up: |enters - exits| per scope, and the unit's
       // sums of that scope are dropped (an exit with no enter before it adds a clock reading
@@ -445,34 +443,46 @@ class Emitter {
     o << "\tsetp.eq.and.u32 \t%pt_q3, %pt_w3, " << first << ", %pt_q3;\n";
   }
 
-  // Trace in shared memory: each recording warp's leader writes the unit header (48 bytes)
-  // into shared memory just before the unit's events, and then all of the warp's lanes (every
-  // warp leaves through the one plain return) copy header and kept events, min(events,
-  // capacity) of them, to the same places of its global buffer in one piece, lane j taking
-  // 8-byte word j, j + 32, ...: most units fit in one coalesced store (a header stored apart,
-  // in three 16-byte stores of one lane, cost a 3.4 us vector add 5% more on an H100, and an
-  // 8.5 us softmax 3%). The rare unit of more than 26 events goes on in a loop.
+  // Trace in shared memory: each recording warp's leader writes the unit header into shared
+  // memory just before the unit's events (its own 24 bytes; the CTA's 24 in front of them
+  // only in the CTA's first recording unit), and then all of the warp's lanes (every warp
+  // leaves through the one plain return) copy header and kept events, min(events, capacity)
+  // of them, to the same places of its global buffer in one piece, lane j taking 8-byte word
+  // first + j, first + j + 32, ...: most units fit in one coalesced store (a header stored
+  // apart, in three 16-byte stores of one lane, cost a 3.4 us vector add 5% more on an H100,
+  // and an 8.5 us softmax 3%; the bytes a unit copies drive the rest of a trace's cost). The
+  // rare unit of more than 26 events goes on in a loop.
   void sharedTraceEpilogue(Out &o, const std::string &skip, size_t retIndex) const {
     std::string copy = "$pt_copy" + std::to_string(retIndex);
     constexpr uint32_t kHeaderWords = kTraceUnitHeaderBytes / 8;
+    constexpr uint32_t kCtaWords = kTraceCtaHeaderBytes / 8;
     recordingWarpsOnly(o, skip);
     o << "\tmov.u64 \t%pt_d6, %globaltimer;\n\tmov.u64 \t%pt_d7, %clock64;\n";
     unitAddress(o);
-    o << "\tmov.u32 \t%pt_w6, %smid;\n\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_g0;\n"
-      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-48], {%pt_n, %pt_w6, %pt_w0, %pt_w1};\n"
-      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_k0;\n\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d6;\n"
-      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-32], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n"
-      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_d7;\n\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w0, %pt_w1, %pt_w6, %pt_sh};\n";
+    // %pt_q1: the CTA's first recording unit, the same for all of its lanes; %pt_q3: its
+    // leader, which stores the CTA's part of the header.
+    o << "\tsetp.eq.u32 \t%pt_q1, %pt_w3, " << ctaWriterUnit() << ";\n"
+      << "\tand.pred \t%pt_q3, %pt_q1, %pt_lead;\n"
+      << "\tmov.u32 \t%pt_w6, %smid;\n\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_g0;\n"
+      << "\t@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-48], {%pt_w6, %pt_sh, %pt_w0, %pt_w1};\n"
+      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_d6;\n"
+      << "\t@%pt_q3 st.shared.v2.u32 \t[%pt_sb+-32], {%pt_w0, %pt_w1};\n"
+      << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\t@%pt_lead st.shared.v2.u32 \t[%pt_sb+-24], {%pt_n, %pt_w6};\n"
+      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_k0;\n\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d7;\n"
+      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n";
     // The leader's count (every lane counts the same markers where the warp runs together).
+    // The CTA's first unit copies from word 0, the others from their own part of the header.
     o << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_n, 0, 31, -1;\n"
       << "\tmin.u32 \t%pt_w5, %pt_w5, " << t_.capacity << ";\n"
       << "\tadd.u32 \t%pt_w5, %pt_w5, " << kHeaderWords << ";\n"
       << "\tbar.warp.sync \t-1;\n"  // the leader's shared-memory stores, seen by its lanes
       << "\tsub.u32 \t%pt_sb, %pt_sb, " << kTraceUnitHeaderBytes << ";\n"
-      << "\tmov.u32 \t%pt_w4, %pt_w2;\n";
+      << "\tselp.u32 \t%pt_w4, 0, " << kCtaWords << ", %pt_q1;\n"
+      << "\tadd.u32 \t%pt_w11, %pt_w4, 32;\n"
+      << "\tadd.u32 \t%pt_w4, %pt_w4, %pt_w2;\n";
     copyWord(o, "%pt_q2");
-    o << "\tsetp.le.u32 \t%pt_q2, %pt_w5, 32;\n\t@%pt_q2 bra.uni \t" << skip << ";\n"
+    o << "\tsetp.le.u32 \t%pt_q2, %pt_w5, %pt_w11;\n\t@%pt_q2 bra.uni \t" << skip << ";\n"
       << "\tadd.u32 \t%pt_w4, %pt_w4, 32;\n"
       << copy << ":\n"
       << "\tsetp.ge.u32 \t%pt_q2, %pt_w4, %pt_w5;\n\t@%pt_q2 bra \t" << skip << ";\n";
@@ -494,12 +504,27 @@ class Emitter {
       << "\t" << p << "st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};\n";
   }
 
+  // The unit that stores its CTA's part of the header: the CTA's first recording unit.
+  uint32_t ctaWriterUnit() const {
+    std::vector<uint32_t> ids = recordingUnitIds(c_, t_.unitsPerCta);
+    return ids.empty() ? 0 : ids.front();
+  }
+
+  // %pt_q3: this thread stores its CTA's part of the unit header (the leader of the CTA's
+  // first recording unit; %pt_w3 holds the unit).
+  void ctaWriter(Out &o) const {
+    o << "\tsetp.eq.u32 \t%pt_q3, %pt_w3, " << ctaWriterUnit() << ";\n"
+      << "\tand.pred \t%pt_q3, %pt_q3, %pt_lead;\n";
+  }
+
+  // Global trace: the start of the header, stored as the unit starts; its rest at the return.
   void traceHeaderStart(Out &o) const {
+    ctaWriter(o);
     o << "\tadd.u64 \t%pt_d2, %pt_d1, " << kTraceUnitHeaderBytes << ";\n"
-      << "\t@%pt_lead mov.u32 \t%pt_w6, %smid;\n"
-      << "\t@%pt_lead st.global.u32 \t[%pt_d1+4], %pt_w6;\n"
-      << "\t@%pt_lead st.global.u64 \t[%pt_d1+8], %pt_d6;\n"  // 8-byte aligned: no v2
-      << "\t@%pt_lead st.global.u64 \t[%pt_d1+16], %pt_d7;\n";
+      << "\t@%pt_q3 mov.u32 \t%pt_w6, %smid;\n"
+      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d1], {%pt_w6, %pt_sh};\n"
+      << "\t@%pt_q3 st.global.u64 \t[%pt_d1+8], %pt_d6;\n"
+      << "\t@%pt_lead st.global.u64 \t[%pt_d1+32], %pt_d7;\n";
   }
 
   // readClock false: %pt_w8 already holds the event's clock.

@@ -35,9 +35,12 @@
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ] then kMaxScopes of
 //   [ u64 cycles | u32 count | u32 warps ]
 // Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
-//   unit header, 48 bytes:
-//   [ u32 events | u32 smid | u64 globaltimer0 | u64 clock0 | u64 globaltimer1 | u64 clock1 |
-//     u32 hash | u32 shift ]
+//   unit header, 48 bytes: the CTA's part, stored by the CTA's first recording unit alone
+//   (its SM, the time_shift cycles, and its globaltimer at its start and return: with that
+//   unit's clocks, they place the CTA's units on the GPU's clock):
+//   [ u32 smid | u32 shift | u64 globaltimer0 | u64 globaltimer1 ]
+//   then the unit's own part, stored by every recording unit:
+//   [ u32 events | u32 hash | u64 clock0 | u64 clock1 ]
 //   then `capacity` events of [ u32 tag = scope << 1 | exit | u32 clock ], written circularly.
 // Trace with buffer_type="shared" (RewriteConfig::ctaSums, where the kernel's shared memory
 //   allows and every warp leaves through the one plain return): the unit's leader writes its
@@ -105,10 +108,12 @@ struct RewriteResult {
   ScopeTable table;
 };
 
-// A trace unit: [events written | SM id | globaltimer, clock64 at its start | globaltimer,
-// clock64 at its return | table hash | time_shift cycles] then 8-byte events [tag | clock
-// low 32 bits], tag = scope id << 1 | exit. The start and return pairs are the kernel scope.
+// A trace unit: [SM id | time_shift cycles | globaltimer at its start, at its return] (the
+// CTA's first recording unit only), [events written | table hash | clock64 at its start, at
+// its return] then 8-byte events [tag | clock low 32 bits], tag = scope id << 1 | exit. The
+// start and return clocks are the kernel scope.
 constexpr uint32_t kTraceUnitHeaderBytes = 48;
+constexpr uint32_t kTraceCtaHeaderBytes = 24;
 constexpr uint32_t kTreeHeaderBytes = 16;
 constexpr uint32_t kTreeUnitHeaderBytes = 16;
 constexpr uint32_t kTreeScopeBytes = 16;
@@ -119,8 +124,9 @@ constexpr uint32_t kMaxScopes = 64;
 // 3: records may hold a CTA's sums; 4: the same records, a CTA's summed after a barrier (the
 // code changed, not the layout: binaries cached with the atomics of 3 are compiled again);
 // 5: the same, scope ends no longer zero their clock register in the lanes that do not record;
-// 6: a trace unit's kernel scope is its header's two timer pairs, no longer two events.
-constexpr uint32_t kLayoutVersion = 6;
+// 6: a trace unit's kernel scope is its header's two timer pairs, no longer two events;
+// 7: a trace unit's SM, shift and globaltimer readings are its CTA's, stored once per CTA.
+constexpr uint32_t kLayoutVersion = 7;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

@@ -277,11 +277,20 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};"), 4u);
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "mad.lo.u32 \t%pt_sb, %pt_w3, 2096, %pt_sb;"), 1u);
-  // At the one return, the leader writes the unit header (its count, SM, both timer pairs,
-  // hash and shift) into shared memory before the events, in three 16-byte stores; then the
-  // warp copies header and min(events, 256) events in one piece, lane j taking 8-byte words
-  // j, j + 32, ...: one predicated load and store for the first 32 words, a loop for the rest.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v4.u32 \t[%pt_sb+-"), 3u);
+  // At the one return, the leader writes its part of the unit header (its count, hash and
+  // clock pair) into shared memory before the events, and the leader of the CTA's first
+  // recording unit (%pt_q3) the CTA's part in front of it (SM, shift, globaltimer pair);
+  // then the warp copies header and min(events, 256) events in one piece, lane j taking
+  // 8-byte words first + j, first + j + 32, ..., first 0 in the CTA's first unit and 3 in
+  // the others: one predicated load and store for the first 32 words, a loop for the rest.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_sb+-24], {%pt_n, %pt_w6};"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16]"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-48], {%pt_w6, %pt_sh,"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.shared.v2.u32 \t[%pt_sb+-32]"), 1u);
+  EXPECT_EQ(
+      count(r.ptx, "setp.eq.u32 \t%pt_q1, %pt_w3, 0;\n\tand.pred \t%pt_q3, %pt_q1, %pt_lead;"), 1u);
+  EXPECT_EQ(count(r.ptx, "selp.u32 \t%pt_w4, 0, 3, %pt_q1;\n\tadd.u32 \t%pt_w11, %pt_w4, 32;"), 1u);
+  EXPECT_EQ(count(r.ptx, "%globaltimer"), 2u);  // the start and the return
   EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64"), 0u);
   EXPECT_EQ(count(r.ptx, "$pt_copy0:"), 1u);
@@ -291,7 +300,11 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   EXPECT_EQ(count(r.ptx, "@%pt_q2 st.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
   EXPECT_EQ(count(r.ptx, "\tld.shared.v2.u32 \t{%pt_w9, %pt_w10}, [%pt_w7];"), 1u);
   EXPECT_EQ(count(r.ptx, "\tst.global.v2.u32 \t[%pt_d6], {%pt_w9, %pt_w10};"), 1u);
-  EXPECT_EQ(count(r.ptx, "setp.le.u32 \t%pt_q2, %pt_w5, 32;\n\t@%pt_q2 bra.uni \t$pt_skip0;"), 1u);
+  EXPECT_EQ(count(r.ptx, "setp.le.u32 \t%pt_q2, %pt_w5, %pt_w11;\n\t@%pt_q2 bra.uni \t$pt_skip0;"),
+            1u);
+  // With selected units, the CTA's part is the first selected unit's.
+  RewriteResult sel = rewrite(mm, "proton:trace:1:256:2,5:cta_sums", 1000, kH100MaxShared);
+  EXPECT_EQ(count(sel.ptx, "setp.eq.u32 \t%pt_q1, %pt_w3, 2;"), 1u);
   // The kernel's start reads its timer pair into registers (every lane: no select on the
   // lane) and computes no global address.
   EXPECT_EQ(count(r.ptx, "\tmov.u64 \t%pt_g0, %globaltimer;\n\tmov.u64 \t%pt_k0, %clock64;"), 1u);
@@ -420,6 +433,17 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_LT(r.ptx.find("%clock64;", prologue), ctaid);
   EXPECT_EQ(count(r.ptx.substr(prologue, ctaid - prologue), "%pt_w8"), 0u);  // no event
   EXPECT_EQ(count(r.ptx, "sub.u32 \t%pt_sh, %pt_w5, %pt_w4;"), 1u);
+  // The CTA's part of the header (SM, shift, globaltimer pair) is stored by the leader of its
+  // first recording unit, unit 1 here, as it starts and returns; every unit stores its own
+  // part (clock pair, count and hash).
+  EXPECT_EQ(
+      count(r.ptx, "setp.eq.u32 \t%pt_q3, %pt_w3, 1;\n\tand.pred \t%pt_q3, %pt_q3, %pt_lead;"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d1], {%pt_w6, %pt_sh};"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.u64 \t[%pt_d1+8], %pt_d6;"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64 \t[%pt_d1+32], %pt_d7;"), 1u);
+  EXPECT_EQ(count(r.ptx, "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};"), 1u);
+  EXPECT_EQ(count(r.ptx, "\tst.global.u64 \t[%pt_d1+40], %pt_d7;"), 1u);
 }
 
 TEST(PtxRewrite, UneditedKernelGetsTheKernelScopeOnly) {
