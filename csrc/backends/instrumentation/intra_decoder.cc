@@ -1,8 +1,10 @@
 #include "backends/instrumentation/intra_decoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -240,7 +242,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   }
   if (!interned) return;  // no unit recorded
   const ScopeTable &table = interned->table;
-  uint64_t clocks = 0, nanos = 0, firstNs = UINT64_MAX;
+  uint64_t clocks = 0, nanos = 0;
   for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
     const uint8_t *h = slot + off;
     uint32_t index = static_cast<uint32_t>(off / unitBytes), cta = index / table.unitsPerCta;
@@ -250,7 +252,6 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     if (gt0 != 0) {
       if (ctaHeaders.size() <= cta) ctaHeaders.resize(cta + 1);
       ctaHeaders[cta] = h;
-      firstNs = std::min(firstNs, gt0);
       uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
       if (gt1 > gt0 && c1 > c0) {
         clocks += c1 - c0;
@@ -262,9 +263,24 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   }
   double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
                           : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
-  int64_t shift = launch.kernelStartNs && firstNs != UINT64_MAX
-                      ? static_cast<int64_t>(launch.kernelStartNs) - static_cast<int64_t>(firstNs)
-                      : 0;
+  auto ctaHeaderOf = [&](const Unit &u) {
+    return u.cta < ctaHeaders.size() ? ctaHeaders[u.cta] : nullptr;
+  };
+  // A clock reading of a unit on the GPU's clock: its CTA's globaltimer reading plus the
+  // cycles since the clock reading beside it (the SM's clock, the same for all of the CTA).
+  auto gpuNs = [rate](const uint8_t *ctaHeader, uint64_t clock) {
+    int64_t since = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 32));
+    return static_cast<double>(load<uint64_t>(ctaHeader + 8)) + static_cast<double>(since) / rate;
+  };
+  // The earliest unit start is the kernel's CUPTI start (a unit may start before its CTA's
+  // first recording unit).
+  double firstNs = std::numeric_limits<double>::infinity();
+  for (const Unit &u : units)
+    if (const uint8_t *c = ctaHeaderOf(u))
+      firstNs = std::min(firstNs, gpuNs(c, load<uint64_t>(u.header + 32)));
+  double shift = launch.kernelStartNs && std::isfinite(firstNs)
+                     ? static_cast<double>(launch.kernelStartNs) - firstNs
+                     : 0.0;
   std::vector<ScopeSums> sums(table.paths.size());
   std::vector<uint64_t> lastUnitSeen(table.paths.size(), UINT64_MAX);
   uint64_t unmatched = 0, crossing = 0, overwritten = 0;
@@ -278,14 +294,12 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
     // The CTA's part of the header: its SM, and the clock reading that its globaltimer
     // reading places (the SM's clock, the same for all of the CTA's units).
-    uint32_t cta = units[u].cta;
-    const uint8_t *ctaHeader = cta < ctaHeaders.size() ? ctaHeaders[cta] : nullptr;
+    const uint8_t *ctaHeader = ctaHeaderOf(units[u]);
     if (!ctaHeader) {
       stat("instrumentation_trace_units_without_cta_time").add();
       continue;
     }
     uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
-    uint64_t gt0 = load<uint64_t>(ctaHeader + 8), ctaC0 = load<uint64_t>(ctaHeader + 32);
     uint32_t kept = std::min(written, table.capacity);
     // A unit that wrote more than its buffer holds lost its first events: an exit whose
     // enter was among them is the overflow's loss, counted there, not an unmatched scope
@@ -303,11 +317,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         lastUnitSeen[id] = u;
         sums[id].warps += 1;
       }
-      auto toNs = [&](uint64_t c) {
-        double since = static_cast<double>(static_cast<int64_t>(c - ctaC0));
-        double ns = static_cast<double>(gt0) + since / rate;
-        return static_cast<uint64_t>(ns + static_cast<double>(shift));
-      };
+      auto toNs = [&](uint64_t c) { return static_cast<uint64_t>(gpuNs(ctaHeader, c) + shift); };
       addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
                units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
     };

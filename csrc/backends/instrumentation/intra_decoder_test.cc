@@ -344,6 +344,11 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   unit(buf, 0, 0x515, 7, 5000, 1000, {}, 4);
   unit(buf, t.unitBytes, 0x515, 0, 0, 1400, {}, 4, /*ctaPart=*/false);
   unit(buf, 3 * t.unitBytes, 0x515, 9, 8000, 90000, {}, 4);
+  // And a launch whose earliest unit is not its CTA's first recording unit: unit 1 started
+  // 100 cycles (50 ns) before unit 0. The earliest start is the kernel's start.
+  std::vector<uint8_t> early(2 * t.unitBytes, 0);
+  unit(early, 0, 0x515, 7, 5000, 1000, {}, 4);
+  unit(early, t.unitBytes, 0x515, 0, 0, 900, {}, 4, /*ctaPart=*/false);
   uint64_t without = counter("instrumentation_trace_units_without_cta_time");
   IntraTarget target{&trace, PhaseId{0}, node};
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 10000, 0});
@@ -366,6 +371,16 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   EXPECT_EQ(Lane::warpOf(events[2].lane.id), 1u);
   EXPECT_EQ(events[2].beginNs, 13000u);
   EXPECT_EQ(counter("instrumentation_trace_units_without_cta_time"), without);
+
+  Session second{SessionId{12}, traceData()};
+  IntraTarget secondTarget{&second, PhaseId{0},
+                           second.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+  decoder.fileTrace(early.data(), early.size(), t.unitBytes,
+                    IntraLaunch{&secondTarget, 1, 0, 10000, 0});
+  second.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].beginNs, 10050u);  // unit 0
+  EXPECT_EQ(events[1].beginNs, 10000u);  // unit 1, the earliest
 }
 
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
