@@ -303,9 +303,11 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     uint32_t kept = std::min(written, table.capacity);
     // A unit that wrote more than its buffer holds lost its first events: an exit whose
     // enter was among them is the overflow's loss, counted there, not an unmatched scope
-    // (as many exits without an enter as events were lost; any more are unmatched).
+    // (as many exits without an enter as the lost events may have held enters: two per
+    // event where the kernel pairs markers; any more are unmatched).
     uint32_t lost = written - kept, excused = 0;
     overwritten += lost;
+    if (table.pairedEvents) lost *= 2;
     // The kernel scope: the unit's start and return, from its header's timer pairs.
     std::vector<Open> stack{{0, c0}};
     auto close = [&](uint32_t id, uint64_t clock, uint64_t begin) {
@@ -321,18 +323,17 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
                units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
     };
-    for (uint32_t j = written - kept; j < written; ++j) {
-      const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
-      uint32_t tag = load<uint32_t>(ev), low = load<uint32_t>(ev + 4);
-      uint64_t clock = c0 + static_cast<uint32_t>(low - static_cast<uint32_t>(c0));
+    // One marker: an enter opens its scope, an exit closes the innermost open one of its
+    // scope (any opened inside it and still open are crossing pairs).
+    auto marker = [&](uint32_t tag, uint64_t clock) {
       uint32_t id = tag >> 1;
       if (id == 0 || id >= table.paths.size()) {
         ++unmatched;
-        continue;
+        return;
       }
       if (!(tag & 1)) {
         stack.push_back({id, clock});
-        continue;
+        return;
       }
       auto open =
           std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
@@ -341,12 +342,23 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
           ++excused;  // its enter may have been written over
         else
           ++unmatched;
-        continue;
+        return;
       }
       crossing += static_cast<uint64_t>(open - stack.rbegin());
       uint64_t begin = open->clock;
       stack.erase(std::next(open).base(), stack.end());
       close(id, clock, begin);
+    };
+    for (uint32_t j = written - kept; j < written; ++j) {
+      const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
+      uint32_t tag = load<uint32_t>(ev), low = load<uint32_t>(ev + 4);
+      uint64_t clock = c0 + static_cast<uint32_t>(low - static_cast<uint32_t>(c0));
+      if (tag & kPairedEventTag) {  // two adjacent markers, one reading
+        marker(tag >> 8 & 0x7f, clock);
+        marker(tag & 0x7f, clock);
+      } else {
+        marker(tag, clock);
+      }
     }
     unmatched += stack.size() - 1;  // still open when the warp returned
     close(0, c1, c0);

@@ -383,6 +383,44 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   EXPECT_EQ(events[1].beginNs, 10000u);  // unit 1, the earliest
 }
 
+// Two markers with no instruction between them are one event (kPairedEventTag): both take
+// its clock reading, in order. A lost paired event may have held two enters.
+TEST_F(IntraDecoderTest, PairedEventsHoldTwoMarkersAndExcuseTwoExitsWhenLost) {
+  Session trace{SessionId{13}, traceData()};
+  NodeId node = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
+  ScopeTables tables;
+  ScopeTable t = table(0x9a1, true);
+  t.pairedEvents = 2;
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  auto pair = [](uint32_t first, uint32_t second) { return kPairedEventTag | first << 8 | second; };
+  // 5 events into 4 places: the first, enters of load and wait, is written over; then wait's
+  // and load's exits (excused: their enters were in it), then load and wait entered and left
+  // together (one event each), [1400, 1600).
+  std::vector<uint8_t> buf(t.unitBytes, 0);
+  unit(buf, 0, 0x9a1, 0, 5000, 1000,
+       {{pair(2, 4), 1100}, {5, 1200}, {3, 1300}, {pair(2, 4), 1400}, {pair(5, 3), 1600}}, 4);
+  uint64_t unmatched = counter("instrumentation_unmatched_scopes");
+  uint64_t overwritten = counter("instrumentation_events_overwritten");
+  IntraTarget targets[] = {{&trace, PhaseId{0}, node}, {&tree, PhaseId{0}, kernel}};
+  testing::internal::CaptureStderr();
+  decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{targets, 2, 0, 0, 0});
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counter("instrumentation_events_overwritten"), overwritten + 1);
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched);
+  std::vector<TraceEvent> events;
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  ASSERT_EQ(events.size(), 3u);  // wait, load, kernel
+  EXPECT_EQ(events[0].name, S("wait"));
+  EXPECT_EQ(events[1].name, S("load"));
+  EXPECT_EQ(events[0].endNs - events[0].beginNs, 100u);  // 200 cycles at 2 per ns
+  EXPECT_EQ(events[1].beginNs, events[0].beginNs);
+  EXPECT_EQ(events[1].endNs, events[0].endNs);
+  NodeId load = tree.child(PhaseId{0}, kernel, S("load"));
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "cycles")), 200);
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "count")), 1);
+}
+
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   Session trace{SessionId{9}, traceData()};
   NodeId traceKernel = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));

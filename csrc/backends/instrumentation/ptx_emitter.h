@@ -204,6 +204,13 @@ class Emitter {
     return o.str();
   }
 
+  // Trace: two markers with no instruction between them, one event (kPairedEventTag).
+  std::string pairedEvent(uint32_t firstTag, uint32_t secondTag) const {
+    Out o;
+    event(o, kPairedEventTag | firstTag << 8 | secondTag);
+    return o.str();
+  }
+
   // Tree: the register that holds the clock reading of an enter ('E') or exit of scope `id`.
   std::string clockOf(char kind, size_t id) const {
     if (kind == 'E') return "%pt_s" + std::to_string(id);

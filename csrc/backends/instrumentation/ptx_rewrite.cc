@@ -406,17 +406,31 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
       break;
     ++insertAt;
   }
-  // Which markers take the clock reading of the marker just before them (Emitter::enter).
+  // Markers with no instruction between them: the later one takes the earlier one's clock
+  // reading (tree, Emitter::enter), or the two are stored as one event (trace).
+  auto recorded = [&](size_t i) {
+    char k = markers[i].kind;
+    return (k == 'E' || k == 'X' || k == 'C') && ids.count(markers[i].path);
+  };
+  auto nextAdjacent = [&](size_t i) {
+    size_t j = i + 1;
+    while (j < e.end && markers[j].kind == 0 && isNotCode(lines[j])) ++j;
+    return j < e.end && recorded(j) ? j : std::string::npos;
+  };
   std::vector<std::string> reading(lines.size());
-  if (emit.sharesReadings()) {
-    for (size_t i = 0; i < lines.size(); ++i) {
-      char kind = markers[i].kind;
-      if ((kind != 'E' && kind != 'X' && kind != 'C') || !ids.count(markers[i].path)) continue;
-      size_t j = i + 1;
-      while (j < e.end && markers[j].kind == 0 && isNotCode(lines[j])) ++j;
-      char next = j < e.end ? markers[j].kind : 0;
-      if ((next != 'E' && next != 'X' && next != 'C') || !ids.count(markers[j].path)) continue;
+  std::vector<size_t> pairedWith(lines.size(), std::string::npos);  // trace: on the second
+  std::vector<bool> stored(lines.size(), true);  // trace: false on the first of a pair
+  for (size_t i = e.open + 1; i < e.end; ++i) {
+    if (!recorded(i)) continue;
+    size_t j = nextAdjacent(i);
+    if (j == std::string::npos) continue;
+    if (config.trace && stored[i] && pairedWith[i] == std::string::npos) {
+      stored[i] = false;
+      pairedWith[j] = i;
+      ++t.pairedEvents;
+    } else if (emit.sharesReadings()) {
       // An exit that reused a reading passes it on (it did not read into its own register).
+      char kind = markers[i].kind;
       reading[j] = !reading[i].empty() && kind != 'E' ? reading[i]
                                                       : emit.clockOf(kind, ids[markers[i].path]);
     }
@@ -432,8 +446,15 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     out += '\n';
     if (m.kind == 0 || m.kind == 'D') continue;
     auto id = ids.find(m.path);
+    auto tagOf = [&](const Marker &k) {
+      return static_cast<uint32_t>(ids[k.path] << 1 | (k.kind == 'E' ? 0 : 1));
+    };
     if (m.kind == 'U' || id == ids.end())
       out += emit.unmatched();
+    else if (!stored[i])
+      continue;  // stored with the marker after it
+    else if (pairedWith[i] != std::string::npos)
+      out += emit.pairedEvent(tagOf(markers[pairedWith[i]]), tagOf(m));
     else if (m.kind == 'E')
       out += emit.enter(id->second, reading[i]);
     else
@@ -448,7 +469,7 @@ std::string encodeTable(const ScopeTable &t) {
   o << "v2\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
     << t.numWarps << '\t' << t.unitWarps << '\t' << t.unitsPerCta << '\t' << t.capacity << '\t'
     << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t' << t.staticCrossing
-    << '\t' << t.droppedMarkers << '\t' << t.droppedScopes.size();
+    << '\t' << t.droppedMarkers << '\t' << t.pairedEvents << '\t' << t.droppedScopes.size();
   for (const std::string &s : t.droppedScopes) o << '\t' << hexEncode(s);
   for (const std::string &p : t.paths) o << '\t' << hexEncode(p);
   return o.str();
@@ -458,8 +479,8 @@ Result<ScopeTable> decodeTable(std::string_view text) {
   std::vector<std::string_view> f = split(text, '\t');
   ScopeTable t;
   uint32_t trace = 0;
-  // v2: the names of the dropped markers' scopes follow their count; v1 (an older Proton's
-  // cached binaries) has neither.
+  // v2: the paired events, then the names of the dropped markers' scopes after their count;
+  // v1 (an older Proton's cached binaries) has none of them.
   const bool v2 = !f.empty() && f[0] == "v2";
   bool ok = f.size() >= 14 && (v2 || f[0] == "v1") && hexDecode(f[1], t.kernel) &&
             parseU32(f[2], t.hash) && parseU32(f[3], trace) && parseU32(f[4], t.numWarps) &&
@@ -470,13 +491,14 @@ Result<ScopeTable> decodeTable(std::string_view text) {
   size_t first = 13;
   uint32_t dropped = 0;
   if (ok && v2) {
-    ok = parseU32(f[13], dropped) && f.size() >= 15 + size_t{dropped};
-    for (size_t i = 14; ok && i < 14 + size_t{dropped}; ++i) {
+    ok = f.size() >= 16 && parseU32(f[13], t.pairedEvents) && parseU32(f[14], dropped) &&
+         f.size() >= 16 + size_t{dropped};
+    for (size_t i = 15; ok && i < 15 + size_t{dropped}; ++i) {
       std::string name;
       ok = hexDecode(f[i], name);
       t.droppedScopes.push_back(std::move(name));
     }
-    first = 14 + size_t{dropped};
+    first = 15 + size_t{dropped};
   }
   for (size_t i = first; ok && i < f.size(); ++i) {
     std::string path;

@@ -41,7 +41,9 @@
 //   [ u32 smid | u32 shift | u64 globaltimer0 | u64 globaltimer1 ]
 //   then the unit's own part, stored by every recording unit:
 //   [ u32 events | u32 hash | u64 clock0 | u64 clock1 ]
-//   then `capacity` events of [ u32 tag = scope << 1 | exit | u32 clock ], written circularly.
+//   then `capacity` events of [ u32 tag = scope << 1 | exit | u32 clock ], written circularly;
+//   two markers with no instruction between them (`exit_scope("a"); enter_scope("b")`, or
+//   nested `with` blocks) are one event, tag = kPairedEventTag | first tag << 8 | second tag.
 // Trace with buffer_type="shared" (RewriteConfig::ctaSums, where the kernel's shared memory
 //   allows and every warp leaves through the one plain return): the unit's leader writes its
 //   events into the unit's own circular buffer in shared memory past the kernel's own
@@ -98,6 +100,7 @@ struct ScopeTable {
   uint32_t droppedMarkers = 0;   // markers not recorded: outside the entry function (in a
                                  // function the compiler did not inline) or past kMaxScopes
   std::vector<std::string> droppedScopes;  // the names of those markers' scopes, once each
+  uint32_t pairedEvents = 0;               // trace: events that hold two markers (kPairedEventTag)
   uint32_t ctaSumsOffset = 0;  // where the CTA's slots (tree) or its units' event buffers
   uint32_t sharedBytes = 0;    // (trace) sit in dynamic shared memory, and the kernel's new
                                // total; 0/0 where records and events go to global memory
@@ -114,6 +117,7 @@ struct RewriteResult {
 // start and return clocks are the kernel scope.
 constexpr uint32_t kTraceUnitHeaderBytes = 48;
 constexpr uint32_t kTraceCtaHeaderBytes = 24;
+constexpr uint32_t kPairedEventTag = 1u << 31;
 constexpr uint32_t kTreeHeaderBytes = 16;
 constexpr uint32_t kTreeUnitHeaderBytes = 16;
 constexpr uint32_t kTreeScopeBytes = 16;
@@ -125,8 +129,9 @@ constexpr uint32_t kMaxScopes = 64;
 // code changed, not the layout: binaries cached with the atomics of 3 are compiled again);
 // 5: the same, scope ends no longer zero their clock register in the lanes that do not record;
 // 6: a trace unit's kernel scope is its header's two timer pairs, no longer two events;
-// 7: a trace unit's SM, shift and globaltimer readings are its CTA's, stored once per CTA.
-constexpr uint32_t kLayoutVersion = 7;
+// 7: a trace unit's SM, shift and globaltimer readings are its CTA's, stored once per CTA;
+// 8: two adjacent markers are one trace event (kPairedEventTag).
+constexpr uint32_t kLayoutVersion = 8;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

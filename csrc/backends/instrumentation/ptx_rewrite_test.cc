@@ -271,10 +271,16 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   EXPECT_EQ(t.ctaSumsOffset, 1008u);
   EXPECT_EQ(t.sharedBytes, 1008u + 8 * (kTraceUnitHeaderBytes + 256 * 8));
   EXPECT_EQ(t.slotBytes, 8 * (kTraceUnitHeaderBytes + 8 * 256));
-  // Four markers: four events, each one shared-memory store by the unit's leader, none to
-  // global memory. The kernel scope has no events: the header's timer pairs are its enter
-  // and exit.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};"), 4u);
+  // Four markers, three events (the exit of "load" and the enter of "mma" have no instruction
+  // between them: one event, tagged kPairedEventTag | 3 << 8 | 4), each one shared-memory
+  // store by the unit's leader, none to global memory. The kernel scope has no events: the
+  // header's timer pairs are its enter and exit.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_w9], {%pt_w10, %pt_w8};"), 3u);
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, " + std::to_string(kPairedEventTag | 3 << 8 | 4)), 1u);
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, 2;"), 1u);  // load's enter
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w10, 5;"), 1u);  // mma's exit
+  EXPECT_EQ(count(r.ptx, "mov.u32 \t%pt_w8, %clock;"), 3u);
+  EXPECT_EQ(t.pairedEvents, 1u);
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "mad.lo.u32 \t%pt_sb, %pt_w3, 2096, %pt_sb;"), 1u);
   // At the one return, the leader writes its part of the unit header (its count, hash and
@@ -319,7 +325,7 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   // Events are stored to global memory as they happen where the buffers would not fit or lower
   // occupancy, where a warp may return with part of its lanes, and with buffer_type="global".
   auto direct = [](const RewriteResult &d) {
-    return d.table.sharedBytes == 0 && count(d.ptx, "@%pt_lead st.global.v2.u32") == 4 &&
+    return d.table.sharedBytes == 0 && count(d.ptx, "@%pt_lead st.global.v2.u32") == 3 &&
            count(d.ptx, "@%pt_lead st.shared") == 0;
   };
   EXPECT_TRUE(direct(rewrite(mm, "proton:trace:1:256:*:", 0, kH100MaxShared)));
@@ -419,9 +425,9 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_EQ(t.capacity, 64u);
   EXPECT_EQ(t.unitBytes, kTraceUnitHeaderBytes + 8 * 64);
   EXPECT_EQ(t.slotBytes, 2 * t.unitBytes);
-  // Four markers: four event stores, all by the unit leader; the kernel scope is the header's
-  // two timer pairs.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 4u);
+  // Four markers: three event stores (two adjacent markers share one), all by the unit
+  // leader; the kernel scope is the header's two timer pairs.
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 3u);
   EXPECT_EQ(count(r.ptx, "setp.eq.or.u32 \t%pt_q1, %pt_w3, 1, %pt_q1;"), 1u);
   EXPECT_EQ(count(r.ptx, "%globaltimer;"), 2u);
   // The unit's start is read before its buffer's address arithmetic (%ctaid), which would
@@ -552,7 +558,7 @@ TEST(PtxRewrite, TableTextRoundTrips) {
   EXPECT_EQ(back.value().unitBytes, r.table.unitBytes);
   EXPECT_FALSE(decodeTable("v1\tzz").isOk());
   // A v2 table whose count of dropped scope names runs past its fields.
-  EXPECT_FALSE(decodeTable("v2\t6b\t1\t0\t1\t1\t1\t0\t32\t32\t0\t0\t2\t5").isOk());
+  EXPECT_FALSE(decodeTable("v2\t6b\t1\t0\t1\t1\t1\t0\t32\t32\t0\t0\t2\t0\t5").isOk());
   // A table an older Proton (v1) wrote into a binary's cached metadata: no dropped names.
   Result<ScopeTable> v1 = decodeTable("v1\t6b\t9\t0\t4\t1\t4\t0\t32\t128\t0\t0\t1\t\t6c");
   ASSERT_TRUE(v1.isOk());
