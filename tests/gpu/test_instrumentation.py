@@ -386,6 +386,21 @@ def test_a_scope_in_a_function_not_inlined_is_named_and_counted(capfd):
     assert err.count("scope in_helper is not recorded") == 1, err
 
 
+def test_each_trace_session_gets_the_whole_slice_cap(monkeypatch):
+    # Before, the cap counted the process's slices: once a trace had reached it, every later
+    # trace session in the process recorded nothing.
+    monkeypatch.setenv("PROTON_INSTRUMENTATION_TRACE_EVENTS", "100")
+    for name in ("cap1", "cap2"):
+        # 10 launches of 4 CTAs x 4 warps, each warp one slice (its kernel scope): 160.
+        profile(name, lambda: run_vadd(n=4096, block=1024, launches=10), data="trace")
+        with open(f"{name}.chrome_trace") as f:
+            trace = json.load(f)
+        warps = [e for e in trace["traceEvents"] if e.get("cat") == "warp"]
+        stats = dict(trace["otherData"]["proton_metadata"]["stats"])
+        assert len(warps) == 100, name
+        assert stats["instrumentation_trace_events_capped"] == 60, (name, stats)
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_instrumented_launches_on_two_gpus_stay_on_their_own_device():
     # Each device has its own ring: the scopes go under each launch's own kernel frame, with

@@ -76,6 +76,7 @@ IntraKernelBuffers &IntraKernelBuffers::global() {
 
 void IntraKernelBuffers::addUser() {
   std::lock_guard lock(mu_);
+  if (users_ == 0) decoder_.startAnew();  // the cap is each trace's, not the process's
   if (users_++ == 0)
     for (const char *name :
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",

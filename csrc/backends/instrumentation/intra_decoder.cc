@@ -267,20 +267,29 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
     return u.cta < ctaHeaders.size() ? ctaHeaders[u.cta] : nullptr;
   };
   // A clock reading of a unit on the GPU's clock: its CTA's globaltimer reading plus the
-  // cycles since the clock reading beside it (the SM's clock, the same for all of the CTA).
-  auto gpuNs = [rate](const uint8_t *ctaHeader, uint64_t clock) {
-    int64_t since = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 32));
-    return static_cast<double>(load<uint64_t>(ctaHeader + 8)) + static_cast<double>(since) / rate;
+  // cycles since the clock reading beside it (the SM's clock, the same for all of the CTA),
+  // in ns after `base`, the first CTA's reading: a double holds that exactly, where a
+  // globaltimer reading itself (~2^60 ns) it would round to 256 ns.
+  uint64_t base = 0;
+  for (const uint8_t *c : ctaHeaders)
+    if (c) {
+      base = load<uint64_t>(c + 8);
+      break;
+    }
+  auto sinceBase = [rate, base](const uint8_t *ctaHeader, uint64_t clock) {
+    int64_t cycles = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 32));
+    int64_t ns = static_cast<int64_t>(load<uint64_t>(ctaHeader + 8) - base);
+    return static_cast<double>(ns) + static_cast<double>(cycles) / rate;
   };
   // The earliest unit start is the kernel's CUPTI start (a unit may start before its CTA's
-  // first recording unit).
-  double firstNs = std::numeric_limits<double>::infinity();
+  // first recording unit); without the kernel's record, the GPU's clock is kept.
+  double first = std::numeric_limits<double>::infinity();
   for (const Unit &u : units)
     if (const uint8_t *c = ctaHeaderOf(u))
-      firstNs = std::min(firstNs, gpuNs(c, load<uint64_t>(u.header + 32)));
-  double shift = launch.kernelStartNs && std::isfinite(firstNs)
-                     ? static_cast<double>(launch.kernelStartNs) - firstNs
-                     : 0.0;
+      first = std::min(first, sinceBase(c, load<uint64_t>(u.header + 32)));
+  const bool aligned = launch.kernelStartNs && std::isfinite(first);
+  const uint64_t origin = aligned ? launch.kernelStartNs : base;
+  const double zero = aligned ? first : 0.0;
   std::vector<ScopeSums> sums(table.paths.size());
   std::vector<uint64_t> lastUnitSeen(table.paths.size(), UINT64_MAX);
   uint64_t unmatched = 0, crossing = 0, overwritten = 0;
@@ -319,7 +328,9 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
         lastUnitSeen[id] = u;
         sums[id].warps += 1;
       }
-      auto toNs = [&](uint64_t c) { return static_cast<uint64_t>(gpuNs(ctaHeader, c) + shift); };
+      auto toNs = [&](uint64_t c) {
+        return origin + static_cast<uint64_t>(std::llround(sinceBase(ctaHeader, c) - zero));
+      };
       addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
                units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
     };

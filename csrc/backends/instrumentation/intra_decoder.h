@@ -101,6 +101,12 @@ class IntraDecoder {
   // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
   bool traceFull() const { return events_ >= maxEvents_; }
+  // A new recording begins (the first instrumentation session after none): its trace gets
+  // the whole cap, and its losses are told again.
+  void startAnew() {
+    events_ = 0;
+    warned_.clear();
+  }
 
  private:
   struct ScopeSums {

@@ -421,6 +421,62 @@ TEST_F(IntraDecoderTest, PairedEventsHoldTwoMarkersAndExcuseTwoExitsWhenLost) {
   EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "count")), 1);
 }
 
+// Real globaltimer readings are ~2^60 ns, where a double steps by 256 ns: slices are placed
+// to the ns (before, a warp's first slice landed up to 128 ns off the kernel's start).
+TEST_F(IntraDecoderTest, SlicesArePlacedToTheNanosecondAtRealGlobaltimerReadings) {
+  ScopeTables tables;
+  ScopeTable t = table(0x6e5, true);
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  const uint64_t gt0 = 1795533033480904963ull;  // not a multiple of 256
+  std::vector<uint8_t> buf(t.unitBytes, 0);
+  unit(buf, 0, 0x6e5, 0, gt0, 1000, {{2, 1100}, {3, 1300}}, 4);  // load [+50 ns, +150 ns)
+  for (uint64_t kernelStart : {uint64_t{50919626681}, uint64_t{0}}) {
+    Session s{SessionId{17}, traceData()};
+    IntraTarget target{&s, PhaseId{0}, s.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+    decoder.fileTrace(buf.data(), buf.size(), t.unitBytes,
+                      IntraLaunch{&target, 1, 0, kernelStart, 0});
+    std::vector<TraceEvent> events;
+    s.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+    ASSERT_EQ(events.size(), 2u);
+    const uint64_t start = kernelStart ? kernelStart : gt0;  // the GPU's clock without a record
+    EXPECT_EQ(events[0].beginNs, start + 50);
+    EXPECT_EQ(events[0].endNs, start + 150);
+    EXPECT_EQ(events[1].beginNs, start);  // the kernel scope
+    EXPECT_EQ(events[1].endNs, start + 1000);
+  }
+}
+
+// The slice cap is a trace's: filed slices past it are counted, and a new recording starts
+// with the whole cap again (before, the count never went back, and a process's later trace
+// sessions recorded nothing once one had reached the cap).
+TEST_F(IntraDecoderTest, TheSliceCapIsEachRecordingsOwn) {
+  ScopeTables tables;
+  ScopeTable t = table(0xca9, true);
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  decoder.setMaxTraceEvents(2);
+  std::vector<uint8_t> buf(2 * t.unitBytes, 0);
+  unit(buf, 0, 0xca9, 0, 5000, 1000, {{2, 1100}, {3, 1200}}, 4);  // load and the kernel scope
+  unit(buf, t.unitBytes, 0xca9, 0, 0, 1000, {}, 4, /*ctaPart=*/false);
+  uint64_t capped = counter("instrumentation_trace_events_capped");
+  auto file = [&](SessionId id) {
+    Session s{id, traceData()};
+    IntraTarget target{&s, PhaseId{0}, s.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+    decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 0, 0});
+    size_t n = 0;
+    s.readPhase(PhaseId{0}, [&](const PhaseData &p) { n = p.events().size(); });
+    return n;
+  };
+  EXPECT_EQ(file(SessionId{14}), 2u);
+  EXPECT_EQ(counter("instrumentation_trace_events_capped"), capped + 1);
+  EXPECT_TRUE(decoder.traceFull());
+  EXPECT_EQ(file(SessionId{15}), 0u);  // the same recording: still full
+  decoder.startAnew();
+  EXPECT_FALSE(decoder.traceFull());
+  EXPECT_EQ(file(SessionId{16}), 2u);
+}
+
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   Session trace{SessionId{9}, traceData()};
   NodeId traceKernel = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
