@@ -227,11 +227,67 @@ struct IntraDecoder::Unit {
   uint32_t cta, unit;
 };
 
+// Where a trace launch's clock readings lie on the GPU's clock. Each CTA's first recording
+// unit stored the CTA's globaltimer readings beside its own clock readings (the SM's clock,
+// the same for all of the CTA): the SM clock's rate is measured from those pairs, and a
+// unit's clock reading is its CTA's globaltimer reading plus the cycles since. Times are
+// kept as ns after the first CTA's reading, which a double holds exactly (a globaltimer
+// reading itself, ~2^60 ns, it would round to 256 ns).
+class IntraDecoder::TraceClock {
+ public:
+  // ctaHeaders: per CTA, the header of its first recording unit (null where none recorded).
+  TraceClock(std::vector<const uint8_t *> ctaHeaders, double fallbackRate)
+      : ctaHeaders_(std::move(ctaHeaders)) {
+    uint64_t clocks = 0, nanos = 0;
+    for (const uint8_t *h : ctaHeaders_) {
+      if (!h) continue;
+      if (!base_) base_ = load<uint64_t>(h + 8);
+      uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 16);
+      uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
+      if (gt1 > gt0 && c1 > c0) {
+        clocks += c1 - c0;
+        nanos += gt1 - gt0;
+      }
+    }
+    rate_ = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
+                      : (fallbackRate > 0 ? fallbackRate : 1.0);
+    origin_ = base_;
+  }
+  const uint8_t *ctaHeader(uint32_t cta) const {
+    return cta < ctaHeaders_.size() ? ctaHeaders_[cta] : nullptr;
+  }
+  double sinceBase(const uint8_t *ctaHeader, uint64_t clock) const {
+    int64_t cycles = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 32));
+    int64_t ns = static_cast<int64_t>(load<uint64_t>(ctaHeader + 8) - base_);
+    return static_cast<double>(ns) + static_cast<double>(cycles) / rate_;
+  }
+  // The earliest unit start (sinceBase) is the kernel's start by its CUPTI record; without
+  // the record, the GPU's clock is kept.
+  void alignStart(double earliest, uint64_t kernelStartNs) {
+    if (!kernelStartNs || !std::isfinite(earliest)) return;
+    origin_ = kernelStartNs;
+    zero_ = earliest;
+  }
+  uint64_t ns(const uint8_t *ctaHeader, uint64_t clock) const {
+    return origin_ + static_cast<uint64_t>(std::llround(sinceBase(ctaHeader, clock) - zero_));
+  }
+
+ private:
+  std::vector<const uint8_t *> ctaHeaders_;
+  uint64_t base_ = 0, origin_ = 0;
+  double rate_ = 1.0, zero_ = 0.0;
+};
+
+struct IntraDecoder::TraceTally {
+  explicit TraceTally(size_t scopes) : sums(scopes), lastUnitSeen(scopes, UINT64_MAX) {}
+  std::vector<ScopeSums> sums;
+  std::vector<uint64_t> lastUnitSeen;
+  uint64_t unmatched = 0, crossing = 0, overwritten = 0;
+};
+
 void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes,
                              const IntraLaunch &launch) {
   if (unitBytes <= kTraceUnitHeaderBytes) return;
-  std::vector<Unit> units;
-  std::vector<const uint8_t *> ctaHeaders;  // per CTA, the unit that stored the CTA's part
   std::shared_ptr<const InternedTable> interned;
   for (size_t off = 0; !interned && off + unitBytes <= size; off += unitBytes) {
     uint32_t hash = load<uint32_t>(slot + off + 28);
@@ -242,141 +298,116 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   }
   if (!interned) return;  // no unit recorded
   const ScopeTable &table = interned->table;
-  uint64_t clocks = 0, nanos = 0;
+  std::vector<Unit> units;
+  std::vector<const uint8_t *> ctaHeaders;
   for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
     const uint8_t *h = slot + off;
     uint32_t index = static_cast<uint32_t>(off / unitBytes), cta = index / table.unitsPerCta;
     // The CTA's part, from its first recording unit (stored as that unit started, where
     // events go to global memory: there even if the unit never returned).
-    uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 16);
-    if (gt0 != 0) {
+    if (load<uint64_t>(h + 8) != 0) {
       if (ctaHeaders.size() <= cta) ctaHeaders.resize(cta + 1);
       ctaHeaders[cta] = h;
-      uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
-      if (gt1 > gt0 && c1 > c0) {
-        clocks += c1 - c0;
-        nanos += gt1 - gt0;
-      }
     }
     // A unit that does not record, or never returned, has no hash.
     if (load<uint32_t>(h + 28) != 0) units.push_back({h, cta, index % table.unitsPerCta});
   }
-  double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
-                          : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
-  auto ctaHeaderOf = [&](const Unit &u) {
-    return u.cta < ctaHeaders.size() ? ctaHeaders[u.cta] : nullptr;
-  };
-  // A clock reading of a unit on the GPU's clock: its CTA's globaltimer reading plus the
-  // cycles since the clock reading beside it (the SM's clock, the same for all of the CTA),
-  // in ns after `base`, the first CTA's reading: a double holds that exactly, where a
-  // globaltimer reading itself (~2^60 ns) it would round to 256 ns.
-  uint64_t base = 0;
-  for (const uint8_t *c : ctaHeaders)
-    if (c) {
-      base = load<uint64_t>(c + 8);
-      break;
-    }
-  auto sinceBase = [rate, base](const uint8_t *ctaHeader, uint64_t clock) {
-    int64_t cycles = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 32));
-    int64_t ns = static_cast<int64_t>(load<uint64_t>(ctaHeader + 8) - base);
-    return static_cast<double>(ns) + static_cast<double>(cycles) / rate;
-  };
-  // The earliest unit start is the kernel's CUPTI start (a unit may start before its CTA's
-  // first recording unit); without the kernel's record, the GPU's clock is kept.
-  double first = std::numeric_limits<double>::infinity();
+  TraceClock clock(std::move(ctaHeaders), launch.cyclesPerNs);
+  // A unit may start before its CTA's first recording unit.
+  double earliest = std::numeric_limits<double>::infinity();
   for (const Unit &u : units)
-    if (const uint8_t *c = ctaHeaderOf(u))
-      first = std::min(first, sinceBase(c, load<uint64_t>(u.header + 32)));
-  const bool aligned = launch.kernelStartNs && std::isfinite(first);
-  const uint64_t origin = aligned ? launch.kernelStartNs : base;
-  const double zero = aligned ? first : 0.0;
-  std::vector<ScopeSums> sums(table.paths.size());
-  std::vector<uint64_t> lastUnitSeen(table.paths.size(), UINT64_MAX);
-  uint64_t unmatched = 0, crossing = 0, overwritten = 0;
+    if (const uint8_t *c = clock.ctaHeader(u.cta))
+      earliest = std::min(earliest, clock.sinceBase(c, load<uint64_t>(u.header + 32)));
+  clock.alignStart(earliest, launch.kernelStartNs);
+  TraceTally tally(table.paths.size());
+  for (size_t u = 0; u < units.size(); ++u)
+    fileTraceUnit(*interned, units[u], u, clock, launch, tally);
+  noteLosses(table, {tally.unmatched + table.staticUnmatched, tally.crossing + table.staticCrossing,
+                     tally.overwritten});
+  fileSums(*interned, tally.sums, launch);
+}
+
+void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
+                                 const TraceClock &clock, const IntraLaunch &launch,
+                                 TraceTally &tally) {
+  const ScopeTable &table = interned.table;
+  const uint8_t *h = unit.header;
+  uint32_t written = load<uint32_t>(h + 24);
+  uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
+  // The CTA's part of the header: its SM, its time_shift and its place on the GPU's clock.
+  const uint8_t *ctaHeader = clock.ctaHeader(unit.cta);
+  if (!ctaHeader) {
+    stat("instrumentation_trace_units_without_cta_time").add();
+    return;
+  }
+  uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
+  uint32_t kept = std::min(written, table.capacity);
+  // A unit that wrote more than its buffer holds lost its first events: an exit whose enter
+  // was among them is the overflow's loss, counted there, not an unmatched scope (as many
+  // exits without an enter as the lost events may have held enters: two per event where the
+  // kernel pairs markers; any more are unmatched).
+  uint32_t lost = written - kept, excused = 0;
+  tally.overwritten += lost;
+  if (table.pairedEvents) lost *= 2;
   struct Open {
     uint32_t id;
     uint64_t clock;
   };
-  for (size_t u = 0; u < units.size(); ++u) {
-    const uint8_t *h = units[u].header;
-    uint32_t written = load<uint32_t>(h + 24);
-    uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
-    // The CTA's part of the header: its SM, and the clock reading that its globaltimer
-    // reading places (the SM's clock, the same for all of the CTA's units).
-    const uint8_t *ctaHeader = ctaHeaderOf(units[u]);
-    if (!ctaHeader) {
-      stat("instrumentation_trace_units_without_cta_time").add();
-      continue;
+  // The kernel scope: the unit's start and return, from its header's clock pair.
+  std::vector<Open> stack{{0, c0}};
+  auto close = [&](uint32_t id, uint64_t end, uint64_t begin) {
+    uint64_t cycles = end > begin ? end - begin : 0;
+    cycles -= std::min<uint64_t>(cycles, shiftCycles);
+    ScopeSums &sum = tally.sums[id];
+    sum.cycles += cycles;
+    sum.count += 1;
+    if (tally.lastUnitSeen[id] != index) {
+      tally.lastUnitSeen[id] = index;
+      sum.warps += 1;
     }
-    uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
-    uint32_t kept = std::min(written, table.capacity);
-    // A unit that wrote more than its buffer holds lost its first events: an exit whose
-    // enter was among them is the overflow's loss, counted there, not an unmatched scope
-    // (as many exits without an enter as the lost events may have held enters: two per
-    // event where the kernel pairs markers; any more are unmatched).
-    uint32_t lost = written - kept, excused = 0;
-    overwritten += lost;
-    if (table.pairedEvents) lost *= 2;
-    // The kernel scope: the unit's start and return, from its header's timer pairs.
-    std::vector<Open> stack{{0, c0}};
-    auto close = [&](uint32_t id, uint64_t clock, uint64_t begin) {
-      uint64_t cycles = clock > begin ? clock - begin : 0;
-      cycles -= std::min<uint64_t>(cycles, shiftCycles);
-      sums[id].cycles += cycles;
-      sums[id].count += 1;
-      if (lastUnitSeen[id] != u) {
-        lastUnitSeen[id] = u;
-        sums[id].warps += 1;
-      }
-      auto toNs = [&](uint64_t c) {
-        return origin + static_cast<uint64_t>(std::llround(sinceBase(ctaHeader, c) - zero));
-      };
-      addSlice(launch, interned->paths[id], interned->sliceNames[id], units[u].cta,
-               units[u].unit * table.unitWarps, smid, toNs(begin), toNs(clock), cycles);
-    };
-    // One marker: an enter opens its scope, an exit closes the innermost open one of its
-    // scope (any opened inside it and still open are crossing pairs).
-    auto marker = [&](uint32_t tag, uint64_t clock) {
-      uint32_t id = tag >> 1;
-      if (id == 0 || id >= table.paths.size()) {
-        ++unmatched;
-        return;
-      }
-      if (!(tag & 1)) {
-        stack.push_back({id, clock});
-        return;
-      }
-      auto open =
-          std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
-      if (open == stack.rend()) {
-        if (excused < lost)
-          ++excused;  // its enter may have been written over
-        else
-          ++unmatched;
-        return;
-      }
-      crossing += static_cast<uint64_t>(open - stack.rbegin());
-      uint64_t begin = open->clock;
-      stack.erase(std::next(open).base(), stack.end());
-      close(id, clock, begin);
-    };
-    for (uint32_t j = written - kept; j < written; ++j) {
-      const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
-      uint32_t tag = load<uint32_t>(ev), low = load<uint32_t>(ev + 4);
-      uint64_t clock = c0 + static_cast<uint32_t>(low - static_cast<uint32_t>(c0));
-      if (tag & kPairedEventTag) {  // two adjacent markers, one reading
-        marker(tag >> 8 & 0x7f, clock);
-        marker(tag & 0x7f, clock);
-      } else {
-        marker(tag, clock);
-      }
+    addSlice(launch, interned.paths[id], interned.sliceNames[id], unit.cta,
+             unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
+             clock.ns(ctaHeader, end), cycles);
+  };
+  // One marker: an enter opens its scope, an exit closes the innermost open one of its scope
+  // (any opened inside it and still open are crossing pairs).
+  auto marker = [&](uint32_t tag, uint64_t at) {
+    uint32_t id = tag >> 1;
+    if (id == 0 || id >= table.paths.size()) {
+      ++tally.unmatched;
+      return;
     }
-    unmatched += stack.size() - 1;  // still open when the warp returned
-    close(0, c1, c0);
+    if (!(tag & 1)) {
+      stack.push_back({id, at});
+      return;
+    }
+    auto open =
+        std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
+    if (open == stack.rend()) {
+      if (excused < lost)
+        ++excused;  // its enter may have been written over
+      else
+        ++tally.unmatched;
+      return;
+    }
+    tally.crossing += static_cast<uint64_t>(open - stack.rbegin());
+    uint64_t begin = open->clock;
+    stack.erase(std::next(open).base(), stack.end());
+    close(id, at, begin);
+  };
+  for (uint32_t j = written - kept; j < written; ++j) {
+    const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
+    uint32_t tag = load<uint32_t>(ev), low = load<uint32_t>(ev + 4);
+    uint64_t at = c0 + static_cast<uint32_t>(low - static_cast<uint32_t>(c0));
+    if (tag & kPairedEventTag) {  // two adjacent markers, one reading
+      marker(tag >> 8 & 0x7f, at);
+      marker(tag & 0x7f, at);
+    } else {
+      marker(tag, at);
+    }
   }
-  noteLosses(table,
-             {unmatched + table.staticUnmatched, crossing + table.staticCrossing, overwritten});
-  fileSums(*interned, sums, launch);
+  tally.unmatched += stack.size() - 1;  // still open when the warp returned
+  close(0, c1, c0);
 }
 
 void IntraDecoder::addSlice(const IntraLaunch &launch, const std::vector<StringId> &path,

@@ -115,9 +115,13 @@ class IntraDecoder {
     uint64_t warps = 0;
   };
   struct Unit;
+  class TraceClock;
+  struct TraceTally;
 
   void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums,
                 const IntraLaunch &launch);
+  void fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
+                     const TraceClock &clock, const IntraLaunch &launch, TraceTally &tally);
   NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);
   void addSlice(const IntraLaunch &launch, const std::vector<StringId> &path, StringId name,
                 uint32_t cta, uint32_t warp, uint32_t sm, uint64_t beginNs, uint64_t endNs,
