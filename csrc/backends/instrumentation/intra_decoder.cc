@@ -203,23 +203,25 @@ void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
   fileSums(*interned, sums, launch);
 }
 
-// Markers the rewrite could not turn into recording (ScopeTable::droppedScopes): per launch,
-// and named once per kernel. Nothing of them is in the profile.
+// Markers the rewrite could not turn into recording (ScopeTable::droppedScopes): per launch
+// that recorded, and named once per kernel. Nothing of them is in the profile.
 void IntraDecoder::noteDroppedMarkers(const ScopeTable &table) {
   stat("instrumentation_markers_not_recorded").add(table.droppedMarkers);
   std::string perKernel = "instrumentation_markers_not_recorded[" + table.kernel + "]";
   stat(perKernel.c_str()).add(table.droppedMarkers);
   if (!warned_.insert(table.kernel + "\x1f" + 'd').second) return;
-  std::string what = table.droppedScopes.size() == 1 ? "scope " : "scopes ";
+  // A name may also be a scope the kernel does record (its own body's): the markers are what
+  // is not recorded.
+  std::string of;
   for (size_t i = 0; i < table.droppedScopes.size(); ++i)
-    what += (i ? ", " : "") + table.droppedScopes[i];
-  what += table.droppedScopes.size() == 1 ? " is" : " are";
+    of += (i ? ", " : "") + table.droppedScopes[i];
+  if (!of.empty()) of = (table.droppedScopes.size() == 1 ? " of scope " : " of scopes ") + of;
   std::fprintf(stderr,
-               "[PROTON] kernel %s: %s not recorded (%u markers): a kernel records scopes in "
-               "its own body only, not in a function the compiler did not inline "
+               "[PROTON] kernel %s: %u scope markers%s are not recorded: a kernel records "
+               "scopes in its own body only, not in a function the compiler did not inline "
                "(noinline=True), and at most %u of them (stats: "
                "instrumentation_markers_not_recorded).\n",
-               table.kernel.c_str(), what.c_str(), table.droppedMarkers, kMaxScopes - 1);
+               table.kernel.c_str(), table.droppedMarkers, of.c_str(), kMaxScopes - 1);
 }
 
 struct IntraDecoder::Unit {
@@ -298,6 +300,11 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   }
   if (!interned) return;  // no unit recorded
   const ScopeTable &table = interned->table;
+  if (table.unitBytes != unitBytes || !table.trace) {
+    // Units laid out otherwise than this buffer's (another buffer_size): not walked.
+    stat("instrumentation_buffers_of_another_layout").add();
+    return;
+  }
   std::vector<Unit> units;
   std::vector<const uint8_t *> ctaHeaders;
   for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {

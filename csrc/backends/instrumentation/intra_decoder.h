@@ -102,7 +102,8 @@ class IntraDecoder {
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
   bool traceFull() const { return events_ >= maxEvents_; }
   // A new recording begins (the first instrumentation session after none): its trace gets
-  // the whole cap, and its losses are told again.
+  // the whole cap, and its losses are told again. Sessions open at the same time share one
+  // recording, and so the cap.
   void startAnew() {
     events_ = 0;
     warned_.clear();

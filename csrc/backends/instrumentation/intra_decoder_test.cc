@@ -181,9 +181,9 @@ TEST_F(IntraDecoderTest, MarkersTheRewriteDroppedAreCountedPerLaunchAndNamedOnce
   EXPECT_EQ(counter("instrumentation_markers_not_recorded"), before + 8);
   EXPECT_EQ(counter("instrumentation_markers_not_recorded[mm_kernel]"), perKernel + 8);
   EXPECT_EQ(err,
-            "[PROTON] kernel mm_kernel: scopes inner, deep are not recorded (4 markers): a "
-            "kernel records scopes in its own body only, not in a function the compiler did "
-            "not inline (noinline=True), and at most 63 of them (stats: "
+            "[PROTON] kernel mm_kernel: 4 scope markers of scopes inner, deep are not "
+            "recorded: a kernel records scopes in its own body only, not in a function the "
+            "compiler did not inline (noinline=True), and at most 63 of them (stats: "
             "instrumentation_markers_not_recorded).\n");
   // What was recorded is filed as usual.
   EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 1000);
@@ -445,6 +445,28 @@ TEST_F(IntraDecoderTest, SlicesArePlacedToTheNanosecondAtRealGlobaltimerReadings
     EXPECT_EQ(events[1].beginNs, start);  // the kernel scope
     EXPECT_EQ(events[1].endNs, start + 1000);
   }
+}
+
+// A trace slot whose units are laid out otherwise than its table says (another buffer_size)
+// is counted, not walked past its units' ends.
+TEST_F(IntraDecoderTest, TraceUnitsOfAnotherLayoutAreCountedNotWalked) {
+  Session trace{SessionId{18}, traceData()};
+  ScopeTables tables;
+  ScopeTable t = table(0x1a7, true);  // 4 events per unit
+  t.capacity = 256;
+  t.unitBytes = kTraceUnitHeaderBytes + 8 * 256;
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  const uint32_t stride = kTraceUnitHeaderBytes + 8 * 4;  // the buffer's units: 4 events
+  std::vector<uint8_t> buf(2 * stride, 0);
+  unit(buf, 0, 0x1a7, 0, 5000, 1000, {{2, 1100}, {3, 1200}}, 4);
+  uint64_t before = counter("instrumentation_buffers_of_another_layout");
+  IntraTarget target{&trace, PhaseId{0}, trace.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+  decoder.fileTrace(buf.data(), buf.size(), stride, IntraLaunch{&target, 1, 0, 0, 0});
+  EXPECT_EQ(counter("instrumentation_buffers_of_another_layout"), before + 1);
+  size_t n = 1;
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { n = p.events().size(); });
+  EXPECT_EQ(n, 0u);
 }
 
 // The slice cap is a trace's: filed slices past it are counted, and a new recording starts

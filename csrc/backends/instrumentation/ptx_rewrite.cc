@@ -337,7 +337,8 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   auto drop = [&t](Marker &m) {
     m.kind = 'D';
     ++t.droppedMarkers;
-    std::string name = m.path.substr(m.path.rfind('\x1f') + 1);  // npos + 1 == 0
+    std::string name = m.path;  // shown as outer/inner
+    std::replace(name.begin(), name.end(), '\x1f', '/');
     if (std::find(t.droppedScopes.begin(), t.droppedScopes.end(), name) == t.droppedScopes.end())
       t.droppedScopes.push_back(std::move(name));
   };
@@ -505,7 +506,8 @@ Result<ScopeTable> decodeTable(std::string_view text) {
     ok = hexDecode(f[i], path);
     t.paths.push_back(std::move(path));
   }
-  if (!ok || t.paths.empty() || t.unitWarps == 0 || t.unitsPerCta == 0)
+  // A v1 trace table describes an older unit header than the decoder walks.
+  if (!ok || t.paths.empty() || t.unitWarps == 0 || t.unitsPerCta == 0 || (!v2 && trace))
     return invalidArgument("[PROTON] malformed instrumentation table");
   t.trace = trace != 0;
   return t;

@@ -450,6 +450,25 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64 \t[%pt_d1+32], %pt_d7;"), 1u);
   EXPECT_EQ(count(r.ptx, "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};"), 1u);
   EXPECT_EQ(count(r.ptx, "\tst.global.u64 \t[%pt_d1+40], %pt_d7;"), 1u);
+  // Two plain returns, the second directly after a pair of markers: each return stores its
+  // unit's end and, for the CTA's first unit, the CTA's (%pt_q3, set once at the start).
+  std::string ptx = golden("instrumentation_matmul_markers.ptx");
+  size_t ret = ptx.rfind("\tret;");
+  ASSERT_NE(ret, std::string::npos);
+  ptx.insert(ret,
+             "\t@%p1 bra \t$L__proton_test;\n\tret;\n$L__proton_test:\n"
+             "\tmov.u32 %r1, 0; // @proton:E:6d6d61\n\tmov.u32 %r1, 0; // @proton:X:6d6d61\n");
+  RewriteResult two = rewrite(ptx, "proton:trace:1:64:*:");
+  EXPECT_EQ(count(two.ptx, "$pt_skip0:"), 1u);
+  EXPECT_EQ(count(two.ptx, "$pt_skip1:"), 1u);
+  EXPECT_EQ(count(two.ptx, "@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;"), 2u);
+  EXPECT_EQ(count(two.ptx, "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};"), 2u);
+  EXPECT_EQ(count(two.ptx, "and.pred \t%pt_q3, %pt_q3, %pt_lead;"), 1u);
+  // The added pair (mma's enter and exit) is one event, stored before the return's epilogue.
+  size_t pair = two.ptx.find("mov.u32 \t%pt_w10, " + std::to_string(kPairedEventTag | 4 << 8 | 5));
+  ASSERT_NE(pair, std::string::npos);
+  EXPECT_LT(pair, two.ptx.rfind("// proton: instrumentation epilogue"));
+  EXPECT_EQ(two.table.pairedEvents, 2u);
 }
 
 TEST(PtxRewrite, UneditedKernelGetsTheKernelScopeOnly) {
@@ -535,7 +554,7 @@ TEST(PtxRewrite, MarkersOutsideTheEntryAreLeftAndNamedInTheTable) {
   ptx.insert(entry, func);
   RewriteResult r = rewrite(ptx, "proton:tree:1:256:*:");
   EXPECT_EQ(r.table.droppedMarkers, 2u);
-  EXPECT_EQ(r.table.droppedScopes, std::vector<std::string>{"inner"});
+  EXPECT_EQ(r.table.droppedScopes, std::vector<std::string>{"outer/inner"});
   EXPECT_EQ(r.table.paths, std::vector<std::string>{""});
   // The function is untouched: no clock read or count of ours in it.
   size_t body = r.ptx.find(".func helper()");
@@ -545,7 +564,7 @@ TEST(PtxRewrite, MarkersOutsideTheEntryAreLeftAndNamedInTheTable) {
   Result<ScopeTable> back = decodeTable(encodeTable(r.table));
   ASSERT_TRUE(back.isOk());
   EXPECT_EQ(back.value().droppedMarkers, 2u);
-  EXPECT_EQ(back.value().droppedScopes, std::vector<std::string>{"inner"});
+  EXPECT_EQ(back.value().droppedScopes, std::vector<std::string>{"outer/inner"});
   EXPECT_EQ(back.value().paths, r.table.paths);
 }
 
@@ -565,6 +584,8 @@ TEST(PtxRewrite, TableTextRoundTrips) {
   EXPECT_EQ(v1.value().kernel, "k");
   EXPECT_EQ(v1.value().droppedMarkers, 1u);
   EXPECT_TRUE(v1.value().droppedScopes.empty());
+  // A v1 trace table describes an older unit header: not decoded with today's.
+  EXPECT_FALSE(decodeTable("v1\t6b\t9\t1\t4\t1\t4\t8\t112\t448\t0\t0\t0\t").isOk());
   EXPECT_EQ(v1.value().paths, (std::vector<std::string>{"", "l"}));
 }
 
