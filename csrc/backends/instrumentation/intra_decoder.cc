@@ -29,6 +29,21 @@ std::string lastComponent(const std::string &path) {
   return at == std::string::npos ? path : path.substr(at + 1);
 }
 
+// A trace unit's own part of its header (ptx_rewrite.h, layout 9): whether it returned, its
+// events, and its clock readings at its start and its return (the return's low 32 bits
+// stored, unwrapped against the start as events are).
+struct UnitPart {
+  bool returned;
+  uint32_t written;
+  uint64_t c0, c1;
+};
+UnitPart unitPart(const uint8_t *h) {
+  uint32_t word = load<uint32_t>(h + 32), c1Low = load<uint32_t>(h + 36);
+  uint64_t c0 = load<uint64_t>(h + 40);
+  return {(word & kTraceUnitReturned) != 0, word & ~kTraceUnitReturned, c0,
+          c0 + static_cast<uint32_t>(c1Low - static_cast<uint32_t>(c0))};
+}
+
 MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, bool withCount) {
   static const MetricSpec kCycles = MetricSpec::parse("cycles");
   static const MetricSpec kNormalized = MetricSpec::parse("normalized_cycles");
@@ -245,9 +260,9 @@ class IntraDecoder::TraceClock {
       if (!h) continue;
       if (!base_) base_ = load<uint64_t>(h + 8);
       uint64_t gt0 = load<uint64_t>(h + 8), gt1 = load<uint64_t>(h + 16);
-      uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
-      if (gt1 > gt0 && c1 > c0) {
-        clocks += c1 - c0;
+      UnitPart own = unitPart(h);
+      if (own.returned && gt1 > gt0 && own.c1 > own.c0) {
+        clocks += own.c1 - own.c0;
         nanos += gt1 - gt0;
       }
     }
@@ -259,7 +274,7 @@ class IntraDecoder::TraceClock {
     return cta < ctaHeaders_.size() ? ctaHeaders_[cta] : nullptr;
   }
   double sinceBase(const uint8_t *ctaHeader, uint64_t clock) const {
-    int64_t cycles = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 32));
+    int64_t cycles = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 40));
     int64_t ns = static_cast<int64_t>(load<uint64_t>(ctaHeader + 8) - base_);
     return static_cast<double>(ns) + static_cast<double>(cycles) / rate_;
   }
@@ -292,7 +307,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   if (unitBytes <= kTraceUnitHeaderBytes) return;
   std::shared_ptr<const InternedTable> interned;
   for (size_t off = 0; !interned && off + unitBytes <= size; off += unitBytes) {
-    uint32_t hash = load<uint32_t>(slot + off + 28);
+    uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts
     if (hash != 0 && !(interned = tables_.find(hash))) {
       stat("instrumentation_buffers_without_table").add();
       return;
@@ -316,15 +331,15 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       if (ctaHeaders.size() <= cta) ctaHeaders.resize(cta + 1);
       ctaHeaders[cta] = h;
     }
-    // A unit that does not record, or never returned, has no hash.
-    if (load<uint32_t>(h + 28) != 0) units.push_back({h, cta, index % table.unitsPerCta});
+    // A unit that does not record, or never returned, has not said so.
+    if (unitPart(h).returned) units.push_back({h, cta, index % table.unitsPerCta});
   }
   TraceClock clock(std::move(ctaHeaders), launch.cyclesPerNs);
   // A unit may start before its CTA's first recording unit.
   double earliest = std::numeric_limits<double>::infinity();
   for (const Unit &u : units)
     if (const uint8_t *c = clock.ctaHeader(u.cta))
-      earliest = std::min(earliest, clock.sinceBase(c, load<uint64_t>(u.header + 32)));
+      earliest = std::min(earliest, clock.sinceBase(c, unitPart(u.header).c0));
   clock.alignStart(earliest, launch.kernelStartNs);
   TraceTally tally(table.paths.size());
   for (size_t u = 0; u < units.size(); ++u)
@@ -339,8 +354,7 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
                                  TraceTally &tally) {
   const ScopeTable &table = interned.table;
   const uint8_t *h = unit.header;
-  uint32_t written = load<uint32_t>(h + 24);
-  uint64_t c0 = load<uint64_t>(h + 32), c1 = load<uint64_t>(h + 40);
+  const auto [returned, written, c0, c1] = unitPart(h);
   // The CTA's part of the header: its SM, its time_shift and its place on the GPU's clock.
   const uint8_t *ctaHeader = clock.ctaHeader(unit.cta);
   if (!ctaHeader) {

@@ -218,11 +218,11 @@ void unit(std::vector<uint8_t> &buf, size_t at, uint32_t hash, uint32_t sm, uint
     put<uint32_t>(buf, at, sm);
     put<uint64_t>(buf, at + 8, gt0);
     put<uint64_t>(buf, at + 16, gt0 + 1000);  // 1000 ns for 2000 cycles: 2 cycles per ns
+    put<uint32_t>(buf, at + 24, hash);
   }
-  put<uint32_t>(buf, at + 24, static_cast<uint32_t>(events.size()));
-  put<uint32_t>(buf, at + 28, hash);
-  put<uint64_t>(buf, at + 32, c0);
-  put<uint64_t>(buf, at + 40, c0 + 2000);
+  put<uint32_t>(buf, at + 32, static_cast<uint32_t>(events.size()) | kTraceUnitReturned);
+  put<uint32_t>(buf, at + 36, static_cast<uint32_t>(c0 + 2000));  // low 32 bits
+  put<uint64_t>(buf, at + 40, c0);
   for (size_t j = 0; j < events.size(); ++j) {
     size_t e = at + kTraceUnitHeaderBytes + 8 * (j % capacity);
     put<uint32_t>(buf, e, events[j].first);
@@ -445,6 +445,30 @@ TEST_F(IntraDecoderTest, SlicesArePlacedToTheNanosecondAtRealGlobaltimerReadings
     EXPECT_EQ(events[1].beginNs, start);  // the kernel scope
     EXPECT_EQ(events[1].endNs, start + 1000);
   }
+}
+
+// A unit that started but never returned (events in global memory, a warp that left
+// through a predicated return) stored its start only: it is not a unit of the timeline, and
+// its CTA's part, stored at the start, still places the others.
+TEST_F(IntraDecoderTest, AUnitThatNeverReturnedIsLeftOut) {
+  Session trace{SessionId{19}, traceData()};
+  ScopeTables tables;
+  ScopeTable t = table(0x3e7, true);
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  std::vector<uint8_t> buf(2 * t.unitBytes, 0);
+  unit(buf, 0, 0x3e7, 5, 5000, 1000, {}, 4);
+  put<uint32_t>(buf, 32, 0);  // unit 0: started, never returned
+  unit(buf, t.unitBytes, 0x3e7, 0, 0, 1200, {{2, 1300}, {3, 1500}}, 4, /*ctaPart=*/false);
+  IntraTarget target{&trace, PhaseId{0}, trace.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+  // No unit with the CTA's readings returned: the SM clock is the device's (2 per ns).
+  decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 9000, 2.0});
+  std::vector<TraceEvent> events;
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  ASSERT_EQ(events.size(), 2u);  // unit 1's load and kernel scope
+  EXPECT_EQ(Lane::warpOf(events[1].lane.id), 1u);
+  EXPECT_EQ(events[1].beginNs, 9000u);  // the earliest unit that returned starts the kernel
+  EXPECT_EQ(events[0].beginNs, 9050u);
 }
 
 // A trace slot whose units are laid out otherwise than its table says (another buffer_size)

@@ -239,9 +239,9 @@ class Emitter {
         << "\t@%pt_q3 mov.u64 \t%pt_d6, %globaltimer;\n"
         << "\tmov.u64 \t%pt_d7, %clock64;\n"
         << "\t@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;\n"
-        << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-        << "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};\n"
-        << "\tst.global.u64 \t[%pt_d1+40], %pt_d7;\n";
+        << "\tor.b32 \t%pt_w6, %pt_n, " << kTraceUnitReturned << ";\n"
+        << "\tcvt.u32.u64 \t%pt_w7, %pt_d7;\n"
+        << "\tst.global.v2.u32 \t[%pt_d1+32], {%pt_w6, %pt_w7};\n";
     } else {
       // Enters and exits that did not pair up: |enters - exits| per scope, and the unit's
       // sums of that scope are dropped (an exit with no enter before it adds a clock reading
@@ -451,11 +451,12 @@ class Emitter {
   }
 
   // Trace in shared memory: each recording warp's leader writes the unit header into shared
-  // memory just before the unit's events (its own 24 bytes; the CTA's 24 in front of them
+  // memory just before the unit's events (its own 16 bytes; the CTA's 32 in front of them
   // only in the CTA's first recording unit), and then all of the warp's lanes (every warp
   // leaves through the one plain return) copy header and kept events, min(events, capacity)
   // of them, to the same places of its global buffer in one piece, lane j taking 8-byte word
-  // first + j, first + j + 32, ...: most units fit in one coalesced store (a header stored
+  // first + j, first + j + 32, ... (first: 0 or 4, a 32-byte sector's start): most units fit
+  // in one coalesced store (a header stored
   // apart, in three 16-byte stores of one lane, cost a 3.4 us vector add 5% more on an H100,
   // and an 8.5 us softmax 3%; the bytes a unit copies drive the rest of a trace's cost). The
   // rare unit of more than 26 events goes on in a loop.
@@ -473,11 +474,10 @@ class Emitter {
       << "\tmov.u32 \t%pt_w6, %smid;\n\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_g0;\n"
       << "\t@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-48], {%pt_w6, %pt_sh, %pt_w0, %pt_w1};\n"
       << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_d6;\n"
-      << "\t@%pt_q3 st.shared.v2.u32 \t[%pt_sb+-32], {%pt_w0, %pt_w1};\n"
-      << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
-      << "\t@%pt_lead st.shared.v2.u32 \t[%pt_sb+-24], {%pt_n, %pt_w6};\n"
-      << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_k0;\n\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d7;\n"
-      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n";
+      << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n\tmov.u32 \t%pt_w7, 0;\n"
+      << "\t@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-32], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n";
+    unitPart(o, "%pt_k0");
+    o << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w6, %pt_w7, %pt_w0, %pt_w1};\n";
     // The leader's count (every lane counts the same markers where the warp runs together).
     // The CTA's first unit copies from word 0, the others from their own part of the header.
     o << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_n, 0, 31, -1;\n"
@@ -531,7 +531,18 @@ class Emitter {
       << "\t@%pt_q3 mov.u32 \t%pt_w6, %smid;\n"
       << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d1], {%pt_w6, %pt_sh};\n"
       << "\t@%pt_q3 st.global.u64 \t[%pt_d1+8], %pt_d6;\n"
-      << "\t@%pt_lead st.global.u64 \t[%pt_d1+32], %pt_d7;\n";
+      << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
+      << "\t@%pt_q3 st.global.u32 \t[%pt_d1+24], %pt_w6;\n"
+      << "\t@%pt_lead st.global.u64 \t[%pt_d1+40], %pt_d7;\n";
+  }
+
+  // The unit's own part of the header, less its clock reading at the start (`clock0`, moved
+  // into {%pt_w0, %pt_w1}): {%pt_w6, %pt_w7} = {events | returned, clock at the return (in
+  // %pt_d7), low 32 bits}.
+  void unitPart(Out &o, const char *clock0) const {
+    o << "\tor.b32 \t%pt_w6, %pt_n, " << kTraceUnitReturned << ";\n"
+      << "\tcvt.u32.u64 \t%pt_w7, %pt_d7;\n"
+      << "\tmov.b64 \t{%pt_w0, %pt_w1}, " << clock0 << ";\n";
   }
 
   // readClock false: %pt_w8 already holds the event's clock.

@@ -36,11 +36,12 @@
 //   [ u64 cycles | u32 count | u32 warps ]
 // Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
 //   unit header, 48 bytes: the CTA's part, stored by the CTA's first recording unit alone
-//   (its SM, the time_shift cycles, and its globaltimer at its start and return: with that
-//   unit's clocks, they place the CTA's units on the GPU's clock):
-//   [ u32 smid | u32 shift | u64 globaltimer0 | u64 globaltimer1 ]
-//   then the unit's own part, stored by every recording unit:
-//   [ u32 events | u32 hash | u64 clock0 | u64 clock1 ]
+//   (its SM, the time_shift cycles, its globaltimer at its start and return: with that
+//   unit's clocks, they place the CTA's units on the GPU's clock; and the table's hash):
+//   [ u32 smid | u32 shift | u64 globaltimer0 | u64 globaltimer1 | u32 hash | u32 0 ]
+//   then the unit's own part, stored by every recording unit, 16 bytes, one 32-byte sector
+//   with its first events:
+//   [ u32 events | kTraceUnitReturned | u32 clock1, low 32 bits | u64 clock0 ]
 //   then `capacity` events of [ u32 tag = scope << 1 | exit | u32 clock ], written circularly;
 //   two markers with no instruction between them (`exit_scope("a"); enter_scope("b")`, or
 //   nested `with` blocks) are one event, tag = kPairedEventTag | first tag << 8 | second tag.
@@ -111,12 +112,13 @@ struct RewriteResult {
   ScopeTable table;
 };
 
-// A trace unit: [SM id | time_shift cycles | globaltimer at its start, at its return] (the
-// CTA's first recording unit only), [events written | table hash | clock64 at its start, at
-// its return] then 8-byte events [tag | clock low 32 bits], tag = scope id << 1 | exit. The
-// start and return clocks are the kernel scope.
+// A trace unit: [SM id | time_shift cycles | globaltimer at its start, at its return | table
+// hash | 0] (the CTA's first recording unit only), [events written | returned, clock64 at its
+// return (low 32 bits) | clock64 at its start] then 8-byte events [tag | clock low 32 bits],
+// tag = scope id << 1 | exit. The start and return clocks are the kernel scope.
 constexpr uint32_t kTraceUnitHeaderBytes = 48;
-constexpr uint32_t kTraceCtaHeaderBytes = 24;
+constexpr uint32_t kTraceCtaHeaderBytes = 32;
+constexpr uint32_t kTraceUnitReturned = 1u << 31;  // in the events word: the unit returned
 constexpr uint32_t kPairedEventTag = 1u << 31;
 constexpr uint32_t kTreeHeaderBytes = 16;
 constexpr uint32_t kTreeUnitHeaderBytes = 16;
@@ -130,8 +132,9 @@ constexpr uint32_t kMaxScopes = 64;
 // 5: the same, scope ends no longer zero their clock register in the lanes that do not record;
 // 6: a trace unit's kernel scope is its header's two timer pairs, no longer two events;
 // 7: a trace unit's SM, shift and globaltimer readings are its CTA's, stored once per CTA;
-// 8: two adjacent markers are one trace event (kPairedEventTag).
-constexpr uint32_t kLayoutVersion = 8;
+// 8: two adjacent markers are one trace event (kPairedEventTag); 9: a trace unit's own part
+// of its header is 16 bytes, sector-aligned, the hash the CTA's.
+constexpr uint32_t kLayoutVersion = 9;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

@@ -283,19 +283,24 @@ TEST(PtxRewrite, TraceEventsGoToSharedMemoryAndLeaveInCoalescedCopies) {
   EXPECT_EQ(t.pairedEvents, 1u);
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.v2.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "mad.lo.u32 \t%pt_sb, %pt_w3, 2096, %pt_sb;"), 1u);
-  // At the one return, the leader writes its part of the unit header (its count, hash and
-  // clock pair) into shared memory before the events, and the leader of the CTA's first
-  // recording unit (%pt_q3) the CTA's part in front of it (SM, shift, globaltimer pair);
-  // then the warp copies header and min(events, 256) events in one piece, lane j taking
-  // 8-byte words first + j, first + j + 32, ..., first 0 in the CTA's first unit and 3 in
-  // the others: one predicated load and store for the first 32 words, a loop for the rest.
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v2.u32 \t[%pt_sb+-24], {%pt_n, %pt_w6};"), 1u);
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16]"), 1u);
+  // At the one return, the leader writes its part of the unit header (its count with the
+  // returned bit, and its clock pair) into shared memory before the events, in one 16-byte
+  // store, and the leader of the CTA's first recording unit (%pt_q3) the CTA's part in front
+  // of it (SM, shift, globaltimer pair, hash) in two; then the warp copies header and
+  // min(events, 256) events in one piece, lane j taking 8-byte words first + j, first + j +
+  // 32, ..., first 0 in the CTA's first unit and 4 (a 32-byte sector's start) in the others:
+  // one predicated load and store for the first 32 words, a loop for the rest.
+  EXPECT_EQ(count(r.ptx,
+                  "@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w6, %pt_w7, %pt_w0, "
+                  "%pt_w1};"),
+            1u);
+  EXPECT_EQ(count(r.ptx, "or.b32 \t%pt_w6, %pt_n, 2147483648;"), 1u);  // returned
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-48], {%pt_w6, %pt_sh,"), 1u);
-  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.shared.v2.u32 \t[%pt_sb+-32]"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-32]"), 1u);
+  EXPECT_EQ(count(r.ptx, "st.shared.v2.u32 \t[%pt_sb"), 0u);
   EXPECT_EQ(
       count(r.ptx, "setp.eq.u32 \t%pt_q1, %pt_w3, 0;\n\tand.pred \t%pt_q3, %pt_q1, %pt_lead;"), 1u);
-  EXPECT_EQ(count(r.ptx, "selp.u32 \t%pt_w4, 0, 3, %pt_q1;\n\tadd.u32 \t%pt_w11, %pt_w4, 32;"), 1u);
+  EXPECT_EQ(count(r.ptx, "selp.u32 \t%pt_w4, 0, 4, %pt_q1;\n\tadd.u32 \t%pt_w11, %pt_w4, 32;"), 1u);
   EXPECT_EQ(count(r.ptx, "%globaltimer"), 2u);  // the start and the return
   EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64"), 0u);
@@ -447,9 +452,9 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d1], {%pt_w6, %pt_sh};"), 1u);
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.u64 \t[%pt_d1+8], %pt_d6;"), 1u);
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;"), 1u);
-  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64 \t[%pt_d1+32], %pt_d7;"), 1u);
-  EXPECT_EQ(count(r.ptx, "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};"), 1u);
-  EXPECT_EQ(count(r.ptx, "\tst.global.u64 \t[%pt_d1+40], %pt_d7;"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.u32 \t[%pt_d1+24], %pt_w6;"), 1u);  // the hash
+  EXPECT_EQ(count(r.ptx, "@%pt_lead st.global.u64 \t[%pt_d1+40], %pt_d7;"), 1u);
+  EXPECT_EQ(count(r.ptx, "\tst.global.v2.u32 \t[%pt_d1+32], {%pt_w6, %pt_w7};"), 1u);
   // Two plain returns, the second directly after a pair of markers: each return stores its
   // unit's end and, for the CTA's first unit, the CTA's (%pt_q3, set once at the start).
   std::string ptx = golden("instrumentation_matmul_markers.ptx");
@@ -462,7 +467,7 @@ TEST(PtxRewrite, TraceModeLaysOutOneBufferPerUnit) {
   EXPECT_EQ(count(two.ptx, "$pt_skip0:"), 1u);
   EXPECT_EQ(count(two.ptx, "$pt_skip1:"), 1u);
   EXPECT_EQ(count(two.ptx, "@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;"), 2u);
-  EXPECT_EQ(count(two.ptx, "\tst.global.v2.u32 \t[%pt_d1+24], {%pt_n, %pt_w6};"), 2u);
+  EXPECT_EQ(count(two.ptx, "\tst.global.v2.u32 \t[%pt_d1+32], {%pt_w6, %pt_w7};"), 2u);
   EXPECT_EQ(count(two.ptx, "and.pred \t%pt_q3, %pt_q3, %pt_lead;"), 1u);
   // The added pair (mma's enter and exit) is one event, stored before the return's epilogue.
   size_t pair = two.ptx.find("mov.u32 \t%pt_w10, " + std::to_string(kPairedEventTag | 4 << 8 | 5));
