@@ -517,7 +517,11 @@ TEST_F(IntraDecoderTest, TheSliceCapIsEachRecordingsOwn) {
   EXPECT_EQ(file(SessionId{14}), 2u);
   EXPECT_EQ(counter("instrumentation_trace_events_capped"), capped + 1);
   EXPECT_TRUE(decoder.traceFull());
-  EXPECT_EQ(file(SessionId{15}), 0u);  // the same recording: still full
+  // The same recording, still full: a launch drained now is not walked, and counted.
+  uint64_t past = counter("instrumentation_launches_past_trace_cap");
+  EXPECT_EQ(file(SessionId{15}), 0u);
+  EXPECT_EQ(counter("instrumentation_launches_past_trace_cap"), past + 1);
+  EXPECT_EQ(counter("instrumentation_trace_events_capped"), capped + 1);
   decoder.startAnew();
   EXPECT_FALSE(decoder.traceFull());
   EXPECT_EQ(file(SessionId{16}), 2u);
