@@ -207,6 +207,23 @@ SessionOptions traceData() {
   return options;
 }
 
+std::vector<TraceEvent> eventsOf(Session &s) {
+  std::vector<TraceEvent> events;
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  return events;
+}
+
+// The slices that one launch's trace buffer files into a trace session of its own.
+std::vector<TraceEvent> traceOf(IntraDecoder &decoder, const std::vector<uint8_t> &buf,
+                                uint32_t unitBytes, uint64_t kernelStartNs = 0,
+                                double cyclesPerNs = 0) {
+  Session s{SessionId{99}, traceData()};
+  IntraTarget target{&s, PhaseId{0}, s.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+  decoder.fileTrace(buf.data(), buf.size(), unitBytes,
+                    IntraLaunch{&target, 1, 0, kernelStartNs, cyclesPerNs});
+  return eventsOf(s);
+}
+
 // One trace unit: header then events [tag, clock32] in ring order; the unit started at
 // (gt0 ns, c0 cycles) and returned 2000 cycles and 1000 ns later (its kernel scope). The
 // CTA's part of the header (SM, globaltimer readings) only where ctaPart: the CTA's first
@@ -266,8 +283,7 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
             std::string::npos)
       << warning;
   EXPECT_EQ(warning.find("no matching enter"), std::string::npos) << warning;
-  std::vector<TraceEvent> events;
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  std::vector<TraceEvent> events = eventsOf(trace);
   ASSERT_EQ(events.size(), 3u);  // warp 0's wait and kernel scope, warp 1's kernel scope
   const TraceEvent &wait = events.front();
   EXPECT_EQ(wait.name, S("wait"));
@@ -372,12 +388,7 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   EXPECT_EQ(events[2].beginNs, 13000u);
   EXPECT_EQ(counter("instrumentation_trace_units_without_cta_time"), without);
 
-  Session second{SessionId{12}, traceData()};
-  IntraTarget secondTarget{&second, PhaseId{0},
-                           second.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
-  decoder.fileTrace(early.data(), early.size(), t.unitBytes,
-                    IntraLaunch{&secondTarget, 1, 0, 10000, 0});
-  second.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  events = traceOf(decoder, early, t.unitBytes, 10000);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].beginNs, 10050u);  // unit 0
   EXPECT_EQ(events[1].beginNs, 10000u);  // unit 1, the earliest
@@ -408,8 +419,7 @@ TEST_F(IntraDecoderTest, PairedEventsHoldTwoMarkersAndExcuseTwoExitsWhenLost) {
   testing::internal::GetCapturedStderr();
   EXPECT_EQ(counter("instrumentation_events_overwritten"), overwritten + 1);
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched);
-  std::vector<TraceEvent> events;
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  std::vector<TraceEvent> events = eventsOf(trace);
   ASSERT_EQ(events.size(), 3u);  // wait, load, kernel
   EXPECT_EQ(events[0].name, S("wait"));
   EXPECT_EQ(events[1].name, S("load"));
@@ -432,12 +442,7 @@ TEST_F(IntraDecoderTest, SlicesArePlacedToTheNanosecondAtRealGlobaltimerReadings
   std::vector<uint8_t> buf(t.unitBytes, 0);
   unit(buf, 0, 0x6e5, 0, gt0, 1000, {{2, 1100}, {3, 1300}}, 4);  // load [+50 ns, +150 ns)
   for (uint64_t kernelStart : {uint64_t{50919626681}, uint64_t{0}}) {
-    Session s{SessionId{17}, traceData()};
-    IntraTarget target{&s, PhaseId{0}, s.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
-    decoder.fileTrace(buf.data(), buf.size(), t.unitBytes,
-                      IntraLaunch{&target, 1, 0, kernelStart, 0});
-    std::vector<TraceEvent> events;
-    s.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+    std::vector<TraceEvent> events = traceOf(decoder, buf, t.unitBytes, kernelStart);
     ASSERT_EQ(events.size(), 2u);
     const uint64_t start = kernelStart ? kernelStart : gt0;  // the GPU's clock without a record
     EXPECT_EQ(events[0].beginNs, start + 50);
@@ -451,7 +456,6 @@ TEST_F(IntraDecoderTest, SlicesArePlacedToTheNanosecondAtRealGlobaltimerReadings
 // through a predicated return) stored its start only: it is not a unit of the timeline, and
 // its CTA's part, stored at the start, still places the others.
 TEST_F(IntraDecoderTest, AUnitThatNeverReturnedIsLeftOut) {
-  Session trace{SessionId{19}, traceData()};
   ScopeTables tables;
   ScopeTable t = table(0x3e7, true);
   tables.add(t);
@@ -460,11 +464,8 @@ TEST_F(IntraDecoderTest, AUnitThatNeverReturnedIsLeftOut) {
   unit(buf, 0, 0x3e7, 5, 5000, 1000, {}, 4);
   put<uint32_t>(buf, 32, 0);  // unit 0: started, never returned
   unit(buf, t.unitBytes, 0x3e7, 0, 0, 1200, {{2, 1300}, {3, 1500}}, 4, /*ctaPart=*/false);
-  IntraTarget target{&trace, PhaseId{0}, trace.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
   // No unit with the CTA's readings returned: the SM clock is the device's (2 per ns).
-  decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 9000, 2.0});
-  std::vector<TraceEvent> events;
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  std::vector<TraceEvent> events = traceOf(decoder, buf, t.unitBytes, 9000, 2.0);
   ASSERT_EQ(events.size(), 2u);  // unit 1's load and kernel scope
   EXPECT_EQ(Lane::warpOf(events[1].lane.id), 1u);
   EXPECT_EQ(events[1].beginNs, 9000u);  // the earliest unit that returned starts the kernel
@@ -474,7 +475,6 @@ TEST_F(IntraDecoderTest, AUnitThatNeverReturnedIsLeftOut) {
 // A trace slot whose units are laid out otherwise than its table says (another buffer_size)
 // is counted, not walked past its units' ends.
 TEST_F(IntraDecoderTest, TraceUnitsOfAnotherLayoutAreCountedNotWalked) {
-  Session trace{SessionId{18}, traceData()};
   ScopeTables tables;
   ScopeTable t = table(0x1a7, true);  // 4 events per unit
   t.capacity = 256;
@@ -485,12 +485,8 @@ TEST_F(IntraDecoderTest, TraceUnitsOfAnotherLayoutAreCountedNotWalked) {
   std::vector<uint8_t> buf(2 * stride, 0);
   unit(buf, 0, 0x1a7, 0, 5000, 1000, {{2, 1100}, {3, 1200}}, 4);
   uint64_t before = counter("instrumentation_buffers_of_another_layout");
-  IntraTarget target{&trace, PhaseId{0}, trace.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
-  decoder.fileTrace(buf.data(), buf.size(), stride, IntraLaunch{&target, 1, 0, 0, 0});
+  EXPECT_EQ(traceOf(decoder, buf, stride).size(), 0u);
   EXPECT_EQ(counter("instrumentation_buffers_of_another_layout"), before + 1);
-  size_t n = 1;
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { n = p.events().size(); });
-  EXPECT_EQ(n, 0u);
 }
 
 // The slice cap is a trace's: filed slices past it are counted, and a new recording starts
@@ -506,25 +502,18 @@ TEST_F(IntraDecoderTest, TheSliceCapIsEachRecordingsOwn) {
   unit(buf, 0, 0xca9, 0, 5000, 1000, {{2, 1100}, {3, 1200}}, 4);  // load and the kernel scope
   unit(buf, t.unitBytes, 0xca9, 0, 0, 1000, {}, 4, /*ctaPart=*/false);
   uint64_t capped = counter("instrumentation_trace_events_capped");
-  auto file = [&](SessionId id) {
-    Session s{id, traceData()};
-    IntraTarget target{&s, PhaseId{0}, s.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
-    decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 0, 0});
-    size_t n = 0;
-    s.readPhase(PhaseId{0}, [&](const PhaseData &p) { n = p.events().size(); });
-    return n;
-  };
-  EXPECT_EQ(file(SessionId{14}), 2u);
+  auto file = [&] { return traceOf(decoder, buf, t.unitBytes).size(); };
+  EXPECT_EQ(file(), 2u);
   EXPECT_EQ(counter("instrumentation_trace_events_capped"), capped + 1);
   EXPECT_TRUE(decoder.traceFull());
   // The same recording, still full: a launch drained now is not walked, and counted.
   uint64_t past = counter("instrumentation_launches_past_trace_cap");
-  EXPECT_EQ(file(SessionId{15}), 0u);
+  EXPECT_EQ(file(), 0u);
   EXPECT_EQ(counter("instrumentation_launches_past_trace_cap"), past + 1);
   EXPECT_EQ(counter("instrumentation_trace_events_capped"), capped + 1);
   decoder.startAnew();
   EXPECT_FALSE(decoder.traceFull());
-  EXPECT_EQ(file(SessionId{16}), 2u);
+  EXPECT_EQ(file(), 2u);
 }
 
 TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
@@ -541,8 +530,7 @@ TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
   IntraTarget targets[] = {{&trace, PhaseId{0}, traceKernel}, {&tree, PhaseId{0}, kernel}};
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{targets, 2, 0, 0, 0});
 
-  std::vector<TraceEvent> events;
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  std::vector<TraceEvent> events = eventsOf(trace);
   ASSERT_EQ(events.size(), 3u);  // wait, load, kernel: in the order they closed
   EXPECT_EQ(events[0].name, S("wait"));
   EXPECT_EQ(events[0].endNs - events[0].beginNs, 100u);  // 200 cycles at 2 per ns

@@ -238,10 +238,9 @@ class Emitter {
       o << "\t@!%pt_lead bra \t" << skip << ";\n"
         << "\t@%pt_q3 mov.u64 \t%pt_d6, %globaltimer;\n"
         << "\tmov.u64 \t%pt_d7, %clock64;\n"
-        << "\t@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;\n"
-        << "\tor.b32 \t%pt_w6, %pt_n, " << kTraceUnitReturned << ";\n"
-        << "\tcvt.u32.u64 \t%pt_w7, %pt_d7;\n"
-        << "\tst.global.v2.u32 \t[%pt_d1+32], {%pt_w6, %pt_w7};\n";
+        << "\t@%pt_q3 st.global.u64 \t[%pt_d1+16], %pt_d6;\n";
+      returnWord(o);
+      o << "\tst.global.v2.u32 \t[%pt_d1+32], {%pt_w6, %pt_w7};\n";
     } else {
       // Enters and exits that did not pair up: |enters - exits| per scope, and the unit's
       // sums of that scope are dropped (an exit with no enter before it adds a clock reading
@@ -476,8 +475,9 @@ class Emitter {
       << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_d6;\n"
       << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n\tmov.u32 \t%pt_w7, 0;\n"
       << "\t@%pt_q3 st.shared.v4.u32 \t[%pt_sb+-32], {%pt_w0, %pt_w1, %pt_w6, %pt_w7};\n";
-    unitPart(o, "%pt_k0");
-    o << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w6, %pt_w7, %pt_w0, %pt_w1};\n";
+    returnWord(o);
+    o << "\tmov.b64 \t{%pt_w0, %pt_w1}, %pt_k0;\n"
+      << "\t@%pt_lead st.shared.v4.u32 \t[%pt_sb+-16], {%pt_w6, %pt_w7, %pt_w0, %pt_w1};\n";
     // The leader's count (every lane counts the same markers where the warp runs together).
     // The CTA's first unit copies from word 0, the others from their own part of the header.
     o << "\tshfl.sync.idx.b32 \t%pt_w5, %pt_n, 0, 31, -1;\n"
@@ -536,13 +536,11 @@ class Emitter {
       << "\t@%pt_lead st.global.u64 \t[%pt_d1+40], %pt_d7;\n";
   }
 
-  // The unit's own part of the header, less its clock reading at the start (`clock0`, moved
-  // into {%pt_w0, %pt_w1}): {%pt_w6, %pt_w7} = {events | returned, clock at the return (in
-  // %pt_d7), low 32 bits}.
-  void unitPart(Out &o, const char *clock0) const {
+  // The first word of a unit's own part of the header, stored as it returns: {%pt_w6, %pt_w7}
+  // = {events | returned, the clock at the return (in %pt_d7), low 32 bits}.
+  void returnWord(Out &o) const {
     o << "\tor.b32 \t%pt_w6, %pt_n, " << kTraceUnitReturned << ";\n"
-      << "\tcvt.u32.u64 \t%pt_w7, %pt_d7;\n"
-      << "\tmov.b64 \t{%pt_w0, %pt_w1}, " << clock0 << ";\n";
+      << "\tcvt.u32.u64 \t%pt_w7, %pt_d7;\n";
   }
 
   // readClock false: %pt_w8 already holds the event's clock.
