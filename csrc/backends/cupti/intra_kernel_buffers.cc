@@ -1,5 +1,6 @@
 #include "backends/cupti/intra_kernel_buffers.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -256,15 +257,16 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
   return count;
 }
 
-void IntraKernelBuffers::fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data) {
-  instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
+instrumentation::IntraLaunch IntraKernelBuffers::launchOf(const Ring &ring, const SlotRecord &slot,
+                                                          instrumentation::IntraTarget *targets) {
   size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, slot.launchName, targets);
-  instrumentation::IntraLaunch launch{targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
-  if (!slot.trace) {
-    decoder_.fileTree(data, launch);  // already reduced
-    return;
-  }
-  decoder_.fileTrace(data, slot.bytes, traceUnitBytes_, launch);
+  return {targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
+}
+
+void IntraKernelBuffers::fileTreeSlot(const Ring &ring, const SlotRecord &slot,
+                                      const uint8_t *reduced) {
+  instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
+  decoder_.fileTree(reduced, launchOf(ring, slot, targets));
 }
 
 bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
@@ -305,7 +307,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
     uint8_t reduced[kOut];
     for (const SlotRecord *slot : tree) {
       instrumentation::reduceTreeSlot(host.data() + slot->offset, slot->bytes, reduced);
-      fileSlot(ring, *slot, reduced);
+      fileTreeSlot(ring, *slot, reduced);
     }
     return;
   }
@@ -330,7 +332,25 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
       stat("instrumentation_launches_unrecorded").add(tree.size() - first);
       return;
     }
-    for (size_t i = 0; i < n; ++i) fileSlot(ring, *tree[first + i], host.data() + i * kOut);
+    for (size_t i = 0; i < n; ++i) fileTreeSlot(ring, *tree[first + i], host.data() + i * kOut);
+  }
+}
+
+void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &ring,
+                                    std::vector<uint8_t> &host) {
+  // Slot by slot, and only the slots the trace can still keep: a ring of launches recorded
+  // before the trace reached its cap, copied whole, was hundreds of MB read back for nothing.
+  for (const SlotRecord &slot : ring.slots) {
+    if (!slot.trace) continue;
+    instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
+    instrumentation::IntraLaunch launch = launchOf(ring, slot, targets);
+    if (decoder_.pastTraceCap(launch)) continue;  // counted there
+    host.resize(std::max(host.size(), slot.bytes));
+    if (driver.memcpyDtoH(host.data(), ring.base + slot.offset, slot.bytes) != CUDA_SUCCESS) {
+      stat("instrumentation_launches_unrecorded").add();
+      continue;
+    }
+    decoder_.fileTrace(host.data(), slot.bytes, traceUnitBytes_, launch);
   }
 }
 
@@ -346,17 +366,7 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
     drainTree(driver, ring, host);
-    if (anyTrace) {
-      host.resize(ring.used);
-      bool copied = driver.memcpyDtoH(host.data(), ring.base, ring.used) == CUDA_SUCCESS;
-      for (const SlotRecord &slot : ring.slots) {
-        if (!slot.trace) continue;
-        if (copied)
-          fileSlot(ring, slot, host.data() + slot.offset);
-        else
-          stat("instrumentation_launches_unrecorded").add();
-      }
-    }
+    if (anyTrace) drainTrace(driver, ring, host);
     // Units that do not record never write: the next launches must find zeros there. The
     // clear is ordered before them (legacy default stream, then the context synchronised).
     driver.memsetD8(ring.base, 0, ring.used);

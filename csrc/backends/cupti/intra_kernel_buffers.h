@@ -102,10 +102,15 @@ class IntraKernelBuffers {
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
-  void fileSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *data);
+  // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.
+  static instrumentation::IntraLaunch launchOf(const Ring &ring, const SlotRecord &slot,
+                                               instrumentation::IntraTarget *targets);
+  void fileTreeSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *reduced);
   // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
   // read back are counted as unrecorded launches).
   void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
+  // mu_ held, ring's context current: file every trace slot the trace can still keep.
+  void drainTrace(const CudaDriverApi &driver, const Ring &ring, std::vector<uint8_t> &host);
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
   // Once per kernel: its launches' buffers do not fit the ring.
   void warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes, bool trace);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,17 @@ CUresult memAlloc(CUdeviceptr *ptr, size_t) {
 CUresult memset(CUdeviceptr, unsigned char, size_t) {
   return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
+// Device memory for copies back: the ring allocated at 0x100000 is this vector.
+std::vector<uint8_t> ringMemory;
+std::vector<size_t> copiedBytes;
+CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
+  if (!current || from < 0x100000 || from - 0x100000 + bytes > ringMemory.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(host, ringMemory.data() + (from - 0x100000), bytes);
+  copiedBytes.push_back(bytes);
+  return CUDA_SUCCESS;
+}
+CUresult synchronize() { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
 CudaDriverApi driver() {
   CudaDriverApi d;
@@ -131,6 +143,8 @@ CudaDriverApi driver() {
   d.deviceGetAttribute = attribute;
   d.memAlloc = memAlloc;
   d.memsetD8 = memset;
+  d.memcpyDtoH = copyBack;
+  d.ctxSynchronize = synchronize;
   return d;
 }
 
@@ -256,6 +270,58 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
   std::string said = testing::internal::GetCapturedStderr();
   EXPECT_NE(said.find("kernel big_again(float*): a launch needs 4.0 MB"), std::string::npos)
       << said;
+  buffers.removeUser();
+}
+
+// A drain reads back only the trace slots the trace can still keep: a ring of launches
+// recorded before the trace reached its cap was copied back whole (256 MB for the
+// attention-like benchmark, most of a loop's wall time), to be thrown away.
+TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  buffers.addUser();
+  constexpr uint32_t kCapacity = 4, kUnitBytes = instrumentation::kTraceUnitHeaderBytes + 8 * 4;
+  buffers.setLimits(uint64_t{1} << 20, /*maxTraceEvents=*/1, kCapacity);
+  instrumentation::ScopeTable table;
+  table.kernel = "one_warp";
+  table.hash = 0x5107;
+  table.trace = true;
+  table.paths = {""};
+  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
+  table.capacity = kCapacity;
+  table.unitBytes = kUnitBytes;
+  buffers.tables().add(table);
+  SessionOptions options = instrumentation();
+  options.data = DataKind::kTrace;
+  Session trace{SessionId{25}, options};
+  LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
+  fake::ringMemory.assign(uint64_t{1} << 20, 0);
+  fake::copiedBytes.clear();
+  // Three launches of one warp that returned with no event: one slice (its kernel scope) each.
+  for (uint64_t launch = 0; launch < 3; ++launch) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, kUnitBytes, true, 0x7777, &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    buffers.bindLaunch(300 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
+    uint8_t *unit = fake::ringMemory.data() + (ptr - 0x100000);
+    uint64_t gt0 = 1000, gt1 = 2000, c0 = 10, returned = 1u << 31;
+    std::memcpy(unit + 8, &gt0, 8);
+    std::memcpy(unit + 16, &gt1, 8);
+    std::memcpy(unit + 24, &table.hash, 4);
+    std::memcpy(unit + 32, &returned, 4);
+    std::memcpy(unit + 40, &c0, 8);
+  }
+  Counter &pastCap = Stats::global().counter("instrumentation_launches_past_trace_cap");
+  uint64_t before = pastCap.value();
+  buffers.drain(driver);
+  // The first launch fills the cap of one slice; the other two are counted, not copied (each
+  // slot is rounded up to 256 bytes; before, the ring's 768 were copied in one go).
+  EXPECT_EQ(fake::copiedBytes, std::vector<size_t>{256});
+  EXPECT_EQ(pastCap.value(), before + 2);
+  size_t slices = 0;
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { slices = p.events().size(); });
+  EXPECT_EQ(slices, 1u);
   buffers.removeUser();
 }
 

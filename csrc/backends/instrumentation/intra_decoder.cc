@@ -302,18 +302,17 @@ struct IntraDecoder::TraceTally {
   uint64_t unmatched = 0, crossing = 0, overwritten = 0;
 };
 
+bool IntraDecoder::pastTraceCap(const IntraLaunch &launch) {
+  if (!traceFull()) return false;
+  for (size_t t = 0; t < launch.numTargets; ++t)
+    if (launch.targets[t].session->options().data != DataKind::kTrace) return false;  // sums
+  stat("instrumentation_launches_past_trace_cap").add();
+  return true;
+}
+
 void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes,
                              const IntraLaunch &launch) {
-  if (unitBytes <= kTraceUnitHeaderBytes) return;
-  // A launch recorded before the trace reached its cap, drained after: nothing of it would be
-  // kept, so its units are not walked (a drain of a full ring past the cap took seconds).
-  bool sums = false;
-  for (size_t t = 0; t < launch.numTargets; ++t)
-    sums |= launch.targets[t].session->options().data != DataKind::kTrace;
-  if (traceFull() && !sums) {
-    stat("instrumentation_launches_past_trace_cap").add();
-    return;
-  }
+  if (unitBytes <= kTraceUnitHeaderBytes || pastTraceCap(launch)) return;
   std::shared_ptr<const InternedTable> interned;
   for (size_t off = 0; !interned && off + unitBytes <= size; off += unitBytes) {
     uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts

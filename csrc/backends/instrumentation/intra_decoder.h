@@ -101,6 +101,9 @@ class IntraDecoder {
   // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
   bool traceFull() const { return events_ >= maxEvents_; }
+  // A launch recorded before the trace reached its cap and drained after: nothing of it would
+  // be kept (no tree session takes its sums), so it is counted and not walked (nor read back).
+  bool pastTraceCap(const IntraLaunch &launch);
   // A new recording begins (the first instrumentation session after none): its trace gets
   // the whole cap, and its losses are told again. Sessions open at the same time share one
   // recording, and so the cap.
