@@ -18,6 +18,7 @@
 #include <set>
 #include <vector>
 
+#include "core/chunked_vector.h"
 #include "core/context_tree.h"
 #include "core/metric.h"
 
@@ -42,10 +43,12 @@ struct TraceEvent {
   uint64_t beginNs = 0;
   uint64_t endNs = 0;
   uint32_t flexSlot = UINT32_MAX;  // user metrics attached to the event
+  uint32_t sm = 0;                 // warp slices only: the SM the warp ran on (an arg)
   // GPU events only: the launch on the CPU side, for launch->kernel flow arrows.
   uint64_t launchNs = 0;
   uint64_t launchThread = 0;
   uint64_t correlation = 0;
+  uint64_t cycles = 0;  // warp slices only: the scope's cycles (an arg)
 };
 
 class PhaseData {
@@ -64,10 +67,11 @@ class PhaseData {
   bool hasKernelMetrics() const { return !kernels_.empty(); }
 
   void addEvent(const TraceEvent &event) { events_.push_back(event); }
+  void addEvents(const TraceEvent *events, size_t n) { events_.append(events, n); }
   uint32_t addEventMetrics(FlexMetrics metrics);
   // Adds metrics to event number `index` (which must exist), giving it a slot if it has none.
   void addMetricsToEvent(uint32_t index, const MetricList &metrics);
-  const std::vector<TraceEvent> &events() const { return events_; }
+  const ChunkedVector<TraceEvent> &events() const { return events_; }
   const FlexMetrics &eventMetrics(uint32_t slot) const { return flex_[slot]; }
 
   // Devices that ran something recorded in this phase, by type.
@@ -80,7 +84,7 @@ class PhaseData {
   std::vector<uint32_t> flexSlot_;
   std::vector<KernelMetric> kernels_;
   std::vector<FlexMetrics> flex_;
-  std::vector<TraceEvent> events_;
+  ChunkedVector<TraceEvent> events_;
   std::map<DeviceType, std::set<int32_t>> devices_;
 };
 

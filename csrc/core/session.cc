@@ -116,6 +116,11 @@ Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &metr
   return {};
 }
 
+void Session::addEvents(PhaseId phase, const TraceEvent *events, size_t n) {
+  std::lock_guard lock(mu_);
+  if (PhaseData *p = findPhase(phase)) p->addEvents(events, n);
+}
+
 Status Session::addEventMetrics(PhaseId phase, uint32_t index, const MetricList &metrics) {
   std::lock_guard lock(mu_);
   PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));

@@ -54,6 +54,9 @@ class Session {
   // receives the slice's number in its phase, for addEventMetrics.
   Status addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics,
                   uint32_t *index = nullptr);
+  // Trace data: slices with no user metrics (warp slices carry theirs in the event), under one
+  // lock: a drain files thousands per launch.
+  void addEvents(PhaseId phase, const TraceEvent *events, size_t n);
   // Trace data: metrics added to a slice added earlier (a tensor metric read back at flush).
   Status addEventMetrics(PhaseId phase, uint32_t index, const MetricList &metrics);
   // Checks the types and records them for the metrics' names, adding no value (a tensor

@@ -74,7 +74,7 @@ class ChromeTraceEmitter {
   }
 
  private:
-  const std::vector<TraceEvent> &events() const { return v_.phase.events(); }
+  const ChunkedVector<TraceEvent> &events() const { return v_.phase.events(); }
 
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
@@ -143,6 +143,12 @@ class ChromeTraceEmitter {
     e_.string("ROOT");
     for (StringId name : v_.phase.tree.path(ev.context)) e_.string(v_.strings.view(name));
     e_.endArray();
+    if (ev.lane.kind == Lane::Kind::kWarp) {
+      e_.key("sm");
+      e_.unsignedInteger(ev.sm);
+      e_.key("cycles");
+      e_.unsignedInteger(ev.cycles);
+    }
     if (ev.flexSlot != UINT32_MAX) {
       for (const NamedMetric &m : v_.phase.eventMetrics(ev.flexSlot).entries) {
         e_.key(v_.strings.view(m.spec.name));

@@ -122,10 +122,9 @@ TEST(ChromeTraceWriterTest, WarpLanesSitInTheirGpuAfterItsStreamsNamedByCtaAndWa
   NodeId kernel = phase.tree.child(kRootNode, S("mm"));
   NodeId load = phase.tree.child(kernel, S("load"));
   phase.addEvent({S("mm"), kernel, Lane{Lane::Kind::kGpuStream, 0, 7}, 1000, 9000});
-  FlexMetrics m;
-  m.add({MetricSpec::parse("sm"), int64_t{5}});
   TraceEvent warp{S("load"), load, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(3, 4)}, 2000, 2500};
-  warp.flexSlot = phase.addEventMetrics(m);
+  warp.sm = 5;
+  warp.cycles = 900;
   phase.addEvent(warp);
   ProfileMetadata meta;
   DeviceTable d;
@@ -136,10 +135,12 @@ TEST(ChromeTraceWriterTest, WarpLanesSitInTheirGpuAfterItsStreamsNamedByCtaAndWa
                      ",\"args\":{\"name\":\"CTA 3 Warp 4\"}}"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("{\"ph\":\"X\",\"name\":\"load\",\"cat\":\"warp\",\"ts\":1.0,"
-                     "\"dur\":0.5," +
-                     lane + ",\"args\":{\"call_stack\":[\"ROOT\",\"mm\",\"load\"],\"sm\":5}}"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("{\"ph\":\"X\",\"name\":\"load\",\"cat\":\"warp\",\"ts\":1.0,"
+               "\"dur\":0.5," +
+               lane +
+               ",\"args\":{\"call_stack\":[\"ROOT\",\"mm\",\"load\"],\"sm\":5,\"cycles\":900}}"),
+      std::string::npos)
       << out;
 }
 

@@ -350,10 +350,12 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
       earliest = std::min(earliest, clock.sinceBase(c, unitPart(u.header).c0));
   clock.alignStart(earliest, launch.kernelStartNs);
   TraceTally tally(table.paths.size());
+  beginSlices(launch, table.paths.size());
   for (size_t u = 0; u < units.size(); ++u)
     fileTraceUnit(*interned, units[u], u, clock, launch, tally);
   noteLosses(table, {tally.unmatched + table.staticUnmatched, tally.crossing + table.staticCrossing,
                      tally.overwritten});
+  fileSlices(launch);
   fileSums(*interned, tally.sums, launch);
 }
 
@@ -394,7 +396,7 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
       tally.lastUnitSeen[id] = index;
       sum.warps += 1;
     }
-    addSlice(launch, interned.paths[id], interned.sliceNames[id], unit.cta,
+    addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
              unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
              clock.ns(ctaHeader, end), cycles);
   };
@@ -439,37 +441,63 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
   close(0, c1, c0);
 }
 
+void IntraDecoder::beginSlices(const IntraLaunch &launch, size_t scopes) {
+  if (batches_.size() < launch.numTargets) batches_.resize(launch.numTargets);
+  cachedScopes_ = scopes;
+  resolved_.assign(launch.numTargets * scopes, 0);
+  nodes_.resize(launch.numTargets * scopes);
+}
+
 void IntraDecoder::addSlice(const IntraLaunch &launch, const std::vector<StringId> &path,
-                            StringId name, uint32_t cta, uint32_t warp, uint32_t sm,
+                            size_t scope, StringId name, uint32_t cta, uint32_t warp, uint32_t sm,
                             uint64_t beginNs, uint64_t endNs, uint64_t cycles) {
-  static const MetricSpec kSm = MetricSpec::parse("sm");
-  static const MetricSpec kCycles = MetricSpec::parse("cycles");
   for (size_t t = 0; t < launch.numTargets; ++t) {
     const IntraTarget &target = launch.targets[t];
     Session &s = *target.session;
     if (s.options().data != DataKind::kTrace) continue;
     if (events_ >= maxEvents_) {
-      stat("instrumentation_trace_events_capped").add();
+      ++capped_;
       continue;
     }
     ++events_;
     TraceEvent event;
     event.name = name;
-    event.context = scopeNode(s, target.phase, target.kernelNode, path);
+    if (scope < cachedScopes_) {
+      size_t at = t * cachedScopes_ + scope;
+      if (!resolved_[at]) {
+        nodes_[at] = scopeNode(s, target.phase, target.kernelNode, path);
+        resolved_[at] = 1;
+      }
+      event.context = nodes_[at];
+    } else {
+      event.context = scopeNode(s, target.phase, target.kernelNode, path);
+    }
     event.lane.kind = Lane::Kind::kWarp;
     event.lane.device = static_cast<uint32_t>(launch.device);
     event.lane.id = Lane::warpLaneId(cta, warp);
     event.beginNs = beginNs;
     event.endNs = std::max(beginNs, endNs);
-    (void)s.addEvent(target.phase, event,
-                     {{kSm, static_cast<int64_t>(sm)}, {kCycles, static_cast<int64_t>(cycles)}});
+    event.sm = sm;
+    event.cycles = cycles;
+    batches_[t].push_back(event);
   }
+}
+
+void IntraDecoder::fileSlices(const IntraLaunch &launch) {
+  for (size_t t = 0; t < launch.numTargets && t < batches_.size(); ++t) {
+    std::vector<TraceEvent> &batch = batches_[t];
+    if (batch.empty()) continue;
+    launch.targets[t].session->addEvents(launch.targets[t].phase, batch.data(), batch.size());
+    batch.clear();
+  }
+  if (capped_) stat("instrumentation_trace_events_capped").add(std::exchange(capped_, 0));
 }
 
 void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::string &kernel,
                               const std::function<StringId(uint64_t)> &nameOf,
                               const IntraLaunch &launch) {
   if (n == 0) return;
+  beginSlices(launch, 0);
   uint64_t firstNs = UINT64_MAX;
   for (size_t i = 0; i < n; ++i) firstNs = std::min(firstNs, events[i].globaltimer);
   int64_t shift = launch.kernelStartNs
@@ -511,9 +539,10 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
     sum.count += 1;
     if (warpsSeen.insert({e.cta, warp, path}).second) sum.warps += 1;
     uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(beginNs) + shift);
-    addSlice(launch, path, name, e.cta, warp, sm, at,
+    addSlice(launch, path, kNoScopeId, name, e.cta, warp, sm, at,
              at + static_cast<uint64_t>(static_cast<double>(cycles) / rate), cycles);
   }
+  fileSlices(launch);
   for (const auto &[key, stack] : stacks) unmatched += stack.size();
   if (unmatched || crossing) {
     ScopeTable table;

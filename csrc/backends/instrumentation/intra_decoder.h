@@ -29,6 +29,7 @@
 
 #include "backends/instrumentation/ptx_rewrite.h"
 #include "core/ids.h"
+#include "core/profile_data.h"
 
 namespace proton {
 class Session;
@@ -127,9 +128,16 @@ class IntraDecoder {
   void fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
                      const TraceClock &clock, const IntraLaunch &launch, TraceTally &tally);
   NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);
-  void addSlice(const IntraLaunch &launch, const std::vector<StringId> &path, StringId name,
-                uint32_t cta, uint32_t warp, uint32_t sm, uint64_t beginNs, uint64_t endNs,
-                uint64_t cycles);
+  // One slice of the launch for each of its trace sessions, batched until fileSlices. `scope`
+  // (a table's scope id, or kNoScopeId) keys the node cache: a table's path is resolved once
+  // per launch and session, not once per slice.
+  static constexpr size_t kNoScopeId = SIZE_MAX;
+  void addSlice(const IntraLaunch &launch, const std::vector<StringId> &path, size_t scope,
+                StringId name, uint32_t cta, uint32_t warp, uint32_t sm, uint64_t beginNs,
+                uint64_t endNs, uint64_t cycles);
+  // Starts a launch's batch (clears the node cache) and files it, one call per session.
+  void beginSlices(const IntraLaunch &launch, size_t scopes);
+  void fileSlices(const IntraLaunch &launch);
   // What a launch's buffers lost, counted in the stats table (in total and per kernel) and
   // reported in one warning per kernel.
   struct Losses {
@@ -143,6 +151,11 @@ class IntraDecoder {
   const ScopeTables &tables_;
   uint64_t maxEvents_ = 1u << 22;
   uint64_t events_ = 0;
+  uint64_t capped_ = 0;                           // slices of the launch past the cap
+  std::vector<std::vector<TraceEvent>> batches_;  // by target
+  size_t cachedScopes_ = 0;
+  std::vector<NodeId> nodes_;  // by target * cachedScopes_ + scope id
+  std::vector<uint8_t> resolved_;
   std::set<std::string> warned_;
 };
 

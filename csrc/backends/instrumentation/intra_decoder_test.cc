@@ -209,7 +209,8 @@ SessionOptions traceData() {
 
 std::vector<TraceEvent> eventsOf(Session &s) {
   std::vector<TraceEvent> events;
-  s.readPhase(PhaseId{0}, [&](const PhaseData &p) { events = p.events(); });
+  s.readPhase(PhaseId{0},
+              [&](const PhaseData &p) { events.assign(p.events().begin(), p.events().end()); });
   return events;
 }
 
@@ -289,6 +290,8 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   EXPECT_EQ(wait.name, S("wait"));
   EXPECT_EQ(wait.beginNs, 70250u);  // 500 cycles after the warp's start, shifted to 70000
   EXPECT_EQ(wait.endNs, 70350u);
+  EXPECT_EQ(wait.sm, 3u);
+  EXPECT_EQ(wait.cycles, 200u);
   for (size_t w = 1; w < 3; ++w) {
     const TraceEvent &k = events[w];
     EXPECT_EQ(k.name, S("mm_kernel"));
@@ -368,16 +371,10 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   uint64_t without = counter("instrumentation_trace_units_without_cta_time");
   IntraTarget target{&trace, PhaseId{0}, node};
   decoder.fileTrace(buf.data(), buf.size(), t.unitBytes, IntraLaunch{&target, 1, 0, 10000, 0});
-  std::vector<TraceEvent> events;
-  std::vector<int64_t> sms;  // the SM of every slice is its CTA's
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) {
-    events = p.events();
-    for (const TraceEvent &e : events) {
-      const NamedMetric *sm = p.eventMetrics(e.flexSlot).find(S("sm"));
-      sms.push_back(sm ? std::get<int64_t>(sm->value) : -1);
-    }
-  });
-  EXPECT_EQ(sms, (std::vector<int64_t>{7, 7, 9}));
+  std::vector<TraceEvent> events = eventsOf(trace);
+  std::vector<uint32_t> sms;  // the SM of every slice is its CTA's
+  for (const TraceEvent &e : events) sms.push_back(e.sm);
+  EXPECT_EQ(sms, (std::vector<uint32_t>{7, 7, 9}));
   ASSERT_EQ(events.size(), 3u);
   // Shifted so that the earliest start (5000 ns) is the kernel's CUPTI start, 10000 ns.
   EXPECT_EQ(events[0].beginNs, 10000u);
