@@ -242,10 +242,13 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   if (result != Alloc::kFull) return {};
   // The ring is full. Tree slots are filed from the launch callback's context alone: wait
   // for the GPU and reduce. Trace slices are aligned to their kernels' records: flush those.
+  // The launching thread waits meanwhile: counted, it is the trace's cost to the program.
+  uint64_t t0 = monotonicNs();
   if (trace)
     flush();
   else
     buffers.drain(*driver_);
+  statCounter("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
   if (buffers.allocate(*driver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
     statCounter("instrumentation_launches_unrecorded").add();
   return {};

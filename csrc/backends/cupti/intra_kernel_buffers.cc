@@ -9,6 +9,7 @@
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
 #include "backends/kernel_attributor.h"
+#include "core/clock.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
@@ -82,6 +83,7 @@ void IntraKernelBuffers::addUser() {
     for (const char *name :
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
           "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap",
+          "instrumentation_ring_full_wait_us", "instrumentation_trace_decode_us",
           "instrumentation_tree_reduced_on_host"})
       stat(name);
 }
@@ -350,7 +352,9 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
       stat("instrumentation_launches_unrecorded").add();
       continue;
     }
+    uint64_t t0 = monotonicNs();
     decoder_.fileTrace(host.data(), slot.bytes, traceUnitBytes_, launch);
+    stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
   }
 }
 
