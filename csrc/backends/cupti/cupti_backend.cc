@@ -63,6 +63,8 @@ class CuptiBackend final : public GpuBackend {
   Status acquire(Session &session) override;
   void release(Session &session) override;
   void flush() override;
+  // waitForFiling: also wait until trace slots read back are decoded and filed.
+  void flush(bool waitForFiling);
   Status allocateInstrumented(size_t bytes, bool trace, uint64_t stream, uint64_t *devicePtr);
   static void onInstrumentedRecord(const KernelRecord &record);
 
@@ -215,7 +217,9 @@ void CuptiBackend::release(Session &session) {
   if (users_ > 0 && --users_ == 0) stop();
 }
 
-void CuptiBackend::flush() {
+void CuptiBackend::flush() { flush(/*waitForFiling=*/true); }
+
+void CuptiBackend::flush(bool waitForFiling) {
   std::lock_guard lock(mu_);
   if (users_ == 0) return;
   flushLocked();
@@ -223,7 +227,7 @@ void CuptiBackend::flush() {
   // Every tensor metric copy has completed too (the contexts were synchronised).
   DeviceMetricBuffers::global().drain();
   // Every instrumented launch has finished and its record was filed: its buffers can be read.
-  IntraKernelBuffers::global().drain(*driver_);
+  IntraKernelBuffers::global().drain(*driver_, waitForFiling);
   NativeScopes::global().drain();
 }
 
@@ -242,10 +246,11 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   if (result != Alloc::kFull) return {};
   // The ring is full. Tree slots are filed from the launch callback's context alone: wait
   // for the GPU and reduce. Trace slices are aligned to their kernels' records: flush those.
-  // The launching thread waits meanwhile: counted, it is the trace's cost to the program.
+  // The launching thread waits meanwhile (counted: it is the trace's cost to the program),
+  // but not for trace slots to be decoded: that goes on beside the program.
   uint64_t t0 = monotonicNs();
   if (trace)
-    flush();
+    flush(/*waitForFiling=*/false);
   else
     buffers.drain(*driver_);
   statCounter("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);

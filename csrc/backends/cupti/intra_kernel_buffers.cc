@@ -78,7 +78,12 @@ IntraKernelBuffers &IntraKernelBuffers::global() {
 
 void IntraKernelBuffers::addUser() {
   std::lock_guard lock(mu_);
-  if (users_ == 0) decoder_.startAnew();  // the cap is each trace's, not the process's
+  if (users_ == 0) {  // the cap is each trace's, not the process's
+    filer_.waitIdle();
+    std::lock_guard decoding(decoderMu_);
+    decoder_.startAnew();
+    reservedSlices_ = 0;
+  }
   if (users_++ == 0)
     for (const char *name :
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
@@ -103,7 +108,11 @@ void IntraKernelBuffers::setLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
   std::lock_guard lock(mu_);
   traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * traceCapacity;
   if (ringBytes) ringBytes_ = ringBytes;
-  if (maxTraceEvents) decoder_.setMaxTraceEvents(maxTraceEvents);
+  if (maxTraceEvents) {
+    maxTraceEvents_ = maxTraceEvents;
+    std::lock_guard decoding(decoderMu_);
+    decoder_.setMaxTraceEvents(maxTraceEvents);
+  }
 }
 
 CUcontext IntraKernelBuffers::launchContext(const CudaDriverApi &driver, uint64_t stream) {
@@ -162,7 +171,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
   std::lock_guard lock(mu_);
   if (users_ == 0) return Alloc::kOff;
-  if (trace && decoder_.traceFull()) {
+  if (trace && reservedSlices_ >= maxTraceEvents_) {
     // The trace reached its size cap: later launches run without recording (and cost
     // nothing more than the kernel).
     stat("instrumentation_launches_past_trace_cap").add();
@@ -268,7 +277,9 @@ instrumentation::IntraLaunch IntraKernelBuffers::launchOf(const Ring &ring, cons
 void IntraKernelBuffers::fileTreeSlot(const Ring &ring, const SlotRecord &slot,
                                       const uint8_t *reduced) {
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-  decoder_.fileTree(reduced, launchOf(ring, slot, targets));
+  instrumentation::IntraLaunch launch = launchOf(ring, slot, targets);
+  std::lock_guard decoding(decoderMu_);
+  decoder_.fileTree(reduced, launch);
 }
 
 bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
@@ -338,27 +349,50 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
   }
 }
 
-void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &ring,
-                                    std::vector<uint8_t> &host) {
+namespace {
+// One trace slot read back, to be decoded on the filing thread.
+struct TraceJob {
+  std::vector<uint8_t> data;
+  instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
+  instrumentation::IntraLaunch launch;  // its targets are `targets`
+};
+}  // namespace
+
+void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &ring) {
   // Slot by slot, and only the slots the trace can still keep: a ring of launches recorded
   // before the trace reached its cap, copied whole, was hundreds of MB read back for nothing.
+  // A slot's slices are counted here, where the cap is decided; they are made and filed on
+  // the filing thread, while the program goes on launching.
   for (const SlotRecord &slot : ring.slots) {
     if (!slot.trace) continue;
-    instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-    instrumentation::IntraLaunch launch = launchOf(ring, slot, targets);
-    if (decoder_.pastTraceCap(launch)) continue;  // counted there
-    host.resize(std::max(host.size(), slot.bytes));
-    if (driver.memcpyDtoH(host.data(), ring.base + slot.offset, slot.bytes) != CUDA_SUCCESS) {
+    auto job = std::make_shared<TraceJob>();
+    job->launch = launchOf(ring, slot, job->targets);
+    size_t traces = 0;
+    for (size_t t = 0; t < job->launch.numTargets; ++t)
+      traces += job->targets[t].session->options().data == DataKind::kTrace;
+    bool sums = traces < job->launch.numTargets;  // a tree session takes its sums
+    if (reservedSlices_ >= maxTraceEvents_ && !sums) {
+      stat("instrumentation_launches_past_trace_cap").add();
+      continue;
+    }
+    job->data.resize(slot.bytes);
+    if (driver.memcpyDtoH(job->data.data(), ring.base + slot.offset, slot.bytes) != CUDA_SUCCESS) {
       stat("instrumentation_launches_unrecorded").add();
       continue;
     }
-    uint64_t t0 = monotonicNs();
-    decoder_.fileTrace(host.data(), slot.bytes, traceUnitBytes_, launch);
-    stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
+    uint64_t slices = decoder_.countTraceSlices(job->data.data(), slot.bytes, traceUnitBytes_);
+    reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + slices * traces);
+    uint32_t unitBytes = traceUnitBytes_;
+    filer_.post(slot.bytes, [this, job, unitBytes] {
+      uint64_t t0 = monotonicNs();
+      std::lock_guard decoding(decoderMu_);
+      decoder_.fileTrace(job->data.data(), job->data.size(), unitBytes, job->launch);
+      stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
+    });
   }
 }
 
-void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
+void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
   std::lock_guard lock(mu_);
   std::vector<uint8_t> host;
   for (Ring &ring : rings_) {
@@ -370,7 +404,7 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
     drainTree(driver, ring, host);
-    if (anyTrace) drainTrace(driver, ring, host);
+    if (anyTrace) drainTrace(driver, ring);
     // Units that do not record never write: the next launches must find zeros there. The
     // clear is ordered before them (legacy default stream, then the context synchronised).
     driver.memsetD8(ring.base, 0, ring.used);
@@ -379,7 +413,10 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver) {
     ring.used = 0;
   }
   byCorrelation_.clear();
+  if (waitForFiling) filer_.waitIdle();
 }
+
+void IntraKernelBuffers::waitForFiling() { filer_.waitIdle(); }
 
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -15,7 +15,8 @@
 // launch that cannot get a slot, or is being captured into a CUDA graph (replays would write
 // into memory reused by later launches), runs with recording off and is counted.
 //
-// Thread-safe: one mutex, taken by instrumented launches and by drains only.
+// Thread-safe: one mutex, taken by instrumented launches and by drains only; the decoder has
+// its own, taken by drains (tree) and by the thread that files trace slots.
 #pragma once
 
 #include <cuda.h>
@@ -29,6 +30,7 @@
 
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
+#include "core/background_worker.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
@@ -70,8 +72,11 @@ class IntraKernelBuffers {
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
   // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
   // need nothing from kernel records; trace slots need their kernel's start, so a trace
-  // drain follows a CUPTI flush.
-  void drain(const CudaDriverApi &driver);
+  // drain follows a CUPTI flush. Trace slots are decoded and filed on a thread of their own;
+  // with waitForFiling the drain returns once they are (a flush), else at once (a full ring,
+  // on the launching thread).
+  void drain(const CudaDriverApi &driver, bool waitForFiling = true);
+  void waitForFiling();
 
  private:
   struct SlotRecord {
@@ -109,8 +114,9 @@ class IntraKernelBuffers {
   // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
   // read back are counted as unrecorded launches).
   void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
-  // mu_ held, ring's context current: file every trace slot the trace can still keep.
-  void drainTrace(const CudaDriverApi &driver, const Ring &ring, std::vector<uint8_t> &host);
+  // mu_ held, ring's context current: read back every trace slot the trace can still keep,
+  // count its slices (the cap) and post it to the filing thread.
+  void drainTrace(const CudaDriverApi &driver, const Ring &ring);
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
   // Once per kernel: its launches' buffers do not fit the ring.
   void warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes, bool trace);
@@ -125,7 +131,13 @@ class IntraKernelBuffers {
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   instrumentation::ScopeTables tables_;
+  // Trace slices the launches read back so far will hold (the cap is decided on it, before
+  // they are decoded), and the cap.
+  uint64_t reservedSlices_ = 0;
+  uint64_t maxTraceEvents_ = uint64_t{1} << 22;
+  std::mutex decoderMu_;  // the decoder: drains (tree) and the filing thread (trace)
   instrumentation::IntraDecoder decoder_{tables_};
+  BackgroundWorker filer_{size_t{512} << 20};  // last: its jobs use the members above
 };
 
 }  // namespace PROTON_CUPTI_ABI

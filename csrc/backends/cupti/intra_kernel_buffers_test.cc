@@ -273,9 +273,9 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
   buffers.removeUser();
 }
 
-// A drain reads back only the trace slots the trace can still keep: a ring of launches
-// recorded before the trace reached its cap was copied back whole (256 MB for the
-// attention-like benchmark, most of a loop's wall time), to be thrown away.
+// A drain reads back only the trace slots the trace can still keep (a ring of launches
+// recorded before the trace reached its cap was copied back whole, 256 MB for the
+// attention-like benchmark, to be thrown away), and files them on a thread of its own.
 TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
   CudaDriverApi driver = fake::driver();
   fake::reset(fake::kOther);
@@ -314,11 +314,19 @@ TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
   }
   Counter &pastCap = Stats::global().counter("instrumentation_launches_past_trace_cap");
   uint64_t before = pastCap.value();
-  buffers.drain(driver);
+  // A full ring's drain, on the launching thread: it returns before the slices are filed.
+  buffers.drain(driver, /*waitForFiling=*/false);
   // The first launch fills the cap of one slice; the other two are counted, not copied (each
   // slot is rounded up to 256 bytes; before, the ring's 768 were copied in one go).
   EXPECT_EQ(fake::copiedBytes, std::vector<size_t>{256});
   EXPECT_EQ(pastCap.value(), before + 2);
+  // The cap is known at the drain, before the filing thread made a slice: the next launch
+  // runs without recording.
+  uint64_t ptr = 1;
+  EXPECT_EQ(buffers.allocate(driver, kUnitBytes, true, 0x7777, &ptr),
+            IntraKernelBuffers::Alloc::kOff);
+  EXPECT_EQ(pastCap.value(), before + 3);
+  buffers.waitForFiling();
   size_t slices = 0;
   trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { slices = p.events().size(); });
   EXPECT_EQ(slices, 1u);

@@ -299,8 +299,49 @@ struct IntraDecoder::TraceTally {
   explicit TraceTally(size_t scopes) : sums(scopes), lastUnitSeen(scopes, UINT64_MAX) {}
   std::vector<ScopeSums> sums;
   std::vector<uint64_t> lastUnitSeen;
-  uint64_t unmatched = 0, crossing = 0, overwritten = 0;
+  Losses losses;
 };
+
+struct IntraDecoder::TraceSlot {
+  std::shared_ptr<const InternedTable> interned;
+  std::vector<Unit> units;                  // the units that returned, in buffer order
+  std::vector<const uint8_t *> ctaHeaders;  // per CTA, its first recording unit's header
+  const uint8_t *ctaHeader(uint32_t cta) const {
+    return cta < ctaHeaders.size() ? ctaHeaders[cta] : nullptr;
+  }
+};
+
+bool IntraDecoder::readTraceSlot(const uint8_t *slot, size_t size, uint32_t unitBytes,
+                                 TraceSlot &out, bool countLosses) const {
+  if (unitBytes <= kTraceUnitHeaderBytes) return false;
+  for (size_t off = 0; !out.interned && off + unitBytes <= size; off += unitBytes) {
+    uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts
+    if (hash != 0 && !(out.interned = tables_.find(hash))) {
+      if (countLosses) stat("instrumentation_buffers_without_table").add();
+      return false;
+    }
+  }
+  if (!out.interned) return false;  // no unit recorded
+  const ScopeTable &table = out.interned->table;
+  if (table.unitBytes != unitBytes || !table.trace) {
+    // Units laid out otherwise than this buffer's (another buffer_size): not walked.
+    if (countLosses) stat("instrumentation_buffers_of_another_layout").add();
+    return false;
+  }
+  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
+    const uint8_t *h = slot + off;
+    uint32_t index = static_cast<uint32_t>(off / unitBytes), cta = index / table.unitsPerCta;
+    // The CTA's part, from its first recording unit (stored as that unit started, where
+    // events go to global memory: there even if the unit never returned).
+    if (load<uint64_t>(h + 8) != 0) {
+      if (out.ctaHeaders.size() <= cta) out.ctaHeaders.resize(cta + 1);
+      out.ctaHeaders[cta] = h;
+    }
+    // A unit that does not record, or never returned, has not said so.
+    if (unitPart(h).returned) out.units.push_back({h, cta, index % table.unitsPerCta});
+  }
+  return true;
+}
 
 bool IntraDecoder::pastTraceCap(const IntraLaunch &launch) {
   if (!traceFull()) return false;
@@ -310,75 +351,53 @@ bool IntraDecoder::pastTraceCap(const IntraLaunch &launch) {
   return true;
 }
 
+uint64_t IntraDecoder::countTraceSlices(const uint8_t *slot, size_t size,
+                                        uint32_t unitBytes) const {
+  TraceSlot parsed;
+  if (!readTraceSlot(slot, size, unitBytes, parsed, /*countLosses=*/false)) return 0;
+  uint64_t slices = 0;
+  Losses ignored;
+  for (const Unit &u : parsed.units)
+    if (parsed.ctaHeader(u.cta))
+      walkTraceUnit(parsed.interned->table, u.header, ignored,
+                    [&](uint32_t, uint64_t, uint64_t) { ++slices; });
+  return slices;
+}
+
 void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes,
                              const IntraLaunch &launch) {
-  if (unitBytes <= kTraceUnitHeaderBytes || pastTraceCap(launch)) return;
-  std::shared_ptr<const InternedTable> interned;
-  for (size_t off = 0; !interned && off + unitBytes <= size; off += unitBytes) {
-    uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts
-    if (hash != 0 && !(interned = tables_.find(hash))) {
-      stat("instrumentation_buffers_without_table").add();
-      return;
-    }
-  }
-  if (!interned) return;  // no unit recorded
-  const ScopeTable &table = interned->table;
-  if (table.unitBytes != unitBytes || !table.trace) {
-    // Units laid out otherwise than this buffer's (another buffer_size): not walked.
-    stat("instrumentation_buffers_of_another_layout").add();
-    return;
-  }
-  std::vector<Unit> units;
-  std::vector<const uint8_t *> ctaHeaders;
-  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
-    const uint8_t *h = slot + off;
-    uint32_t index = static_cast<uint32_t>(off / unitBytes), cta = index / table.unitsPerCta;
-    // The CTA's part, from its first recording unit (stored as that unit started, where
-    // events go to global memory: there even if the unit never returned).
-    if (load<uint64_t>(h + 8) != 0) {
-      if (ctaHeaders.size() <= cta) ctaHeaders.resize(cta + 1);
-      ctaHeaders[cta] = h;
-    }
-    // A unit that does not record, or never returned, has not said so.
-    if (unitPart(h).returned) units.push_back({h, cta, index % table.unitsPerCta});
-  }
-  TraceClock clock(std::move(ctaHeaders), launch.cyclesPerNs);
+  if (pastTraceCap(launch)) return;
+  TraceSlot parsed;
+  if (!readTraceSlot(slot, size, unitBytes, parsed, /*countLosses=*/true)) return;
+  const ScopeTable &table = parsed.interned->table;
+  TraceClock clock(parsed.ctaHeaders, launch.cyclesPerNs);
   // A unit may start before its CTA's first recording unit.
   double earliest = std::numeric_limits<double>::infinity();
-  for (const Unit &u : units)
+  for (const Unit &u : parsed.units)
     if (const uint8_t *c = clock.ctaHeader(u.cta))
       earliest = std::min(earliest, clock.sinceBase(c, unitPart(u.header).c0));
   clock.alignStart(earliest, launch.kernelStartNs);
   TraceTally tally(table.paths.size());
   beginSlices(launch, table.paths.size());
-  for (size_t u = 0; u < units.size(); ++u)
-    fileTraceUnit(*interned, units[u], u, clock, launch, tally);
-  noteLosses(table, {tally.unmatched + table.staticUnmatched, tally.crossing + table.staticCrossing,
-                     tally.overwritten});
+  for (size_t u = 0; u < parsed.units.size(); ++u)
+    fileTraceUnit(*parsed.interned, parsed.units[u], u, clock, launch, tally);
+  noteLosses(table, {tally.losses.unmatched + table.staticUnmatched,
+                     tally.losses.crossing + table.staticCrossing, tally.losses.overwritten});
   fileSlices(launch);
-  fileSums(*interned, tally.sums, launch);
+  fileSums(*parsed.interned, tally.sums, launch);
 }
 
-void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
-                                 const TraceClock &clock, const IntraLaunch &launch,
-                                 TraceTally &tally) {
-  const ScopeTable &table = interned.table;
-  const uint8_t *h = unit.header;
+template <typename OnClose>
+void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, Losses &losses,
+                                 OnClose &&onClose) {
   const auto [returned, written, c0, c1] = unitPart(h);
-  // The CTA's part of the header: its SM, its time_shift and its place on the GPU's clock.
-  const uint8_t *ctaHeader = clock.ctaHeader(unit.cta);
-  if (!ctaHeader) {
-    stat("instrumentation_trace_units_without_cta_time").add();
-    return;
-  }
-  uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
   uint32_t kept = std::min(written, table.capacity);
   // A unit that wrote more than its buffer holds lost its first events: an exit whose enter
   // was among them is the overflow's loss, counted there, not an unmatched scope (as many
   // exits without an enter as the lost events may have held enters: two per event where the
   // kernel pairs markers; any more are unmatched).
   uint32_t lost = written - kept, excused = 0;
-  tally.overwritten += lost;
+  losses.overwritten += lost;
   if (table.pairedEvents) lost *= 2;
   struct Open {
     uint32_t id;
@@ -386,26 +405,12 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
   };
   // The kernel scope: the unit's start and return, from its header's clock pair.
   std::vector<Open> stack{{0, c0}};
-  auto close = [&](uint32_t id, uint64_t end, uint64_t begin) {
-    uint64_t cycles = end > begin ? end - begin : 0;
-    cycles -= std::min<uint64_t>(cycles, shiftCycles);
-    ScopeSums &sum = tally.sums[id];
-    sum.cycles += cycles;
-    sum.count += 1;
-    if (tally.lastUnitSeen[id] != index) {
-      tally.lastUnitSeen[id] = index;
-      sum.warps += 1;
-    }
-    addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
-             unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
-             clock.ns(ctaHeader, end), cycles);
-  };
   // One marker: an enter opens its scope, an exit closes the innermost open one of its scope
   // (any opened inside it and still open are crossing pairs).
   auto marker = [&](uint32_t tag, uint64_t at) {
     uint32_t id = tag >> 1;
     if (id == 0 || id >= table.paths.size()) {
-      ++tally.unmatched;
+      ++losses.unmatched;
       return;
     }
     if (!(tag & 1)) {
@@ -418,13 +423,13 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
       if (excused < lost)
         ++excused;  // its enter may have been written over
       else
-        ++tally.unmatched;
+        ++losses.unmatched;
       return;
     }
-    tally.crossing += static_cast<uint64_t>(open - stack.rbegin());
+    losses.crossing += static_cast<uint64_t>(open - stack.rbegin());
     uint64_t begin = open->clock;
     stack.erase(std::next(open).base(), stack.end());
-    close(id, at, begin);
+    onClose(id, begin, at);
   };
   for (uint32_t j = written - kept; j < written; ++j) {
     const uint8_t *ev = h + kTraceUnitHeaderBytes + 8 * (j & (table.capacity - 1));
@@ -437,8 +442,35 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
       marker(tag, at);
     }
   }
-  tally.unmatched += stack.size() - 1;  // still open when the warp returned
-  close(0, c1, c0);
+  losses.unmatched += stack.size() - 1;  // still open when the warp returned
+  onClose(0, c0, c1);
+}
+
+void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
+                                 const TraceClock &clock, const IntraLaunch &launch,
+                                 TraceTally &tally) {
+  const ScopeTable &table = interned.table;
+  // The CTA's part of the header: its SM, its time_shift and its place on the GPU's clock.
+  const uint8_t *ctaHeader = clock.ctaHeader(unit.cta);
+  if (!ctaHeader) {
+    stat("instrumentation_trace_units_without_cta_time").add();
+    return;
+  }
+  uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
+  walkTraceUnit(table, unit.header, tally.losses, [&](uint32_t id, uint64_t begin, uint64_t end) {
+    uint64_t cycles = end > begin ? end - begin : 0;
+    cycles -= std::min<uint64_t>(cycles, shiftCycles);
+    ScopeSums &sum = tally.sums[id];
+    sum.cycles += cycles;
+    sum.count += 1;
+    if (tally.lastUnitSeen[id] != index) {
+      tally.lastUnitSeen[id] = index;
+      sum.warps += 1;
+    }
+    addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
+             unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
+             clock.ns(ctaHeader, end), cycles);
+  });
 }
 
 void IntraDecoder::beginSlices(const IntraLaunch &launch, size_t scopes) {

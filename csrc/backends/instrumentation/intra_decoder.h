@@ -105,6 +105,9 @@ class IntraDecoder {
   // A launch recorded before the trace reached its cap and drained after: nothing of it would
   // be kept (no tree session takes its sums), so it is counted and not walked (nor read back).
   bool pastTraceCap(const IntraLaunch &launch);
+  // The slices that fileTrace would make of a slot for each trace session (before the cap),
+  // counting no loss. Reads only the tables: may run beside another thread's filing.
+  uint64_t countTraceSlices(const uint8_t *slot, size_t size, uint32_t unitBytes) const;
   // A new recording begins (the first instrumentation session after none): its trace gets
   // the whole cap, and its losses are told again. Sessions open at the same time share one
   // recording, and so the cap.
@@ -122,9 +125,20 @@ class IntraDecoder {
   struct Unit;
   class TraceClock;
   struct TraceTally;
+  struct TraceSlot;
+  struct Losses;
 
   void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums,
                 const IntraLaunch &launch);
+  // A trace slot's table and units; false for one with no units, no table or another
+  // layout (those two counted in the stats where countLosses).
+  bool readTraceSlot(const uint8_t *slot, size_t size, uint32_t unitBytes, TraceSlot &out,
+                     bool countLosses) const;
+  // Walks one unit's kept events in order: onClose(scope id, begin clock, end clock) for each
+  // scope execution, its kernel scope last; what it cannot pair goes into `losses`.
+  template <typename OnClose>
+  static void walkTraceUnit(const ScopeTable &table, const uint8_t *header, Losses &losses,
+                            OnClose &&onClose);
   void fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
                      const TraceClock &clock, const IntraLaunch &launch, TraceTally &tally);
   NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);

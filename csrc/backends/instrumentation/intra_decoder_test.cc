@@ -384,6 +384,7 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   EXPECT_EQ(Lane::warpOf(events[2].lane.id), 1u);
   EXPECT_EQ(events[2].beginNs, 13000u);
   EXPECT_EQ(counter("instrumentation_trace_units_without_cta_time"), without);
+  EXPECT_EQ(decoder.countTraceSlices(buf.data(), buf.size(), t.unitBytes), 3u);
 
   events = traceOf(decoder, early, t.unitBytes, 10000);
   ASSERT_EQ(events.size(), 2u);
@@ -418,6 +419,10 @@ TEST_F(IntraDecoderTest, PairedEventsHoldTwoMarkersAndExcuseTwoExitsWhenLost) {
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched);
   std::vector<TraceEvent> events = eventsOf(trace);
   ASSERT_EQ(events.size(), 3u);  // wait, load, kernel
+  // A drain counts a slot's slices before it is filed (on another thread): the same three,
+  // and no loss counted a second time.
+  EXPECT_EQ(decoder.countTraceSlices(buf.data(), buf.size(), t.unitBytes), 3u);
+  EXPECT_EQ(counter("instrumentation_events_overwritten"), overwritten + 1);
   EXPECT_EQ(events[0].name, S("wait"));
   EXPECT_EQ(events[1].name, S("load"));
   EXPECT_EQ(events[0].endNs - events[0].beginNs, 100u);  // 200 cycles at 2 per ns
