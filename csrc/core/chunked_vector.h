@@ -1,8 +1,8 @@
 // ChunkedVector<T>: an append-only sequence of trivially copyable values stored in fixed
 // chunks, so growing it never moves what it holds. A trace of a million slices grown in one
 // vector copied everything it held at each doubling and touched twice the memory it kept.
-// Chunks are mapped with their pages populated by the one call that maps them: faulting
-// 80 MB in one page at a time was most of a trace drain's time on a virtual machine.
+// Chunks are PopulatedPages: faulting 80 MB in one page at a time was most of a trace drain's
+// time on a virtual machine.
 //
 //   ChunkedVector<TraceEvent> events;
 //   events.push_back(e);  events.append(batch.data(), batch.size());
@@ -11,16 +11,14 @@
 // Not thread-safe (its owner serialises access); elements stay where they are until clear().
 #pragma once
 
-#include <sys/mman.h>
-
 #include <bit>
 #include <cstddef>
-#include <cstdlib>
 #include <iterator>
-#include <new>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "core/populated_pages.h"
 
 namespace proton {
 
@@ -72,11 +70,11 @@ class ChunkedVector {
   bool empty() const { return size_ == 0; }
   const T &operator[](size_t i) const {
     auto [chunk, offset] = locate(i);
-    return chunks_[chunk][offset];
+    return reinterpret_cast<const T *>(chunks_[chunk].data())[offset];
   }
   T &operator[](size_t i) {
     auto [chunk, offset] = locate(i);
-    return chunks_[chunk][offset];
+    return chunkAt(chunk)[offset];
   }
   const_iterator begin() const { return {this, 0}; }
   const_iterator end() const { return {this, size_}; }
@@ -84,22 +82,19 @@ class ChunkedVector {
   void push_back(const T &value) {
     if (size_ == capacity_) addChunk();
     if (room_ == 0) room_ = capacityOf(used_++);
-    chunks_[used_ - 1][capacityOf(used_ - 1) - room_--] = value;
+    chunkAt(used_ - 1)[capacityOf(used_ - 1) - room_--] = value;
     ++size_;
   }
   void append(const T *values, size_t n) {
     for (size_t i = 0; i < n; ++i) push_back(values[i]);
   }
   void clear() {
-    for (size_t k = 0; k < chunks_.size(); ++k) munmap(chunks_[k], capacityOf(k) * sizeof(T));
     chunks_.clear();
     size_ = capacity_ = used_ = room_ = 0;
   }
 
  private:
-  static size_t capacityOf(size_t chunk) {
-    return chunk < kDoublings ? kFirst << chunk : kLargest;
-  }
+  static size_t capacityOf(size_t chunk) { return chunk < kDoublings ? kFirst << chunk : kLargest; }
   // Element i: (chunk, offset in it).
   static std::pair<size_t, size_t> locate(size_t i) {
     if (i < kBeforeLargest) {
@@ -109,16 +104,13 @@ class ChunkedVector {
     size_t past = i - kBeforeLargest;
     return {kDoublings + past / kLargest, past % kLargest};
   }
+  T *chunkAt(size_t k) { return reinterpret_cast<T *>(chunks_[k].data()); }
   void addChunk() {
-    size_t bytes = capacityOf(chunks_.size()) * sizeof(T);
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    chunks_.push_back(static_cast<T *>(p));
+    chunks_.emplace_back(capacityOf(chunks_.size()) * sizeof(T));
     capacity_ += capacityOf(chunks_.size() - 1);
   }
 
-  std::vector<T *> chunks_;
+  std::vector<PopulatedPages> chunks_;
   size_t size_ = 0;
   size_t capacity_ = 0;  // elements the mapped chunks hold
   size_t used_ = 0;      // chunks written into

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "backends/cupti/cupti_loader.h"
 #include "backends/kernel_attributor.h"
 #include "core/clock.h"
+#include "core/populated_pages.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
@@ -352,7 +355,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
 namespace {
 // One trace slot read back, to be decoded on the filing thread.
 struct TraceJob {
-  std::vector<uint8_t> data;
+  PopulatedPages data;  // read back into at once: its pages are faulted in beforehand
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
   instrumentation::IntraLaunch launch;  // its targets are `targets`
 };
@@ -375,20 +378,25 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
       stat("instrumentation_launches_past_trace_cap").add();
       continue;
     }
-    job->data.resize(slot.bytes);
-    if (driver.memcpyDtoH(job->data.data(), ring.base + slot.offset, slot.bytes) != CUDA_SUCCESS) {
+    try {  // no memory for the copy, or no filing thread: the launch is not recorded
+      job->data = PopulatedPages(slot.bytes);
+      if (driver.memcpyDtoH(job->data.data(), ring.base + slot.offset, slot.bytes) !=
+          CUDA_SUCCESS) {
+        stat("instrumentation_launches_unrecorded").add();
+        continue;
+      }
+      uint64_t slices = decoder_.countTraceSlices(job->data.data(), slot.bytes, traceUnitBytes_);
+      uint32_t unitBytes = traceUnitBytes_;
+      filer_.post(slot.bytes, [this, job, unitBytes] {
+        uint64_t t0 = monotonicNs();
+        std::lock_guard decoding(decoderMu_);
+        decoder_.fileTrace(job->data.data(), job->data.size(), unitBytes, job->launch);
+        stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
+      });
+      reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + slices * traces);
+    } catch (const std::exception &) {
       stat("instrumentation_launches_unrecorded").add();
-      continue;
     }
-    uint64_t slices = decoder_.countTraceSlices(job->data.data(), slot.bytes, traceUnitBytes_);
-    reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + slices * traces);
-    uint32_t unitBytes = traceUnitBytes_;
-    filer_.post(slot.bytes, [this, job, unitBytes] {
-      uint64_t t0 = monotonicNs();
-      std::lock_guard decoding(decoderMu_);
-      decoder_.fileTrace(job->data.data(), job->data.size(), unitBytes, job->launch);
-      stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
-    });
   }
 }
 
