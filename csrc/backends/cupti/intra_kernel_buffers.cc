@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -352,52 +353,99 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
   }
 }
 
-namespace {
 // One trace slot read back, to be decoded on the filing thread.
 struct TraceJob {
   PopulatedPages data;  // read back into at once: its pages are faulted in beforehand
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
   instrumentation::IntraLaunch launch;  // its targets are `targets`
+  size_t traces = 0;                    // of them, trace sessions
+  uint64_t slices = 0;                  // per trace session, before the cap
+  bool counted = false;
 };
+
+namespace {
+constexpr size_t kCountBatch = 8;
 }  // namespace
 
 void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &ring) {
-  // Slot by slot, and only the slots the trace can still keep: a ring of launches recorded
-  // before the trace reached its cap, copied whole, was hundreds of MB read back for nothing.
-  // A slot's slices are counted here, where the cap is decided; they are made and filed on
-  // the filing thread, while the program goes on launching.
-  for (const SlotRecord &slot : ring.slots) {
-    if (!slot.trace) continue;
-    auto job = std::make_shared<TraceJob>();
-    job->launch = launchOf(ring, slot, job->targets);
-    size_t traces = 0;
-    for (size_t t = 0; t < job->launch.numTargets; ++t)
-      traces += job->targets[t].session->options().data == DataKind::kTrace;
-    bool sums = traces < job->launch.numTargets;  // a tree session takes its sums
-    if (reservedSlices_ >= maxTraceEvents_ && !sums) {
-      stat("instrumentation_launches_past_trace_cap").add();
-      continue;
-    }
-    try {  // no memory for the copy, or no filing thread: the launch is not recorded
-      job->data = PopulatedPages(slot.bytes);
-      if (driver.memcpyDtoH(job->data.data(), ring.base + slot.offset, slot.bytes) !=
-          CUDA_SUCCESS) {
-        stat("instrumentation_launches_unrecorded").add();
+  // Only the slots the trace can still keep are read back: a ring of launches recorded before
+  // the trace reached its cap, copied whole, was hundreds of MB read back for nothing. A
+  // slot's slices are counted here, where the cap is decided, a batch of slots at a time on
+  // as many threads (one slot after another, a million slices took 20 ms of the launching
+  // thread's time); they are made and filed on the filing thread, while the program goes on.
+  std::vector<const SlotRecord *> slots;
+  for (const SlotRecord &slot : ring.slots)
+    if (slot.trace) slots.push_back(&slot);
+  for (size_t first = 0; first < slots.size(); first += kCountBatch) {
+    std::shared_ptr<TraceJob> batch[kCountBatch];
+    size_t n = std::min(kCountBatch, slots.size() - first);
+    for (size_t i = 0; i < n; ++i) batch[i] = readTraceSlot(driver, ring, *slots[first + i]);
+    countSlices(batch, n);
+    for (size_t i = 0; i < n; ++i) {
+      std::shared_ptr<TraceJob> &job = batch[i];
+      if (!job) continue;
+      bool sums = job->traces < job->launch.numTargets;   // a tree session takes its sums
+      if (reservedSlices_ >= maxTraceEvents_ && !sums) {  // filled by a slot before it
+        stat("instrumentation_launches_past_trace_cap").add();
         continue;
       }
-      uint64_t slices = decoder_.countTraceSlices(job->data.data(), slot.bytes, traceUnitBytes_);
-      uint32_t unitBytes = traceUnitBytes_;
-      filer_.post(slot.bytes, [this, job, unitBytes] {
-        uint64_t t0 = monotonicNs();
-        std::lock_guard decoding(decoderMu_);
-        decoder_.fileTrace(job->data.data(), job->data.size(), unitBytes, job->launch);
-        stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
-      });
-      reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + slices * traces);
-    } catch (const std::exception &) {
-      stat("instrumentation_launches_unrecorded").add();
+      try {  // no filing thread
+        if (!job->counted) throw std::bad_alloc();
+        uint32_t unitBytes = traceUnitBytes_;
+        filer_.post(job->data.size(), [this, job, unitBytes] {
+          uint64_t t0 = monotonicNs();
+          std::lock_guard decoding(decoderMu_);
+          decoder_.fileTrace(job->data.data(), job->data.size(), unitBytes, job->launch);
+          stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
+        });
+        reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + job->slices * job->traces);
+      } catch (const std::exception &) {
+        stat("instrumentation_launches_unrecorded").add();
+      }
     }
   }
+}
+
+std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi &driver,
+                                                            const Ring &ring,
+                                                            const SlotRecord &slot) {
+  try {  // no memory for the copy: the launch is not recorded
+    auto job = std::make_shared<TraceJob>();
+    job->launch = launchOf(ring, slot, job->targets);
+    for (size_t t = 0; t < job->launch.numTargets; ++t)
+      job->traces += job->targets[t].session->options().data == DataKind::kTrace;
+    if (reservedSlices_ >= maxTraceEvents_ && job->traces == job->launch.numTargets) {
+      stat("instrumentation_launches_past_trace_cap").add();
+      return nullptr;
+    }
+    job->data = PopulatedPages(slot.bytes);
+    if (driver.memcpyDtoH(job->data.data(), ring.base + slot.offset, slot.bytes) == CUDA_SUCCESS)
+      return job;
+  } catch (const std::exception &) {
+  }
+  stat("instrumentation_launches_unrecorded").add();
+  return nullptr;
+}
+
+void IntraKernelBuffers::countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const {
+  auto count = [this](TraceJob &job) noexcept {
+    try {
+      job.slices = decoder_.countTraceSlices(job.data.data(), job.data.size(), traceUnitBytes_);
+      job.counted = true;
+    } catch (const std::exception &) {
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i < n; ++i) {
+    if (!jobs[i]) continue;
+    try {
+      helpers.emplace_back([&count, job = jobs[i].get()] { count(*job); });
+    } catch (const std::exception &) {
+      count(*jobs[i]);  // no thread for it
+    }
+  }
+  if (jobs[0]) count(*jobs[0]);
+  for (std::thread &helper : helpers) helper.join();
 }
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {

@@ -22,6 +22,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -36,6 +37,7 @@ namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
+struct TraceJob;  // a trace slot read back (intra_kernel_buffers.cc)
 
 // Where a launch's intra-kernel data goes: the kernel's own node in each instrumentation
 // session that recorded the launch (not in kernel-tracing sessions beside them), where kernel
@@ -117,6 +119,11 @@ class IntraKernelBuffers {
   // mu_ held, ring's context current: read back every trace slot the trace can still keep,
   // count its slices (the cap) and post it to the filing thread.
   void drainTrace(const CudaDriverApi &driver, const Ring &ring);
+  // mu_ held: a slot read back, or null (past the cap, or not read back: counted).
+  std::shared_ptr<TraceJob> readTraceSlot(const CudaDriverApi &driver, const Ring &ring,
+                                          const SlotRecord &slot);
+  // Each job's slices, one thread per job.
+  void countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const;
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
   // Once per kernel: its launches' buffers do not fit the ring.
   void warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes, bool trace);

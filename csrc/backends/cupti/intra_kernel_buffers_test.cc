@@ -273,35 +273,28 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
   buffers.removeUser();
 }
 
-// A drain reads back only the trace slots the trace can still keep (a ring of launches
-// recorded before the trace reached its cap was copied back whole, 256 MB for the
-// attention-like benchmark, to be thrown away), and files them on a thread of its own.
-TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
-  CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
-  IntraKernelBuffers buffers;
+// n launches of one warp that returned with no event (one slice each: its kernel scope) into
+// fresh buffers with a trace cap of `cap` slices; their trace session is `trace`.
+constexpr uint32_t kOneWarpUnitBytes = instrumentation::kTraceUnitHeaderBytes + 8 * 4;
+void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
+                         Session &trace, int n, uint64_t cap) {
   buffers.addUser();
-  constexpr uint32_t kCapacity = 4, kUnitBytes = instrumentation::kTraceUnitHeaderBytes + 8 * 4;
-  buffers.setLimits(uint64_t{1} << 20, /*maxTraceEvents=*/1, kCapacity);
+  buffers.setLimits(uint64_t{1} << 20, cap, /*traceCapacity=*/4);
   instrumentation::ScopeTable table;
   table.kernel = "one_warp";
   table.hash = 0x5107;
   table.trace = true;
   table.paths = {""};
   table.numWarps = table.unitWarps = table.unitsPerCta = 1;
-  table.capacity = kCapacity;
-  table.unitBytes = kUnitBytes;
+  table.capacity = 4;
+  table.unitBytes = kOneWarpUnitBytes;
   buffers.tables().add(table);
-  SessionOptions options = instrumentation();
-  options.data = DataKind::kTrace;
-  Session trace{SessionId{25}, options};
   LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
   fake::ringMemory.assign(uint64_t{1} << 20, 0);
   fake::copiedBytes.clear();
-  // Three launches of one warp that returned with no event: one slice (its kernel scope) each.
-  for (uint64_t launch = 0; launch < 3; ++launch) {
+  for (int launch = 0; launch < n; ++launch) {
     uint64_t ptr = 0;
-    ASSERT_EQ(buffers.allocate(driver, kUnitBytes, true, 0x7777, &ptr),
+    ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &ptr),
               IntraKernelBuffers::Alloc::kOk);
     buffers.bindLaunch(300 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
     uint8_t *unit = fake::ringMemory.data() + (ptr - 0x100000);
@@ -312,24 +305,63 @@ TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
     std::memcpy(unit + 32, &returned, 4);
     std::memcpy(unit + 40, &c0, 8);
   }
+}
+
+size_t slicesOf(Session &trace) {
+  size_t slices = 0;
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { slices = p.events().size(); });
+  return slices;
+}
+
+SessionOptions traceInstrumentation() {
+  SessionOptions options = instrumentation();
+  options.data = DataKind::kTrace;
+  return options;
+}
+
+// A drain reads back only the trace slots the trace can still keep (a ring of launches
+// recorded before the trace reached its cap was copied back whole, 256 MB for the
+// attention-like benchmark, to be thrown away), and files them on a thread of its own.
+TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  Session trace{SessionId{25}, traceInstrumentation()};
+  launchOneWarpTraces(buffers, driver, trace, 12, /*cap=*/1);
   Counter &pastCap = Stats::global().counter("instrumentation_launches_past_trace_cap");
   uint64_t before = pastCap.value();
   // A full ring's drain, on the launching thread: it returns before the slices are filed.
   buffers.drain(driver, /*waitForFiling=*/false);
-  // The first launch fills the cap of one slice; the other two are counted, not copied (each
-  // slot is rounded up to 256 bytes; before, the ring's 768 were copied in one go).
-  EXPECT_EQ(fake::copiedBytes, std::vector<size_t>{256});
-  EXPECT_EQ(pastCap.value(), before + 2);
+  // Slots are read back and counted 8 at a time: the first fills the cap of one slice, the
+  // other 7 of its batch were read back with it; the last 4 are not (each slot is rounded up
+  // to 256 bytes; before, the ring's 3072 were copied in one go). All 11 are counted.
+  EXPECT_EQ(fake::copiedBytes, std::vector<size_t>(8, 256));
+  EXPECT_EQ(pastCap.value(), before + 11);
   // The cap is known at the drain, before the filing thread made a slice: the next launch
   // runs without recording.
   uint64_t ptr = 1;
-  EXPECT_EQ(buffers.allocate(driver, kUnitBytes, true, 0x7777, &ptr),
+  EXPECT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &ptr),
             IntraKernelBuffers::Alloc::kOff);
-  EXPECT_EQ(pastCap.value(), before + 3);
+  EXPECT_EQ(pastCap.value(), before + 12);
   buffers.waitForFiling();
-  size_t slices = 0;
-  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { slices = p.events().size(); });
-  EXPECT_EQ(slices, 1u);
+  EXPECT_EQ(slicesOf(trace), 1u);
+  buffers.removeUser();
+}
+
+// Below the cap, every launch of every batch is filed, once, and a flush's drain returns
+// only when they are.
+TEST(IntraKernelBuffersDrain, EveryTraceSlotBelowTheCapIsFiledOnce) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  Session trace{SessionId{26}, traceInstrumentation()};
+  launchOneWarpTraces(buffers, driver, trace, 19, /*cap=*/100);
+  Counter &pastCap = Stats::global().counter("instrumentation_launches_past_trace_cap");
+  uint64_t before = pastCap.value();
+  buffers.drain(driver);
+  EXPECT_EQ(slicesOf(trace), 19u);
+  EXPECT_EQ(fake::copiedBytes.size(), 19u);
+  EXPECT_EQ(pastCap.value(), before);
   buffers.removeUser();
 }
 
