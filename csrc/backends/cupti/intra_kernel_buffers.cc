@@ -1,6 +1,7 @@
 #include "backends/cupti/intra_kernel_buffers.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -359,12 +360,17 @@ struct TraceJob {
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
   instrumentation::IntraLaunch launch;  // its targets are `targets`
   size_t traces = 0;                    // of them, trace sessions
-  uint64_t slices = 0;                  // per trace session, before the cap
-  bool counted = false;
+  std::atomic<uint64_t> slices{0};      // per trace session, before the cap
+  std::atomic<bool> countFailed{false};
 };
 
 namespace {
+// A drain reads back slots a batch at a time (more than the trace may keep: at most one
+// batch is read back for nothing) and counts them in parts of whole CTAs on that many threads.
 constexpr size_t kCountBatch = 8;
+constexpr size_t kCountBatchBytes = size_t{8} << 20;
+constexpr size_t kCountPartBytes = size_t{1} << 20;
+constexpr size_t kCountThreads = 8;
 }  // namespace
 
 void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &ring) {
@@ -376,10 +382,13 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
   std::vector<const SlotRecord *> slots;
   for (const SlotRecord &slot : ring.slots)
     if (slot.trace) slots.push_back(&slot);
-  for (size_t first = 0; first < slots.size(); first += kCountBatch) {
+  for (size_t next = 0; next < slots.size();) {
     std::shared_ptr<TraceJob> batch[kCountBatch];
-    size_t n = std::min(kCountBatch, slots.size() - first);
-    for (size_t i = 0; i < n; ++i) batch[i] = readTraceSlot(driver, ring, *slots[first + i]);
+    size_t n = 0, bytes = 0;
+    for (; n < kCountBatch && bytes < kCountBatchBytes && next < slots.size(); ++n, ++next) {
+      batch[n] = readTraceSlot(driver, ring, *slots[next]);
+      bytes += slots[next]->bytes;
+    }
     countSlices(batch, n);
     for (size_t i = 0; i < n; ++i) {
       std::shared_ptr<TraceJob> &job = batch[i];
@@ -390,7 +399,7 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
         continue;
       }
       try {  // no filing thread
-        if (!job->counted) throw std::bad_alloc();
+        if (job->countFailed) throw std::bad_alloc();
         uint32_t unitBytes = traceUnitBytes_;
         filer_.post(job->data.size(), [this, job, unitBytes] {
           uint64_t t0 = monotonicNs();
@@ -428,23 +437,37 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
 }
 
 void IntraKernelBuffers::countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const {
-  auto count = [this](TraceJob &job) noexcept {
-    try {
-      job.slices = decoder_.countTraceSlices(job.data.data(), job.data.size(), traceUnitBytes_);
-      job.counted = true;
-    } catch (const std::exception &) {
+  struct Part {
+    TraceJob *job;
+    size_t part, parts;
+  };
+  std::vector<Part> work;
+  for (size_t i = 0; i < n; ++i) {
+    if (!jobs[i]) continue;
+    size_t parts = std::max<size_t>(1, jobs[i]->data.size() / kCountPartBytes);
+    for (size_t p = 0; p < parts; ++p) work.push_back({jobs[i].get(), p, parts});
+  }
+  std::atomic<size_t> next{0};
+  auto count = [&]() noexcept {
+    for (size_t w; (w = next.fetch_add(1)) < work.size();) {
+      TraceJob &job = *work[w].job;
+      try {
+        job.slices += decoder_.countTraceSlices(job.data.data(), job.data.size(), traceUnitBytes_,
+                                                work[w].part, work[w].parts);
+      } catch (const std::exception &) {
+        job.countFailed = true;
+      }
     }
   };
   std::vector<std::thread> helpers;
-  for (size_t i = 1; i < n; ++i) {
-    if (!jobs[i]) continue;
+  for (size_t t = 1; t < std::min(kCountThreads, work.size()); ++t) {
     try {
-      helpers.emplace_back([&count, job = jobs[i].get()] { count(*job); });
+      helpers.emplace_back(count);
     } catch (const std::exception &) {
-      count(*jobs[i]);  // no thread for it
+      break;  // no more threads: the ones there and this one count the rest
     }
   }
-  if (jobs[0]) count(*jobs[0]);
+  count();
   for (std::thread &helper : helpers) helper.join();
 }
 

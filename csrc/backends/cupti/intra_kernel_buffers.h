@@ -122,7 +122,7 @@ class IntraKernelBuffers {
   // mu_ held: a slot read back, or null (past the cap, or not read back: counted).
   std::shared_ptr<TraceJob> readTraceSlot(const CudaDriverApi &driver, const Ring &ring,
                                           const SlotRecord &slot);
-  // Each job's slices, one thread per job.
+  // Each job's slices, counted in parts on up to kCountThreads threads.
   void countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const;
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
   // Once per kernel: its launches' buffers do not fit the ring.

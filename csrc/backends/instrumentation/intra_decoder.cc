@@ -311,17 +311,26 @@ struct IntraDecoder::TraceSlot {
   }
 };
 
+std::shared_ptr<const InternedTable> IntraDecoder::traceTableOf(const uint8_t *slot, size_t size,
+                                                                uint32_t unitBytes,
+                                                                bool *unknown) const {
+  if (unitBytes <= kTraceUnitHeaderBytes) return nullptr;
+  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
+    uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts
+    if (hash == 0) continue;
+    std::shared_ptr<const InternedTable> interned = tables_.find(hash);
+    *unknown = !interned;
+    return interned;
+  }
+  return nullptr;
+}
+
 bool IntraDecoder::readTraceSlot(const uint8_t *slot, size_t size, uint32_t unitBytes,
                                  TraceSlot &out, bool countLosses) const {
-  if (unitBytes <= kTraceUnitHeaderBytes) return false;
-  for (size_t off = 0; !out.interned && off + unitBytes <= size; off += unitBytes) {
-    uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts
-    if (hash != 0 && !(out.interned = tables_.find(hash))) {
-      if (countLosses) stat("instrumentation_buffers_without_table").add();
-      return false;
-    }
-  }
-  if (!out.interned) return false;  // no unit recorded
+  bool unknown = false;
+  out.interned = traceTableOf(slot, size, unitBytes, &unknown);
+  if (unknown && countLosses) stat("instrumentation_buffers_without_table").add();
+  if (!out.interned) return false;  // no unit recorded, or no table for it
   const ScopeTable &table = out.interned->table;
   if (table.unitBytes != unitBytes || !table.trace) {
     // Units laid out otherwise than this buffer's (another buffer_size): not walked.
@@ -351,8 +360,18 @@ bool IntraDecoder::pastTraceCap(const IntraLaunch &launch) {
   return true;
 }
 
-uint64_t IntraDecoder::countTraceSlices(const uint8_t *slot, size_t size,
-                                        uint32_t unitBytes) const {
+uint64_t IntraDecoder::countTraceSlices(const uint8_t *slot, size_t size, uint32_t unitBytes,
+                                        size_t part, size_t parts) const {
+  if (parts > 1) {  // whole CTAs: a unit's slices need its CTA's first recording unit
+    bool unknown = false;
+    std::shared_ptr<const InternedTable> interned = traceTableOf(slot, size, unitBytes, &unknown);
+    if (!interned || interned->table.unitsPerCta == 0) return 0;
+    size_t ctaBytes = size_t{interned->table.unitsPerCta} * unitBytes;
+    size_t ctas = size / ctaBytes;
+    size_t begin = ctas * part / parts * ctaBytes;
+    size_t end = part + 1 == parts ? size : ctas * (part + 1) / parts * ctaBytes;
+    return countTraceSlices(slot + begin, end - begin, unitBytes);
+  }
   TraceSlot parsed;
   if (!readTraceSlot(slot, size, unitBytes, parsed, /*countLosses=*/false)) return 0;
   uint64_t slices = 0;

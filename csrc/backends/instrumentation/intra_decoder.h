@@ -106,8 +106,10 @@ class IntraDecoder {
   // be kept (no tree session takes its sums), so it is counted and not walked (nor read back).
   bool pastTraceCap(const IntraLaunch &launch);
   // The slices that fileTrace would make of a slot for each trace session (before the cap),
-  // counting no loss. Reads only the tables: may run beside another thread's filing.
-  uint64_t countTraceSlices(const uint8_t *slot, size_t size, uint32_t unitBytes) const;
+  // counting no loss: of all of it, or of the CTAs in its part-th of `parts` equal parts (the
+  // parts add up to the whole). Reads only the tables: may run beside another thread's filing.
+  uint64_t countTraceSlices(const uint8_t *slot, size_t size, uint32_t unitBytes, size_t part = 0,
+                            size_t parts = 1) const;
   // A new recording begins (the first instrumentation session after none): its trace gets
   // the whole cap, and its losses are told again. Sessions open at the same time share one
   // recording, and so the cap.
@@ -130,6 +132,10 @@ class IntraDecoder {
 
   void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums,
                 const IntraLaunch &launch);
+  // The table of a slot's first unit that recorded: null if none did, or (`unknown`) if its
+  // hash has no table.
+  std::shared_ptr<const InternedTable> traceTableOf(const uint8_t *slot, size_t size,
+                                                    uint32_t unitBytes, bool *unknown) const;
   // A trace slot's table and units; false for one with no units, no table or another
   // layout (those two counted in the stats where countLosses).
   bool readTraceSlot(const uint8_t *slot, size_t size, uint32_t unitBytes, TraceSlot &out,

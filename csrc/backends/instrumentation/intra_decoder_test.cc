@@ -385,6 +385,14 @@ TEST_F(IntraDecoderTest, TraceUnitsArePlacedByTheirCtasFirstRecordingUnit) {
   EXPECT_EQ(events[2].beginNs, 13000u);
   EXPECT_EQ(counter("instrumentation_trace_units_without_cta_time"), without);
   EXPECT_EQ(decoder.countTraceSlices(buf.data(), buf.size(), t.unitBytes), 3u);
+  // Counted in parts of whole CTAs (on as many threads), the parts add up to the whole: a
+  // CTA's units are counted with its first recording unit, whatever the split.
+  for (size_t parts : {2u, 3u, 5u}) {
+    uint64_t sum = 0;
+    for (size_t part = 0; part < parts; ++part)
+      sum += decoder.countTraceSlices(buf.data(), buf.size(), t.unitBytes, part, parts);
+    EXPECT_EQ(sum, 3u) << parts;
+  }
 
   events = traceOf(decoder, early, t.unitBytes, 10000);
   ASSERT_EQ(events.size(), 2u);
