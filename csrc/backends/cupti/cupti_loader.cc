@@ -114,6 +114,7 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memAlloc, "cuMemAlloc_v2", &missing);
   resolve(handle, api->memsetD8, "cuMemsetD8_v2", &missing);
   resolve(handle, api->memcpyDtoH, "cuMemcpyDtoH_v2", &missing);
+  resolve(handle, api->memcpy2D, "cuMemcpy2D_v2", &missing);
   resolve(handle, api->streamIsCapturing, "cuStreamIsCapturing", &missing);
   resolve(handle, api->streamGetCtx, "cuStreamGetCtx", &missing);
   resolve(handle, api->devicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", &missing);

@@ -80,6 +80,7 @@ struct CudaDriverApi {
   decltype(&::cuMemAlloc_v2) memAlloc = nullptr;
   decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
   decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
+  decltype(&::cuMemcpy2D_v2) memcpy2D = nullptr;  // trace units' written parts only
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
   // A launch's context on a thread that has none current yet (intra_kernel_buffers.cc).
   decltype(&::cuStreamGetCtx) streamGetCtx = nullptr;

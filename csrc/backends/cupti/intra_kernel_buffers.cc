@@ -357,11 +357,16 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
 // One trace slot read back, to be decoded on the filing thread.
 struct TraceJob {
   PopulatedPages data;  // read back into at once: its pages are faulted in beforehand
+  uint32_t stride = 0;  // bytes per unit in `data`: only the event places the units wrote
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
   instrumentation::IntraLaunch launch;  // its targets are `targets`
   size_t traces = 0;                    // of them, trace sessions
   std::atomic<uint64_t> slices{0};      // per trace session, before the cap
   std::atomic<bool> countFailed{false};
+
+  instrumentation::TraceSlotView view(uint32_t unitBytes) const {
+    return {data.data(), data.size(), unitBytes, stride};
+  }
 };
 
 namespace {
@@ -404,7 +409,7 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
         filer_.post(job->data.size(), [this, job, unitBytes] {
           uint64_t t0 = monotonicNs();
           std::lock_guard decoding(decoderMu_);
-          decoder_.fileTrace(job->data.data(), job->data.size(), unitBytes, job->launch);
+          decoder_.fileTrace(job->view(unitBytes), job->launch);
           stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
         });
         reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + job->slices * job->traces);
@@ -427,13 +432,44 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
       stat("instrumentation_launches_past_trace_cap").add();
       return nullptr;
     }
-    job->data = PopulatedPages(slot.bytes);
-    if (driver.memcpyDtoH(job->data.data(), ring.base + slot.offset, slot.bytes) == CUDA_SUCCESS)
-      return job;
+    if (readWritten(driver, ring.base + slot.offset, slot.bytes, *job)) return job;
   } catch (const std::exception &) {
   }
   stat("instrumentation_launches_unrecorded").add();
   return nullptr;
+}
+
+bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUdeviceptr slot, size_t bytes,
+                                     TraceJob &job) {
+  // A unit's buffer holds buffer_size events; most units write far fewer (a vector add's
+  // warps two of 256). Its header first, then as many event places as any unit wrote.
+  const uint32_t unitBytes = traceUnitBytes_, header = instrumentation::kTraceUnitHeaderBytes;
+  size_t units = bytes / unitBytes;
+  if (units == 0) return false;
+  auto copyUnits = [&](void *to, uint32_t width) {
+    if (width == unitBytes) return driver.memcpyDtoH(to, slot, units * unitBytes) == CUDA_SUCCESS;
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcDevice = slot;
+    copy.srcPitch = unitBytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+    copy.dstHost = to;
+    copy.dstPitch = width;
+    copy.WidthInBytes = width;
+    copy.Height = units;
+    return driver.memcpy2D(&copy) == CUDA_SUCCESS;
+  };
+  headers_.resize(units * header);
+  if (!copyUnits(headers_.data(), header)) return false;
+  uint32_t places = 0, capacity = (unitBytes - header) / 8;
+  for (size_t u = 0; u < units; ++u) {
+    uint32_t written;
+    std::memcpy(&written, headers_.data() + u * header + 32, 4);
+    places = std::max(places, std::min(written & ~instrumentation::kTraceUnitReturned, capacity));
+  }
+  job.stride = header + 8 * places;
+  job.data = PopulatedPages(units * job.stride);
+  return copyUnits(job.data.data(), job.stride);
 }
 
 void IntraKernelBuffers::countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const {
@@ -452,8 +488,8 @@ void IntraKernelBuffers::countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) 
     for (size_t w; (w = next.fetch_add(1)) < work.size();) {
       TraceJob &job = *work[w].job;
       try {
-        job.slices += decoder_.countTraceSlices(job.data.data(), job.data.size(), traceUnitBytes_,
-                                                work[w].part, work[w].parts);
+        job.slices +=
+            decoder_.countTraceSlices(job.view(traceUnitBytes_), work[w].part, work[w].parts);
       } catch (const std::exception &) {
         job.countFailed = true;
       }

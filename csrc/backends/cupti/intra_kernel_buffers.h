@@ -122,6 +122,9 @@ class IntraKernelBuffers {
   // mu_ held: a slot read back, or null (past the cap, or not read back: counted).
   std::shared_ptr<TraceJob> readTraceSlot(const CudaDriverApi &driver, const Ring &ring,
                                           const SlotRecord &slot);
+  // mu_ held: copies a trace slot's units back into job (their headers, then the event places
+  // written); false if a copy failed.
+  bool readWritten(const CudaDriverApi &driver, CUdeviceptr slot, size_t bytes, TraceJob &job);
   // Each job's slices, counted in parts on up to kCountThreads threads.
   void countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const;
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
@@ -141,6 +144,7 @@ class IntraKernelBuffers {
   // Trace slices the launches read back so far will hold (the cap is decided on it, before
   // they are decoded), and the cap.
   uint64_t reservedSlices_ = 0;
+  std::vector<uint8_t> headers_;  // a drain's trace unit headers, read back first
   uint64_t maxTraceEvents_ = uint64_t{1} << 22;
   std::mutex decoderMu_;  // the decoder: drains (tree) and the filing thread (trace)
   instrumentation::IntraDecoder decoder_{tables_};

@@ -128,6 +128,19 @@ CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
   copiedBytes.push_back(bytes);
   return CUDA_SUCCESS;
 }
+// Rows of a unit-strided slot, as a drain reads back trace units' written parts.
+CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
+  if (!current || c->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
+      c->dstMemoryType != CU_MEMORYTYPE_HOST || c->WidthInBytes > c->srcPitch ||
+      c->WidthInBytes > c->dstPitch || c->srcDevice < 0x100000 ||
+      c->srcDevice - 0x100000 + c->srcPitch * c->Height > ringMemory.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t row = 0; row < c->Height; ++row)
+    std::memcpy(static_cast<uint8_t *>(c->dstHost) + row * c->dstPitch,
+                ringMemory.data() + (c->srcDevice - 0x100000) + row * c->srcPitch, c->WidthInBytes);
+  copiedBytes.push_back(c->WidthInBytes * c->Height);
+  return CUDA_SUCCESS;
+}
 CUresult synchronize() { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
 CudaDriverApi driver() {
@@ -144,6 +157,7 @@ CudaDriverApi driver() {
   d.memAlloc = memAlloc;
   d.memsetD8 = memset;
   d.memcpyDtoH = copyBack;
+  d.memcpy2D = copyBack2D;
   d.ctxSynchronize = synchronize;
   return d;
 }
@@ -276,8 +290,8 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
 // n launches of one warp that returned with no event (one slice each: its kernel scope) into
 // fresh buffers with a trace cap of `cap` slices; their trace session is `trace`.
 constexpr uint32_t kOneWarpUnitBytes = instrumentation::kTraceUnitHeaderBytes + 8 * 4;
-void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
-                         Session &trace, int n, uint64_t cap) {
+void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver, Session &trace,
+                         int n, uint64_t cap) {
   buffers.addUser();
   buffers.setLimits(uint64_t{1} << 20, cap, /*traceCapacity=*/4);
   instrumentation::ScopeTable table;
@@ -333,9 +347,10 @@ TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
   // A full ring's drain, on the launching thread: it returns before the slices are filed.
   buffers.drain(driver, /*waitForFiling=*/false);
   // Slots are read back and counted 8 at a time: the first fills the cap of one slice, the
-  // other 7 of its batch were read back with it; the last 4 are not (each slot is rounded up
-  // to 256 bytes; before, the ring's 3072 were copied in one go). All 11 are counted.
-  EXPECT_EQ(fake::copiedBytes, std::vector<size_t>(8, 256));
+  // other 7 of its batch were read back with it; the last 4 are not. All 11 are counted.
+  // A slot (256 bytes: 3 units' room) is read back as its units' headers, then as many event
+  // places as a unit wrote: none here (before, the ring's 3072 bytes were copied in one go).
+  EXPECT_EQ(fake::copiedBytes, std::vector<size_t>(16, 3 * 48));
   EXPECT_EQ(pastCap.value(), before + 11);
   // The cap is known at the drain, before the filing thread made a slice: the next launch
   // runs without recording.
@@ -360,7 +375,7 @@ TEST(IntraKernelBuffersDrain, EveryTraceSlotBelowTheCapIsFiledOnce) {
   uint64_t before = pastCap.value();
   buffers.drain(driver);
   EXPECT_EQ(slicesOf(trace), 19u);
-  EXPECT_EQ(fake::copiedBytes.size(), 19u);
+  EXPECT_EQ(fake::copiedBytes.size(), 2 * 19u);
   EXPECT_EQ(pastCap.value(), before);
   buffers.removeUser();
 }

@@ -311,12 +311,11 @@ struct IntraDecoder::TraceSlot {
   }
 };
 
-std::shared_ptr<const InternedTable> IntraDecoder::traceTableOf(const uint8_t *slot, size_t size,
-                                                                uint32_t unitBytes,
+std::shared_ptr<const InternedTable> IntraDecoder::traceTableOf(const TraceSlotView &slot,
                                                                 bool *unknown) const {
-  if (unitBytes <= kTraceUnitHeaderBytes) return nullptr;
-  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
-    uint32_t hash = load<uint32_t>(slot + off + 24);  // in CTA parts
+  if (slot.stride < kTraceUnitHeaderBytes || slot.stride > slot.unitBytes) return nullptr;
+  for (size_t off = 0; off + slot.stride <= slot.size; off += slot.stride) {
+    uint32_t hash = load<uint32_t>(slot.data + off + 24);  // in CTA parts
     if (hash == 0) continue;
     std::shared_ptr<const InternedTable> interned = tables_.find(hash);
     *unknown = !interned;
@@ -325,21 +324,21 @@ std::shared_ptr<const InternedTable> IntraDecoder::traceTableOf(const uint8_t *s
   return nullptr;
 }
 
-bool IntraDecoder::readTraceSlot(const uint8_t *slot, size_t size, uint32_t unitBytes,
-                                 TraceSlot &out, bool countLosses) const {
+bool IntraDecoder::readTraceSlot(const TraceSlotView &slot, TraceSlot &out,
+                                 bool countLosses) const {
   bool unknown = false;
-  out.interned = traceTableOf(slot, size, unitBytes, &unknown);
+  out.interned = traceTableOf(slot, &unknown);
   if (unknown && countLosses) stat("instrumentation_buffers_without_table").add();
   if (!out.interned) return false;  // no unit recorded, or no table for it
   const ScopeTable &table = out.interned->table;
-  if (table.unitBytes != unitBytes || !table.trace) {
+  if (table.unitBytes != slot.unitBytes || !table.trace || table.unitsPerCta == 0) {
     // Units laid out otherwise than this buffer's (another buffer_size): not walked.
     if (countLosses) stat("instrumentation_buffers_of_another_layout").add();
     return false;
   }
-  for (size_t off = 0; off + unitBytes <= size; off += unitBytes) {
-    const uint8_t *h = slot + off;
-    uint32_t index = static_cast<uint32_t>(off / unitBytes), cta = index / table.unitsPerCta;
+  for (size_t off = 0; off + slot.stride <= slot.size; off += slot.stride) {
+    const uint8_t *h = slot.data + off;
+    uint32_t index = static_cast<uint32_t>(off / slot.stride), cta = index / table.unitsPerCta;
     // The CTA's part, from its first recording unit (stored as that unit started, where
     // events go to global memory: there even if the unit never returned).
     if (load<uint64_t>(h + 8) != 0) {
@@ -360,34 +359,34 @@ bool IntraDecoder::pastTraceCap(const IntraLaunch &launch) {
   return true;
 }
 
-uint64_t IntraDecoder::countTraceSlices(const uint8_t *slot, size_t size, uint32_t unitBytes,
-                                        size_t part, size_t parts) const {
+uint64_t IntraDecoder::countTraceSlices(const TraceSlotView &slot, size_t part,
+                                        size_t parts) const {
   if (parts > 1) {  // whole CTAs: a unit's slices need its CTA's first recording unit
     bool unknown = false;
-    std::shared_ptr<const InternedTable> interned = traceTableOf(slot, size, unitBytes, &unknown);
+    std::shared_ptr<const InternedTable> interned = traceTableOf(slot, &unknown);
     if (!interned || interned->table.unitsPerCta == 0) return 0;
-    size_t ctaBytes = size_t{interned->table.unitsPerCta} * unitBytes;
-    size_t ctas = size / ctaBytes;
+    size_t ctaBytes = size_t{interned->table.unitsPerCta} * slot.stride;
+    size_t ctas = slot.size / ctaBytes;
     size_t begin = ctas * part / parts * ctaBytes;
-    size_t end = part + 1 == parts ? size : ctas * (part + 1) / parts * ctaBytes;
-    return countTraceSlices(slot + begin, end - begin, unitBytes);
+    size_t end = part + 1 == parts ? slot.size : ctas * (part + 1) / parts * ctaBytes;
+    return countTraceSlices(
+        TraceSlotView{slot.data + begin, end - begin, slot.unitBytes, slot.stride});
   }
   TraceSlot parsed;
-  if (!readTraceSlot(slot, size, unitBytes, parsed, /*countLosses=*/false)) return 0;
+  if (!readTraceSlot(slot, parsed, /*countLosses=*/false)) return 0;
   uint64_t slices = 0;
   Losses ignored;
   for (const Unit &u : parsed.units)
     if (parsed.ctaHeader(u.cta))
-      walkTraceUnit(parsed.interned->table, u.header, ignored,
+      walkTraceUnit(parsed.interned->table, u.header, slot.stride, ignored,
                     [&](uint32_t, uint64_t, uint64_t) { ++slices; });
   return slices;
 }
 
-void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes,
-                             const IntraLaunch &launch) {
+void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launch) {
   if (pastTraceCap(launch)) return;
   TraceSlot parsed;
-  if (!readTraceSlot(slot, size, unitBytes, parsed, /*countLosses=*/true)) return;
+  if (!readTraceSlot(slot, parsed, /*countLosses=*/true)) return;
   const ScopeTable &table = parsed.interned->table;
   TraceClock clock(parsed.ctaHeaders, launch.cyclesPerNs);
   // A unit may start before its CTA's first recording unit.
@@ -399,7 +398,7 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
   TraceTally tally(table.paths.size());
   beginSlices(launch, table.paths.size());
   for (size_t u = 0; u < parsed.units.size(); ++u)
-    fileTraceUnit(*parsed.interned, parsed.units[u], u, clock, launch, tally);
+    fileTraceUnit(*parsed.interned, parsed.units[u], u, slot.stride, clock, launch, tally);
   noteLosses(table, {tally.losses.unmatched + table.staticUnmatched,
                      tally.losses.crossing + table.staticCrossing, tally.losses.overwritten});
   fileSlices(launch);
@@ -407,10 +406,13 @@ void IntraDecoder::fileTrace(const uint8_t *slot, size_t size, uint32_t unitByte
 }
 
 template <typename OnClose>
-void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, Losses &losses,
-                                 OnClose &&onClose) {
+void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, uint32_t stride,
+                                 Losses &losses, OnClose &&onClose) {
   const auto [returned, written, c0, c1] = unitPart(h);
   uint32_t kept = std::min(written, table.capacity);
+  // The places read back: all of them, or (a shorter stride) as many as any unit wrote; a
+  // unit that wrote more than were read back has lost them all.
+  if (kept > (stride - kTraceUnitHeaderBytes) / 8) kept = 0;
   // A unit that wrote more than its buffer holds lost its first events: an exit whose enter
   // was among them is the overflow's loss, counted there, not an unmatched scope (as many
   // exits without an enter as the lost events may have held enters: two per event where the
@@ -466,8 +468,8 @@ void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, Loss
 }
 
 void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
-                                 const TraceClock &clock, const IntraLaunch &launch,
-                                 TraceTally &tally) {
+                                 uint32_t stride, const TraceClock &clock,
+                                 const IntraLaunch &launch, TraceTally &tally) {
   const ScopeTable &table = interned.table;
   // The CTA's part of the header: its SM, its time_shift and its place on the GPU's clock.
   const uint8_t *ctaHeader = clock.ctaHeader(unit.cta);
@@ -476,20 +478,21 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
     return;
   }
   uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
-  walkTraceUnit(table, unit.header, tally.losses, [&](uint32_t id, uint64_t begin, uint64_t end) {
-    uint64_t cycles = end > begin ? end - begin : 0;
-    cycles -= std::min<uint64_t>(cycles, shiftCycles);
-    ScopeSums &sum = tally.sums[id];
-    sum.cycles += cycles;
-    sum.count += 1;
-    if (tally.lastUnitSeen[id] != index) {
-      tally.lastUnitSeen[id] = index;
-      sum.warps += 1;
-    }
-    addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
-             unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
-             clock.ns(ctaHeader, end), cycles);
-  });
+  walkTraceUnit(table, unit.header, stride, tally.losses,
+                [&](uint32_t id, uint64_t begin, uint64_t end) {
+                  uint64_t cycles = end > begin ? end - begin : 0;
+                  cycles -= std::min<uint64_t>(cycles, shiftCycles);
+                  ScopeSums &sum = tally.sums[id];
+                  sum.cycles += cycles;
+                  sum.count += 1;
+                  if (tally.lastUnitSeen[id] != index) {
+                    tally.lastUnitSeen[id] = index;
+                    sum.warps += 1;
+                  }
+                  addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
+                           unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
+                           clock.ns(ctaHeader, end), cycles);
+                });
 }
 
 void IntraDecoder::beginSlices(const IntraLaunch &launch, size_t scopes) {

@@ -75,6 +75,17 @@ struct NativeEvent {
 };
 static_assert(sizeof(NativeEvent) == 48, "layout shared with proton/instrument.cuh");
 
+// A launch's trace slot as read back: units of `stride` bytes, each a unit's header then the
+// first (stride - kTraceUnitHeaderBytes) / 8 places of its event buffer. The stride is the
+// layout's unit size where whole units were read back, less where only the places the units
+// wrote were (all of them when none wrote more than that).
+struct TraceSlotView {
+  const uint8_t *data = nullptr;
+  size_t size = 0;
+  uint32_t unitBytes = 0;  // the layout's unit size (the mode's buffer_size)
+  uint32_t stride = 0;
+};
+
 struct IntraLaunch {
   const IntraTarget *targets = nullptr;
   size_t numTargets = 0;
@@ -94,7 +105,10 @@ class IntraDecoder {
 
   // `reduced`: kReducedTreeBytes, as reduceTreeSlot or the GPU reduction makes them.
   void fileTree(const uint8_t *reduced, const IntraLaunch &launch);
-  void fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes, const IntraLaunch &launch);
+  void fileTrace(const TraceSlotView &slot, const IntraLaunch &launch);
+  void fileTrace(const uint8_t *slot, size_t size, uint32_t unitBytes, const IntraLaunch &launch) {
+    fileTrace(TraceSlotView{slot, size, unitBytes, unitBytes}, launch);
+  }
   // One launch's events from proton/instrument.cuh, in the order they were written: enters
   // and exits are paired per warp, nesting taken from the order; `nameOf` reads a name.
   void fileNative(const NativeEvent *events, size_t n, const std::string &kernel,
@@ -108,8 +122,11 @@ class IntraDecoder {
   // The slices that fileTrace would make of a slot for each trace session (before the cap),
   // counting no loss: of all of it, or of the CTAs in its part-th of `parts` equal parts (the
   // parts add up to the whole). Reads only the tables: may run beside another thread's filing.
+  uint64_t countTraceSlices(const TraceSlotView &slot, size_t part = 0, size_t parts = 1) const;
   uint64_t countTraceSlices(const uint8_t *slot, size_t size, uint32_t unitBytes, size_t part = 0,
-                            size_t parts = 1) const;
+                            size_t parts = 1) const {
+    return countTraceSlices(TraceSlotView{slot, size, unitBytes, unitBytes}, part, parts);
+  }
   // A new recording begins (the first instrumentation session after none): its trace gets
   // the whole cap, and its losses are told again. Sessions open at the same time share one
   // recording, and so the cap.
@@ -134,18 +151,16 @@ class IntraDecoder {
                 const IntraLaunch &launch);
   // The table of a slot's first unit that recorded: null if none did, or (`unknown`) if its
   // hash has no table.
-  std::shared_ptr<const InternedTable> traceTableOf(const uint8_t *slot, size_t size,
-                                                    uint32_t unitBytes, bool *unknown) const;
+  std::shared_ptr<const InternedTable> traceTableOf(const TraceSlotView &slot, bool *unknown) const;
   // A trace slot's table and units; false for one with no units, no table or another
   // layout (those two counted in the stats where countLosses).
-  bool readTraceSlot(const uint8_t *slot, size_t size, uint32_t unitBytes, TraceSlot &out,
-                     bool countLosses) const;
+  bool readTraceSlot(const TraceSlotView &slot, TraceSlot &out, bool countLosses) const;
   // Walks one unit's kept events in order: onClose(scope id, begin clock, end clock) for each
   // scope execution, its kernel scope last; what it cannot pair goes into `losses`.
   template <typename OnClose>
-  static void walkTraceUnit(const ScopeTable &table, const uint8_t *header, Losses &losses,
-                            OnClose &&onClose);
-  void fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index,
+  static void walkTraceUnit(const ScopeTable &table, const uint8_t *header, uint32_t stride,
+                            Losses &losses, OnClose &&onClose);
+  void fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index, uint32_t stride,
                      const TraceClock &clock, const IntraLaunch &launch, TraceTally &tally);
   NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);
   // One slice of the launch for each of its trace sessions, batched until fileSlices. `scope`

@@ -304,6 +304,50 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   }
 }
 
+// A drain reads back only the event places the units wrote (a short stride): the slices are
+// those of the whole slot; a unit that wrote more places than were read back keeps none.
+TEST_F(IntraDecoderTest, SlotsReadBackWithAShortStrideGiveTheSameSlices) {
+  ScopeTables tables;
+  ScopeTable t = table(0x5a7, true);
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  std::vector<uint8_t> whole(2 * t.unitBytes, 0);
+  unit(whole, 0, 0x5a7, 3, 5000, 1000, {{2, 1100}, {3, 1300}}, 4);
+  unit(whole, t.unitBytes, 0x5a7, 0, 0, 1000, {{2, 1200}}, 4, /*ctaPart=*/false);
+  const uint32_t stride = kTraceUnitHeaderBytes + 8 * 2;
+  std::vector<uint8_t> shortStride(2 * stride);
+  for (size_t u = 0; u < 2; ++u)
+    std::memcpy(shortStride.data() + u * stride, whole.data() + u * t.unitBytes, stride);
+  std::vector<TraceEvent> expected = traceOf(decoder, whole, t.unitBytes, 70000);
+  ASSERT_EQ(expected.size(), 3u);  // load, and the two kernel scopes
+  Session s{SessionId{98}, traceData()};
+  IntraTarget target{&s, PhaseId{0}, s.child(PhaseId{0}, kRootNode, S("mm_kernel"))};
+  TraceSlotView view{shortStride.data(), shortStride.size(), t.unitBytes, stride};
+  testing::internal::CaptureStderr();  // unit 1's open load is unmatched, as in the whole slot
+  decoder.fileTrace(view, IntraLaunch{&target, 1, 0, 70000, 0});
+  testing::internal::GetCapturedStderr();
+  std::vector<TraceEvent> got = eventsOf(s);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].name, expected[i].name) << i;
+    EXPECT_EQ(got[i].beginNs, expected[i].beginNs) << i;
+    EXPECT_EQ(got[i].endNs, expected[i].endNs) << i;
+    EXPECT_EQ(got[i].lane.id, expected[i].lane.id) << i;
+  }
+  EXPECT_EQ(decoder.countTraceSlices(view), 3u);
+  // One place read back, two written by unit 0: its events are lost, counted, not misread.
+  TraceSlotView tooShort{shortStride.data(), shortStride.size(), t.unitBytes,
+                         kTraceUnitHeaderBytes + 8};
+  std::vector<uint8_t> oneEach(2 * tooShort.stride);
+  for (size_t u = 0; u < 2; ++u)
+    std::memcpy(oneEach.data() + u * tooShort.stride, whole.data() + u * t.unitBytes,
+                tooShort.stride);
+  tooShort.data = oneEach.data();
+  tooShort.size = oneEach.size();
+  // Each unit's kernel scope only: unit 0's load was not read back, and is not guessed.
+  EXPECT_EQ(decoder.countTraceSlices(tooShort), 2u);
+}
+
 // A wrapped unit excuses as many exits without an enter as events were lost, no more; and a
 // kind of loss seen first in a later launch of a kernel gets its own warning.
 TEST_F(IntraDecoderTest, WrappedUnitsExcuseOnlyAsManyExitsAsEventsWereLost) {
