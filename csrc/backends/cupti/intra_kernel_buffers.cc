@@ -403,8 +403,11 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
         stat("instrumentation_launches_past_trace_cap").add();
         continue;
       }
+      if (job->countFailed) {  // no memory to count it in
+        stat("instrumentation_launches_unrecorded").add();
+        continue;
+      }
       try {  // no filing thread
-        if (job->countFailed) throw std::bad_alloc();
         uint32_t unitBytes = traceUnitBytes_;
         filer_.post(job->data.size(), [this, job, unitBytes] {
           uint64_t t0 = monotonicNs();
