@@ -114,7 +114,6 @@ void IntraKernelBuffers::setLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
   traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * traceCapacity;
   if (ringBytes) ringBytes_ = ringBytes;
   if (maxTraceEvents) {
-    maxTraceEvents_ = maxTraceEvents;
     std::lock_guard decoding(decoderMu_);
     decoder_.setMaxTraceEvents(maxTraceEvents);
   }
@@ -176,7 +175,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
   std::lock_guard lock(mu_);
   if (users_ == 0) return Alloc::kOff;
-  if (trace && reservedSlices_ >= maxTraceEvents_) {
+  if (trace && traceCapReached()) {
     // The trace reached its size cap: later launches run without recording (and cost
     // nothing more than the kernel).
     stat("instrumentation_launches_past_trace_cap").add();
@@ -364,6 +363,8 @@ struct TraceJob {
   std::atomic<uint64_t> slices{0};      // per trace session, before the cap
   std::atomic<bool> countFailed{false};
 
+  // No tree session takes the launch's sums: past the trace's cap, nothing of it is kept.
+  bool onlyTraces() const { return traces == launch.numTargets; }
   instrumentation::TraceSlotView view(uint32_t unitBytes) const {
     return {data.data(), data.size(), unitBytes, stride};
   }
@@ -398,8 +399,7 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
     for (size_t i = 0; i < n; ++i) {
       std::shared_ptr<TraceJob> &job = batch[i];
       if (!job) continue;
-      bool sums = job->traces < job->launch.numTargets;   // a tree session takes its sums
-      if (reservedSlices_ >= maxTraceEvents_ && !sums) {  // filled by a slot before it
+      if (job->onlyTraces() && traceCapReached()) {  // filled by a slot before it
         stat("instrumentation_launches_past_trace_cap").add();
         continue;
       }
@@ -415,7 +415,8 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
           decoder_.fileTrace(job->view(unitBytes), job->launch);
           stat("instrumentation_trace_decode_us").add((monotonicNs() - t0) / 1000);
         });
-        reservedSlices_ = std::min(maxTraceEvents_, reservedSlices_ + job->slices * job->traces);
+        reservedSlices_ =
+            std::min(decoder_.maxTraceEvents(), reservedSlices_ + job->slices * job->traces);
       } catch (const std::exception &) {
         stat("instrumentation_launches_unrecorded").add();
       }
@@ -431,7 +432,7 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
     job->launch = launchOf(ring, slot, job->targets);
     for (size_t t = 0; t < job->launch.numTargets; ++t)
       job->traces += job->targets[t].session->options().data == DataKind::kTrace;
-    if (reservedSlices_ >= maxTraceEvents_ && job->traces == job->launch.numTargets) {
+    if (job->onlyTraces() && traceCapReached()) {
       stat("instrumentation_launches_past_trace_cap").add();
       return nullptr;
     }

@@ -125,6 +125,9 @@ class IntraKernelBuffers {
   // mu_ held: copies a trace slot's units back into job (their headers, then the event places
   // written); false if a copy failed.
   bool readWritten(const CudaDriverApi &driver, CUdeviceptr slot, size_t bytes, TraceJob &job);
+  // mu_ held: the slices read back reach the decoder's cap (set under mu_ and decoderMu_, so
+  // mu_ alone reads it).
+  bool traceCapReached() const { return reservedSlices_ >= decoder_.maxTraceEvents(); }
   // Each job's slices, counted in parts on up to kCountThreads threads.
   void countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const;
   bool loadReduce(const CudaDriverApi &driver, Ring &ring);
@@ -141,12 +144,11 @@ class IntraKernelBuffers {
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   instrumentation::ScopeTables tables_;
-  // Trace slices the launches read back so far will hold (the cap is decided on it, before
-  // they are decoded), and the cap.
+  // Trace slices the launches read back so far will hold: the cap is decided on it, before
+  // they are decoded.
   uint64_t reservedSlices_ = 0;
   std::vector<uint8_t> headers_;  // a drain's trace unit headers, read back first
-  uint64_t maxTraceEvents_ = uint64_t{1} << 22;
-  std::mutex decoderMu_;  // the decoder: drains (tree) and the filing thread (trace)
+  std::mutex decoderMu_;          // the decoder: drains (tree) and the filing thread (trace)
   instrumentation::IntraDecoder decoder_{tables_};
   BackgroundWorker filer_{size_t{512} << 20};  // last: its jobs use the members above
 };

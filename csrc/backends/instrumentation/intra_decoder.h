@@ -115,6 +115,7 @@ class IntraDecoder {
                   const std::function<StringId(uint64_t)> &nameOf, const IntraLaunch &launch);
   // Trace slices filed so far; beyond `maxEvents` they are dropped and counted.
   void setMaxTraceEvents(uint64_t maxEvents) { maxEvents_ = maxEvents; }
+  uint64_t maxTraceEvents() const { return maxEvents_; }
   bool traceFull() const { return events_ >= maxEvents_; }
   // A launch recorded before the trace reached its cap and drained after: nothing of it would
   // be kept (no tree session takes its sums), so it is counted and not walked (nor read back).
