@@ -1,0 +1,276 @@
+"""backend="instrumentation" over kinds of Triton kernels beyond a plain loop: autotuned,
+with an early return, with device asserts and prints, split over a cluster (num_ctas=2),
+reading through tensor descriptors (TMA), persistent, and the kernels torch.compile makes.
+Each kernel's outputs are bit-identical with and without the session, and its scopes are
+counted exactly: one per warp that ran them."""
+
+import proton
+import proton.language as pl
+import pytest
+from gpu_tree import dump
+from proton_test_utils import find, load_hatchet
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+
+def outputs_and_profile(name, run):
+    """run() before, inside and after an instrumentation session (the plain binary again);
+    its outputs must be the same bits each time. Returns the session's tree."""
+    plain = run()
+    proton.start(name, backend="instrumentation")
+    inside = run()
+    proton.finalize()
+    after = run()
+    for a, b, c in zip(plain, inside, after):
+        assert torch.equal(a, b) and torch.equal(a, c)
+    return load_hatchet(f"{name}.hatchet")[0]
+
+
+def scope_counts(root, kernel, *scopes):
+    node = find(root, kernel)
+    assert node["metrics"]["count"] == 1 and node["metrics"]["cycles"] > 0, dump(root)
+    return [find(node, s)["metrics"]["count"] for s in scopes]
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK": 256}, num_warps=2),
+        triton.Config({"BLOCK": 1024}, num_warps=4),
+    ],
+    key=["n"],
+)
+@triton.jit
+def autotuned_kernel(x, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    with pl.scope("work"):
+        v = tl.load(x + offs, mask=m) * 2.0
+    tl.store(out + offs, v, mask=m)
+
+
+def test_an_autotuned_kernel_records_the_config_it_runs():
+    x = torch.arange(1 << 16, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+
+    def run():
+        autotuned_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel())
+        torch.cuda.synchronize()
+        return [out.clone()]
+
+    root = outputs_and_profile("autotuned", run)  # tuned before the session, not inside it
+    best = autotuned_kernel.best_config
+    ctas, warps = x.numel() // best.kwargs["BLOCK"], best.num_warps
+    assert scope_counts(root, "autotuned_kernel", "work") == [ctas * warps]
+
+
+@triton.jit
+def early_return_kernel(x, out, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid * BLOCK >= n:
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("body"):
+        v = tl.load(x + offs) + 1.0
+    tl.store(out + offs, v)
+
+
+def test_ctas_that_return_early_count_in_the_kernel_scope_only():
+    x = torch.arange(4096, device="cuda", dtype=torch.float32)
+    out = torch.zeros_like(x)
+
+    def run():
+        early_return_kernel[(8,)](x, out, 4096, BLOCK=1024, num_warps=4)
+        torch.cuda.synchronize()
+        return [out.clone()]
+
+    root = outputs_and_profile("early", run)
+    assert scope_counts(root, "early_return_kernel", "body") == [4 * 4]  # 4 CTAs of 8 work
+    kernel = find(root, "early_return_kernel")["metrics"]
+    # Every one of the 8 x 4 warps ran the kernel's own scope.
+    assert kernel["cycles"] == pytest.approx(kernel["normalized_cycles"] * 8 * 4)
+
+
+@triton.jit
+def asserting_kernel(x, out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    tl.device_assert(v >= 0, "negative input")
+    with pl.scope("after_assert"):
+        v = v * 3.0
+    tl.store(out + offs, v)
+
+
+@triton.jit
+def printing_kernel(x, out, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(x + offs)
+    with pl.scope("printing"):
+        tl.device_print("v", v)
+    tl.store(out + offs, v + 1)
+
+
+def test_kernels_with_device_asserts_and_prints_keep_their_scopes(capfd):
+    x = torch.arange(1024, device="cuda", dtype=torch.float32)
+    out, printed = torch.zeros_like(x), torch.zeros(32, device="cuda")
+
+    def run():
+        asserting_kernel[(4,)](x, out, BLOCK=256, num_warps=4, debug=True)
+        printing_kernel[(1,)](x, printed, BLOCK=32, num_warps=1)
+        torch.cuda.synchronize()
+        return [out.clone(), printed.clone()]
+
+    root = outputs_and_profile("asserts", run)
+    assert scope_counts(root, "asserting_kernel", "after_assert") == [4 * 4]
+    assert scope_counts(root, "printing_kernel", "printing") == [1]
+    assert capfd.readouterr().out.count("v: 31") >= 3  # printed in every run, the session's too
+
+
+@triton.jit
+def cluster_matmul_kernel(
+    a, b, c, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        with pl.scope("load"):
+            x = tl.load(a + offs_m[:, None] * K + (k + offs_k)[None, :])
+            y = tl.load(b + (k + offs_k)[:, None] * K + offs_n[None, :])
+        acc = tl.dot(x, y, acc)
+    tl.store(c + offs_m[:, None] * K + offs_n[None, :], acc)
+
+
+def test_a_program_split_over_a_cluster_records_each_of_its_ctas():
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("clusters (num_ctas > 1) need sm_90 or later")
+    torch.manual_seed(0)
+    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    c = torch.empty(512, 512, device="cuda", dtype=torch.float32)
+
+    def run():
+        cluster_matmul_kernel[(4, 4)](
+            a, b, c, K=512, BM=128, BN=128, BK=64, num_warps=4, num_ctas=2
+        )
+        torch.cuda.synchronize()
+        return [c.clone()]
+
+    root = outputs_and_profile("cluster", run)
+    # 16 programs of 2 CTAs each, 4 warps per CTA, 8 iterations of the K loop.
+    assert scope_counts(root, "cluster_matmul_kernel", "load") == [16 * 2 * 4 * 8]
+
+
+@triton.jit
+def descriptor_kernel(x, out, n, BLOCK: tl.constexpr):
+    dx = tl.make_tensor_descriptor(x, shape=[n], strides=[1], block_shape=[BLOCK])
+    do = tl.make_tensor_descriptor(out, shape=[n], strides=[1], block_shape=[BLOCK])
+    with pl.scope("tma_load"):
+        v = dx.load([tl.program_id(0) * BLOCK])
+    do.store([tl.program_id(0) * BLOCK], v + 1.0)
+
+
+def test_a_kernel_reading_through_tensor_descriptors_keeps_its_scratch_and_its_scopes():
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("tensor descriptors (TMA) need sm_90 or later")
+    # Descriptors made on the device take Triton's global scratch, from the user's allocator;
+    # the profile scratch is Proton's: the two must not be confused.
+    triton.set_allocator(
+        lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda")
+    )
+    x = torch.arange(4096, device="cuda", dtype=torch.float32)
+    out = torch.zeros_like(x)
+
+    def run():
+        descriptor_kernel[(16,)](x, out, 4096, BLOCK=256, num_warps=4)
+        torch.cuda.synchronize()
+        return [out.clone()]
+
+    root = outputs_and_profile("descriptors", run)
+    assert scope_counts(root, "descriptor_kernel", "tma_load") == [16 * 4]
+    assert torch.equal(out, x + 1.0)
+
+
+@triton.jit
+def persistent_kernel(x, out, n, BLOCK: tl.constexpr, PROGRAMS: tl.constexpr):
+    for tile in tl.range(tl.program_id(0), n // BLOCK, PROGRAMS, num_stages=2):
+        offs = tile * BLOCK + tl.arange(0, BLOCK)
+        with pl.scope("tile"):
+            v = tl.load(x + offs)
+        tl.store(out + offs, v * v)
+
+
+def test_a_persistent_kernel_counts_every_tile_of_every_warp():
+    x = torch.arange(1 << 16, device="cuda", dtype=torch.float32)
+    out = torch.zeros_like(x)
+
+    def run():
+        persistent_kernel[(8,)](x, out, 1 << 16, BLOCK=512, PROGRAMS=8, num_warps=4)
+        torch.cuda.synchronize()
+        return [out.clone()]
+
+    root = outputs_and_profile("persistent", run)
+    tiles = (1 << 16) // 512
+    assert scope_counts(root, "persistent_kernel", "tile") == [tiles * 4]  # per tile, 4 warps
+
+
+def test_torch_compile_kernels_run_unchanged_and_are_traced():
+    # Inductor compiles and launches its Triton kernels itself (README: Known issues): they
+    # run uninstrumented, with the same outputs, and kernel tracing still counts each launch.
+    f = torch.compile(lambda x: (x.sin() * 2 + x.cos()).sum(dim=-1, keepdim=True) + x)
+    x = torch.arange(1 << 16, device="cuda", dtype=torch.float32).reshape(64, 1024)
+
+    def run():
+        y = f(x)
+        torch.cuda.synchronize()
+        return [y]
+
+    root = outputs_and_profile("inductor", run)
+    triton_kernels = [c for c in root["children"] if c["frame"]["name"].startswith("triton_")]
+    assert triton_kernels, dump(root)
+    for k in triton_kernels:
+        assert k["metrics"]["count"] == 1 and k["metrics"]["time (ns)"] > 0, dump(root)
+
+
+def test_warp_specialized_gluon_partitions_record_their_own_scopes():
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+    if not hasattr(gl, "warp_specialize"):
+        pytest.skip("this Gluon has no warp_specialize")
+
+    @gluon.jit
+    def default_partition(x, out, N: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        offs = gl.program_id(0) * N + gl.arange(0, N, layout=layout)
+        with pl.scope("default"):
+            v = gl.load(x + offs)
+        gl.store(out + offs, v + 1.0)
+
+    @gluon.jit
+    def worker_partition(x, out, N: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+        offs = gl.program_id(0) * N + gl.arange(0, N, layout=layout)
+        with pl.scope("worker"):
+            v = gl.load(x + offs)
+        gl.store(out + offs, v * 2.0)
+
+    @gluon.jit
+    def specialized_kernel(x, out, out2, N: gl.constexpr):
+        gl.warp_specialize(
+            [(default_partition, (x, out, N)), (worker_partition, (x, out2, N))], [1], [48]
+        )
+
+    x = torch.arange(4096, device="cuda", dtype=torch.float32)
+    out, out2 = torch.zeros_like(x), torch.zeros_like(x)
+
+    def run():
+        specialized_kernel[(32,)](x, out, out2, N=128, num_warps=4)
+        torch.cuda.synchronize()
+        return [out.clone(), out2.clone()]
+
+    root = outputs_and_profile("specialized", run)
+    # The default partition runs on the kernel's 4 warps, the worker on 1 warp of its own.
+    assert scope_counts(root, "specialized_kernel", "default", "worker") == [32 * 4, 32 * 1]
+    assert torch.equal(out, x + 1.0) and torch.equal(out2, x * 2.0)
