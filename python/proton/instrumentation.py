@@ -8,7 +8,8 @@ While an instrumentation session is live:
   adds one implicit scope around the kernel (ptx_rewrite.cc);
 - each loaded kernel's scope table is handed to the core (from its compile metadata, so
   binaries from Triton's cache decode too);
-- Triton's profile allocator hands each launch its slice of Proton's device buffer.
+- Triton's profile allocator hands each launch its slice of Proton's device buffer;
+- kernels that torch.compile generated run instrumented binaries of their own (_inductor.py).
 Everything is put back as it was when the last instrumentation session is finalized.
 """
 
@@ -18,7 +19,7 @@ import json
 import os
 import warnings
 
-from . import _C
+from . import _C, _inductor
 from . import mode as _mode
 
 _PREFIX = "proton:"
@@ -175,6 +176,7 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
     knobs.runtime.add_stages_inspection_hook = stages_hook
     knobs.runtime.kernel_load_end_hook.add(_on_kernel_load)
     _allocation.set_profile_allocator(_allocate)
+    _inductor.install(config, _state.trace, _max_shared, _warn_once)
 
 
 def live_sessions() -> set:
@@ -197,6 +199,7 @@ def deactivate(session=None) -> None:
     knobs.runtime.add_stages_inspection_hook = _state.saved["stages"]
     knobs.runtime.kernel_load_end_hook.remove(_on_kernel_load)
     _allocation.set_profile_allocator(_state.saved["allocator"])
+    _inductor.uninstall()
     _state.saved = {}
 
 

@@ -216,9 +216,10 @@ def test_a_persistent_kernel_counts_every_tile_of_every_warp():
     assert scope_counts(root, "persistent_kernel", "tile") == [tiles * 4]  # per tile, 4 warps
 
 
-def test_torch_compile_kernels_run_unchanged_and_are_traced():
-    # Inductor compiles and launches its Triton kernels itself (README: Known issues): they
-    # run uninstrumented, with the same outputs, and kernel tracing still counts each launch.
+def test_torch_compile_kernels_record_each_warps_span():
+    # Inductor compiles and launches its kernels itself; in the session they run binaries
+    # Proton rewrote from their PTX in Triton's cache (the implicit kernel scope), with the
+    # same outputs, under their CUPTI frames.
     f = torch.compile(lambda x: (x.sin() * 2 + x.cos()).sum(dim=-1, keepdim=True) + x)
     x = torch.arange(1 << 16, device="cuda", dtype=torch.float32).reshape(64, 1024)
 
@@ -227,11 +228,23 @@ def test_torch_compile_kernels_run_unchanged_and_are_traced():
         torch.cuda.synchronize()
         return [y]
 
-    root = outputs_and_profile("inductor", run)
+    root = outputs_and_profile("inductor", run)  # compiled before the session
     triton_kernels = [c for c in root["children"] if c["frame"]["name"].startswith("triton_")]
     assert triton_kernels, dump(root)
     for k in triton_kernels:
-        assert k["metrics"]["count"] == 1 and k["metrics"]["time (ns)"] > 0, dump(root)
+        m = k["metrics"]
+        assert m["count"] == 1 and m["time (ns)"] > 0, dump(root)
+        assert m["cycles"] > 0 and m["cycles"] >= m["normalized_cycles"] > 0, dump(root)
+    # A function compiled inside the session (its kernels built by Inductor's workers then).
+    g = torch.compile(lambda x: torch.relu(x) * 3 - 1)
+    proton.start("inductor_inside", backend="instrumentation")
+    y = g(x)
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(y, torch.relu(x) * 3 - 1)
+    root = load_hatchet("inductor_inside.hatchet")[0]
+    inside = [c for c in root["children"] if c["frame"]["name"].startswith("triton_")]
+    assert len(inside) == 1 and inside[0]["metrics"]["cycles"] > 0, dump(root)
 
 
 def test_warp_specialized_gluon_partitions_record_their_own_scopes():

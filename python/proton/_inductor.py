@@ -1,0 +1,208 @@
+"""Kernels that torch.compile (Inductor) generates, in instrumentation sessions.
+
+Inductor compiles its Triton kernels itself (in worker processes, with options of its own,
+outside the compile step an instrumentation session adds) and launches them from C++ through
+torch's static CUDA launcher, with the profile scratch pointer null. While an instrumentation
+session is live, Proton stands in front of that launcher:
+- the first launch of a kernel on a device takes the kernel's PTX from Triton's cache (Inductor
+  keeps its kernels there, by hash), rewrites it with the session's configuration (the implicit
+  kernel scope: Inductor's kernels carry no scope markers) and has the driver load it;
+- every launch then runs that binary with its slice of Proton's buffer, as Triton's launcher
+  does for a kernel compiled in the session (the kernel's C launcher is wrapped, see
+  _Launcher: Inductor's own launchers call the kernel's run(), bound before any session);
+- a kernel whose PTX cannot be found, rewritten or loaded runs as it was, with one warning.
+The binaries are kept per configuration and device, so later sessions reuse them; finalize()
+puts the launcher back, and the plain binaries run again.
+
+Inductor launches through Triton's own launcher instead when launch hooks are installed
+(hook="triton"); those launches run uninstrumented.
+Thread-safety: the launcher's callers hold the GIL; a kernel's binary may be built twice by two
+threads racing on its first launch, and one of the two is kept.
+"""
+
+import hashlib
+import os
+import sys
+import tempfile
+import weakref
+
+from . import _C
+
+_LAUNCHER_MODULE = "torch._inductor.runtime.static_triton_launcher"
+
+
+class _Binary:
+    """An instrumented binary of one kernel, for one configuration on one device."""
+
+    __slots__ = ("function", "shared", "slot_bytes")
+
+    def __init__(self, function, shared, slot_bytes):
+        self.function, self.shared, self.slot_bytes = function, shared, slot_bytes
+
+
+class _Patch:
+    def __init__(self):
+        self.cls = None  # the launcher class patched, while a session is live
+        self.c_impl = None  # its own C_impl (a cached property: the C launcher)
+        self.config = ""
+        self.trace = False
+        self.warn = None
+        self.max_shared = None
+        # kernel object -> {(config, device): _Binary or None (cannot)}; weak, so that the
+        # launcher objects Inductor pickles never carry a function handle of ours.
+        self.binaries = weakref.WeakKeyDictionary()
+        self.launchers = weakref.WeakKeyDictionary()  # kernel object -> its _Launcher
+
+
+_patch = _Patch()
+
+
+class _Launcher:
+    """What a kernel's C_impl is while a session is live: torch's C launcher, with a launch of
+    the kernel's own plain binary turned into a launch of its instrumented one. Inductor's
+    launchers hold the kernel's bound run() (made before any session), and run() looks C_impl
+    up at every launch: this is where a session can step in."""
+
+    __slots__ = ("kernel", "real")
+
+    def __init__(self, kernel, real):
+        self.kernel, self.real = weakref.ref(kernel), real  # not strong: it keys launchers
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def _launch_kernel(self, function, gx, gy, gz, warps, shared, arg_types, args, stream):
+        kernel = self.kernel()
+        binary = None
+        if (
+            kernel is not None
+            and function == kernel.function
+            and kernel.has_profile_scratch
+            and args[-1] is None
+        ):
+            binary = _binary_of(kernel)
+        if binary is None:
+            return self.real._launch_kernel(
+                function, gx, gy, gz, warps, shared, arg_types, args, stream
+            )
+        try:
+            ptr = _C.instrumentation_alloc(gx * gy * gz * binary.slot_bytes, _patch.trace, stream)
+        except Exception:  # noqa: BLE001 - a launch with no buffer records nothing, counted
+            ptr = 0
+        try:
+            return self.real._launch_kernel(
+                binary.function,
+                gx,
+                gy,
+                gz,
+                warps,
+                binary.shared,
+                arg_types,
+                (*args[:-1], ptr or None),  # the last one is the profile scratch: Proton's
+                stream,
+            )
+        except Exception as e:  # noqa: BLE001 - never the program's failure: the plain binary
+            _forget(kernel, f"its instrumented binary did not launch: {e}")
+            return self.real._launch_kernel(
+                function, gx, gy, gz, warps, shared, arg_types, args, stream
+            )
+
+
+def install(config: str, trace: bool, max_shared, warn) -> None:
+    """An instrumentation session started: stand in front of Inductor's static launcher, if
+    the process has PyTorch. warn(kernel, message) reports a kernel left uninstrumented."""
+    if _patch.cls is not None or "torch" not in sys.modules:
+        return
+    try:
+        import importlib
+
+        cls = importlib.import_module(_LAUNCHER_MODULE).StaticallyLaunchedCudaKernel
+        c_impl = cls.__dict__["C_impl"]
+        real_of = c_impl.func  # functools.cached_property: the C launcher of a kernel
+    except Exception:  # noqa: BLE001 - a PyTorch without it: nothing of Inductor's to record
+        return
+    _patch.cls, _patch.c_impl = cls, c_impl
+    _patch.config, _patch.trace, _patch.warn = config, trace, warn
+    _patch.max_shared = max_shared
+
+    def launcher_of(kernel):
+        launcher = _patch.launchers.get(kernel)
+        if launcher is None:
+            launcher = _patch.launchers[kernel] = _Launcher(kernel, real_of(kernel))
+        return launcher
+
+    # A property is a data descriptor: it wins over the value cached_property left in the
+    # instance's __dict__, so kernels loaded before the session go through it too.
+    cls.C_impl = property(launcher_of)
+
+
+def uninstall() -> None:
+    """The last instrumentation session was finalized: Inductor's launcher runs on its own."""
+    if _patch.cls is not None:
+        _patch.cls.C_impl = _patch.c_impl
+        _patch.cls = _patch.c_impl = None
+        _patch.launchers = weakref.WeakKeyDictionary()
+
+
+def _binary_of(kernel):
+    """The instrumented binary for the session's configuration on the current device, built on
+    the kernel's first launch; None where the kernel runs as it was."""
+    import torch
+
+    device = torch.cuda.current_device()
+    per_kernel = _patch.binaries.get(kernel)
+    if per_kernel is None:
+        per_kernel = _patch.binaries[kernel] = {}
+    key = (_patch.config, device)
+    if key not in per_kernel:
+        try:
+            per_kernel[key] = _build(kernel, device)
+        except Exception as e:  # noqa: BLE001 - the kernel runs as it was, once warned
+            per_kernel[key] = None
+            _warn(kernel, str(e))
+    return per_kernel[key]
+
+
+def _forget(kernel, reason: str) -> None:
+    """The kernel runs its plain binary from now on in this configuration."""
+    import torch
+
+    _patch.binaries.setdefault(kernel, {})[(_patch.config, torch.cuda.current_device())] = None
+    _warn(kernel, reason)
+
+
+def _warn(kernel, reason: str) -> None:
+    name = getattr(kernel, "name", "?")
+    _patch.warn(
+        name, f"[PROTON] kernel {name} (torch.compile) runs without instrumentation: {reason}"
+    )
+
+
+def _build(kernel, device) -> _Binary:
+    if not getattr(kernel, "has_profile_scratch", False):
+        raise RuntimeError("its binary takes no profile buffer (a Triton before 3.5)")
+    from triton.runtime.cache import get_cache_manager
+
+    path = get_cache_manager(kernel.hash).get_file(f"{kernel.name}.ptx")
+    if path is None:
+        raise RuntimeError(f"no PTX for it in Triton's cache (hash {kernel.hash})")
+    with open(path) as f:
+        ptx = f.read()
+    new_ptx, table, new_shared = _C.instrument_ptx(
+        ptx, _patch.config, kernel.shared, _patch.max_shared()
+    )
+    _C.register_instrumentation_table(table)
+    shared = new_shared or kernel.shared
+    # The driver loads PTX from a file (and opts in past 48 KB of shared memory as Triton's
+    # launcher does); the file is named after what it holds, so sessions share it.
+    digest = hashlib.sha256(f"{kernel.hash}\0{_patch.config}".encode()).hexdigest()[:32]
+    folder = os.path.join(tempfile.gettempdir(), f"proton-inductor-{os.getuid()}")
+    os.makedirs(folder, exist_ok=True)
+    out = os.path.join(folder, f"{kernel.name}-{digest}.ptx")
+    if not os.path.exists(out):
+        partial = f"{out}.{os.getpid()}"
+        with open(partial, "w") as f:
+            f.write(new_ptx)
+        os.replace(partial, out)
+    function, _regs, _spills = kernel.C_impl._load_kernel(out, kernel.name, shared, device)
+    return _Binary(function, shared, int(table.split("\t")[9]))
