@@ -89,6 +89,12 @@ class _Launcher:
             ptr = _C.instrumentation_alloc(gx * gy * gz * binary.slot_bytes, _patch.trace, stream)
         except Exception:  # noqa: BLE001 - a launch with no buffer records nothing, counted
             ptr = 0
+        if not ptr:
+            # No buffer (a launch captured into a CUDA graph, or none to be had; counted): the
+            # plain binary, so that a graph replayed after the session runs the user's own.
+            return self.real._launch_kernel(
+                function, gx, gy, gz, warps, shared, arg_types, args, stream
+            )
         try:
             return self.real._launch_kernel(
                 binary.function,
@@ -98,7 +104,7 @@ class _Launcher:
                 warps,
                 binary.shared,
                 arg_types,
-                (*args[:-1], ptr or None),  # the last one is the profile scratch: Proton's
+                (*args[:-1], ptr),  # the last one is the profile scratch: Proton's buffer
                 stream,
             )
         except Exception as e:  # noqa: BLE001 - never the program's failure: the plain binary

@@ -287,3 +287,30 @@ def test_warp_specialized_gluon_partitions_record_their_own_scopes():
     # The default partition runs on the kernel's 4 warps, the worker on 1 warp of its own.
     assert scope_counts(root, "specialized_kernel", "default", "worker") == [32 * 4, 32 * 1]
     assert torch.equal(out, x + 1.0) and torch.equal(out2, x * 2.0)
+
+
+def test_torch_compile_kernels_in_a_trace_and_in_cuda_graphs():
+    import json
+
+    f = torch.compile(lambda x: x * 2 + 1)
+    x = torch.arange(1 << 12, device="cuda", dtype=torch.float32)
+    f(x)
+    proton.start("inductor_trace", backend="instrumentation", data="trace")
+    y = f(x)
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(y, x * 2 + 1)
+    with open("inductor_trace.chrome_trace") as trace:
+        events = json.load(trace)["traceEvents"]
+    warps = [e for e in events if e.get("cat") == "warp"]
+    assert warps and all(e["name"].startswith("triton_") for e in warps)
+    # Captured into a CUDA graph inside the session: the graph holds the plain binary (no
+    # buffer is handed to a launch being captured), replayed inside and after the session.
+    g = torch.compile(lambda x: x.relu() - 3, mode="reduce-overhead")
+    proton.start("inductor_graph", backend="instrumentation")
+    for _ in range(4):
+        out = g(x)
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(out, x.relu() - 3)
+    assert torch.equal(g(x), x.relu() - 3)

@@ -163,3 +163,13 @@ def test_an_instrumented_binary_that_fails_to_launch_gives_way_to_the_plain_one(
     # Both launches ran the plain binary; the second did not try the instrumented one again.
     assert [launch[0] for launch in launcher.launches] == [0x1, 0x1]
     assert len(warned) == 1 and "OUT_OF_RESOURCES" in warned[0]
+
+
+def test_a_launch_with_no_buffer_runs_the_plain_binary(fake_torch):
+    # The core hands out no buffer to a launch being captured into a CUDA graph: the graph
+    # must hold the user's own binary, which it replays after the session too.
+    inductor.install(CONFIG, False, lambda: 0, lambda k, m: None)
+    inductor._C.instrumentation_alloc = lambda size, trace, stream: 0
+    FakeKernel().run(4, 1, 1, 0, "x", "y", "out", 8)
+    (launch,) = FakeKernel.c_launcher.launches
+    assert launch[0] == 0x1 and launch[5] == ("x", "y", "out", 8, None, None)
