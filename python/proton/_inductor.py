@@ -11,8 +11,8 @@ session is live, Proton stands in front of that launcher:
   does for a kernel compiled in the session (the kernel's C launcher is wrapped, see
   _Launcher: Inductor's own launchers call the kernel's run(), bound before any session);
 - a kernel whose PTX cannot be found, rewritten or loaded runs as it was, with one warning.
-The binaries are kept per configuration and device, so later sessions reuse them; finalize()
-puts the launcher back, and the plain binaries run again.
+The binaries are kept per configuration and device (as long as the kernel object lives), so
+later sessions reuse them; finalize() puts the launcher back, and the plain binaries run again.
 
 Inductor launches through Triton's own launcher instead when launch hooks are installed
 (hook="triton"); those launches run uninstrumented.
@@ -20,7 +20,6 @@ Thread-safety: the launcher's callers hold the GIL; a kernel's binary may be bui
 threads racing on its first launch, and one of the two is kept.
 """
 
-import hashlib
 import os
 import sys
 import tempfile
@@ -186,7 +185,7 @@ def _warn(kernel, reason: str) -> None:
 
 def _build(kernel, device) -> _Binary:
     if not getattr(kernel, "has_profile_scratch", False):
-        raise RuntimeError("its binary takes no profile buffer (a Triton before 3.5)")
+        raise RuntimeError("its binary takes no profile buffer (a Triton without one)")
     from triton.runtime.cache import get_cache_manager
 
     path = get_cache_manager(kernel.hash).get_file(f"{kernel.name}.ptx")
@@ -199,16 +198,14 @@ def _build(kernel, device) -> _Binary:
     )
     _C.register_instrumentation_table(table)
     shared = new_shared or kernel.shared
-    # The driver loads PTX from a file (and opts in past 48 KB of shared memory as Triton's
-    # launcher does); the file is named after what it holds, so sessions share it.
-    digest = hashlib.sha256(f"{kernel.hash}\0{_patch.config}".encode()).hexdigest()[:32]
-    folder = os.path.join(tempfile.gettempdir(), f"proton-inductor-{os.getuid()}")
-    os.makedirs(folder, exist_ok=True)
-    out = os.path.join(folder, f"{kernel.name}-{digest}.ptx")
-    if not os.path.exists(out):
-        partial = f"{out}.{os.getpid()}"
-        with open(partial, "w") as f:
+    # torch's loader takes a file (and opts in past 48 KB of shared memory as Triton's
+    # launcher does); the driver reads it whole as it loads it, so the file goes at once. A
+    # private one, made afresh: a file found in a shared folder is never what gets loaded.
+    fd, path = tempfile.mkstemp(prefix="proton-inductor-", suffix=".ptx")
+    try:
+        with os.fdopen(fd, "w") as f:
             f.write(new_ptx)
-        os.replace(partial, out)
-    function, _regs, _spills = kernel.C_impl._load_kernel(out, kernel.name, shared, device)
+        function, _regs, _spills = kernel.C_impl._load_kernel(path, kernel.name, shared, device)
+    finally:
+        os.unlink(path)
     return _Binary(function, shared, int(table.split("\t")[9]))

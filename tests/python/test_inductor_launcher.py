@@ -74,7 +74,7 @@ def fake_torch(monkeypatch, tmp_path):
     cache_module.get_cache_manager = Manager
     monkeypatch.setitem(sys.modules, "triton.runtime.cache", cache_module)
     monkeypatch.setattr(inductor, "_C", _FakeCore())
-    monkeypatch.setattr(inductor.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(inductor.tempfile, "tempdir", str(tmp_path))
     yield
     inductor.uninstall()
 
@@ -92,7 +92,7 @@ class _FakeCore:
         return 0xB0000
 
 
-def test_a_session_launches_the_rewritten_binary_with_its_buffer(fake_torch):
+def test_a_session_launches_the_rewritten_binary_with_its_buffer(fake_torch, tmp_path):
     warned = []
     kernel = FakeKernel()
     bound_run = kernel.run  # Inductor's launcher holds this, made before the session
@@ -108,7 +108,7 @@ def test_a_session_launches_the_rewritten_binary_with_its_buffer(fake_torch):
     assert tys == "OOOiOO" and args == ("x", "y", "out", 4096, None, 0xB0000)
     # One record per warp of each of the 8 CTAs: 4 x (16 + 16) bytes per CTA.
     assert inductor._C.allocs == [(8 * 4 * 32, False, 7)]
-    assert warned == []
+    assert warned == [] and list(tmp_path.glob("proton-inductor-*")) == []  # loaded, removed
     kernel.run(8, 1, 1, 7, "x", "y", "out", 4096)
     assert len(FakeKernel.c_launcher.loaded) == 1  # built once, on the first launch
 
