@@ -314,3 +314,34 @@ def test_torch_compile_kernels_in_a_trace_and_in_cuda_graphs():
     proton.finalize()
     assert torch.equal(out, x.relu() - 3)
     assert torch.equal(g(x), x.relu() - 3)
+
+
+@triton.jit
+def scoped_in_compiled_kernel(x, out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("user_scope"):
+        v = tl.load(x + offs) * 3.0
+    tl.store(out + offs, v)
+
+
+def test_a_scoped_kernel_launched_outside_the_compiled_graph_keeps_its_scopes():
+    # Inductor cannot compile a kernel that uses pl (README: Known issues); launched from a
+    # function torch.compile leaves out of its graph, it runs as Triton's JIT kernel does.
+    @torch.compiler.disable
+    def launch(x):
+        out = torch.empty_like(x)
+        scoped_in_compiled_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
+        return out
+
+    f = torch.compile(lambda x: launch(x).sin() + 1)
+    x = torch.arange(1 << 16, device="cuda", dtype=torch.float32)
+
+    def run():
+        y = f(x)
+        torch.cuda.synchronize()
+        return [y]
+
+    root = outputs_and_profile("disabled", run)
+    assert scope_counts(root, "scoped_in_compiled_kernel", "user_scope") == [256 * 4]
+    inductor = [c for c in root["children"] if c["frame"]["name"].startswith("triton_")]
+    assert len(inductor) == 1 and inductor[0]["metrics"]["cycles"] > 0, dump(root)
