@@ -20,6 +20,8 @@ Thread-safety: the launcher's callers hold the GIL; a kernel's binary may be bui
 threads racing on its first launch, and one of the two is kept.
 """
 
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 import tempfile
@@ -114,21 +116,38 @@ class _Launcher:
 
 
 def install(config: str, trace: bool, max_shared, warn) -> None:
-    """An instrumentation session started: stand in front of Inductor's static launcher, if
-    the process has PyTorch. warn(kernel, message) reports a kernel left uninstrumented."""
-    if _patch.cls is not None or "torch" not in sys.modules:
-        return
-    try:
-        import importlib
-
-        cls = importlib.import_module(_LAUNCHER_MODULE).StaticallyLaunchedCudaKernel
-        c_impl = cls.__dict__["C_impl"]
-        real_of = c_impl.func  # functools.cached_property: the C launcher of a kernel
-    except Exception:  # noqa: BLE001 - a PyTorch without it: nothing of Inductor's to record
-        return
-    _patch.cls, _patch.c_impl = cls, c_impl
+    """An instrumentation session started: stand in front of Inductor's static launcher, now
+    if PyTorch has loaded it, else as soon as it does (nothing of Inductor's is imported for
+    it). warn(kernel, message) reports a kernel left uninstrumented."""
     _patch.config, _patch.trace, _patch.warn = config, trace, warn
     _patch.max_shared = max_shared
+    module = sys.modules.get(_LAUNCHER_MODULE)
+    if module is not None:
+        _patch_launcher(module)
+    elif _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+
+
+def uninstall() -> None:
+    """The last instrumentation session was finalized: Inductor's launcher runs on its own."""
+    if _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    if _patch.cls is not None:
+        _patch.cls.C_impl = _patch.c_impl
+        _patch.cls = _patch.c_impl = None
+        _patch.launchers = weakref.WeakKeyDictionary()
+
+
+def _patch_launcher(module) -> None:
+    if _patch.cls is not None:
+        return
+    try:
+        cls = module.StaticallyLaunchedCudaKernel
+        c_impl = cls.__dict__["C_impl"]
+        real_of = c_impl.func  # functools.cached_property: the C launcher of a kernel
+    except Exception:  # noqa: BLE001 - another PyTorch's launcher: its kernels run as they are
+        return
+    _patch.cls, _patch.c_impl = cls, c_impl
 
     def launcher_of(kernel):
         launcher = _patch.launchers.get(kernel)
@@ -141,12 +160,27 @@ def install(config: str, trace: bool, max_shared, warn) -> None:
     cls.C_impl = property(launcher_of)
 
 
-def uninstall() -> None:
-    """The last instrumentation session was finalized: Inductor's launcher runs on its own."""
-    if _patch.cls is not None:
-        _patch.cls.C_impl = _patch.c_impl
-        _patch.cls = _patch.c_impl = None
-        _patch.launchers = weakref.WeakKeyDictionary()
+class _LauncherImport(importlib.abc.MetaPathFinder):
+    """Patches Inductor's launcher module right after it is first imported in a session."""
+
+    def find_spec(self, name, path, target=None):
+        if name != _LAUNCHER_MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        load = spec.loader.exec_module
+
+        def load_and_patch(module):
+            load(module)
+            if _finder in sys.meta_path:  # the session is still live
+                _patch_launcher(module)
+
+        spec.loader.exec_module = load_and_patch
+        return spec
+
+
+_finder = _LauncherImport()
 
 
 def _binary_of(kernel):

@@ -4,11 +4,13 @@ reading through tensor descriptors (TMA), persistent, and the kernels torch.comp
 Each kernel's outputs are bit-identical with and without the session, and its scopes are
 counted exactly: one per warp that ran them."""
 
+import json
+
 import proton
 import proton.language as pl
 import pytest
 from gpu_tree import dump
-from proton_test_utils import find, load_hatchet
+from proton_test_utils import find, load_hatchet, run_python
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -290,8 +292,6 @@ def test_warp_specialized_gluon_partitions_record_their_own_scopes():
 
 
 def test_torch_compile_kernels_in_a_trace_and_in_cuda_graphs():
-    import json
-
     f = torch.compile(lambda x: x * 2 + 1)
     x = torch.arange(1 << 12, device="cuda", dtype=torch.float32)
     f(x)
@@ -345,3 +345,28 @@ def test_a_scoped_kernel_launched_outside_the_compiled_graph_keeps_its_scopes():
     assert scope_counts(root, "scoped_in_compiled_kernel", "user_scope") == [256 * 4]
     inductor = [c for c in root["children"] if c["frame"]["name"].startswith("triton_")]
     assert len(inductor) == 1 and inductor[0]["metrics"]["cycles"] > 0, dump(root)
+
+
+FIRST_COMPILE_IN_SESSION = """
+import json, sys, torch, proton
+assert "torch._inductor.runtime.static_triton_launcher" not in sys.modules
+x = torch.arange(1 << 12, device="cuda", dtype=torch.float32)
+proton.start("fresh", backend="instrumentation")
+y = torch.compile(lambda x: x * 2 + 1)(x)  # Inductor's first import and compile, in the session
+torch.cuda.synchronize()
+proton.finalize()
+assert torch.equal(y, x * 2 + 1)
+root = json.load(open("fresh.hatchet"))[0]
+print(json.dumps([(c["frame"]["name"], c["metrics"].get("cycles", 0)) for c in root["children"]]))
+"""
+
+
+def test_torch_compile_first_used_inside_the_session_is_instrumented(tmp_path):
+    # Nothing of Inductor's is imported when the session starts: its launcher is taken over as
+    # PyTorch first imports it.
+    r = run_python(FIRST_COMPILE_IN_SESSION, tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    kernels = [
+        k for k in json.loads(r.stdout.strip().splitlines()[-1]) if k[0].startswith("triton_")
+    ]
+    assert len(kernels) == 1 and kernels[0][1] > 0, r.stdout

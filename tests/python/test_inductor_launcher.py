@@ -139,10 +139,33 @@ def test_a_kernel_without_ptx_in_the_cache_runs_as_it_was_once_warned(fake_torch
     assert inductor._C.allocs == []
 
 
-def test_nothing_is_patched_in_a_process_without_pytorch(monkeypatch):
-    monkeypatch.delitem(sys.modules, "torch", raising=False)
+def test_a_launcher_imported_during_the_session_is_patched_as_it_loads(monkeypatch, tmp_path):
+    # Nothing of Inductor's is imported for the session: the launcher module is patched when
+    # PyTorch first imports it (torch.compile's first call inside the session).
+    pkg = tmp_path / "fakepkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "launcher.py").write_text(
+        "import functools\n"
+        "class StaticallyLaunchedCudaKernel:\n"
+        "    @functools.cached_property\n"
+        "    def C_impl(self):\n"
+        "        return 'torch C launcher'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(inductor, "_LAUNCHER_MODULE", "fakepkg.launcher")
+    monkeypatch.delitem(sys.modules, "fakepkg.launcher", raising=False)
     inductor.install(CONFIG, False, lambda: 0, lambda k, m: None)
-    assert inductor._patch.cls is None
+    try:
+        from fakepkg import launcher
+
+        kernel = launcher.StaticallyLaunchedCudaKernel()
+        assert isinstance(kernel.C_impl, inductor._Launcher)
+        assert kernel.C_impl.real == "torch C launcher"
+    finally:
+        inductor.uninstall()
+    assert inductor._finder not in sys.meta_path
+    assert kernel.C_impl == "torch C launcher"
 
 
 def test_an_instrumented_binary_that_fails_to_launch_gives_way_to_the_plain_one(fake_torch):
