@@ -63,9 +63,10 @@ def test_scopes_compile_into_recording_code_with_their_table(session):
     kernel = compile_for_hopper(session)
     ptx = kernel.asm["ptx"]
     assert ptx.count("// @proton:E:") == 2 and ptx.count("// @proton:X:") == 2
-    # Each recording warp stores its own sums (the GPU's shared-memory limit is unknown here,
-    # so no CTA sums): its lanes store the record's 8 chunks in one coalesced store, no atomics.
-    assert ptx.count("st.global.v2.u32 \t[%pt_d7]") == 1 and "red.global" not in ptx
+    # Each recording warp adds its own sums (the GPU's shared-memory limit is unknown here, so
+    # no CTA sums): its lanes add the record's 8 chunks into their places in one coalesced
+    # reduction (a CUDA graph's replays add into one slot), no atomics that wait.
+    assert ptx.count("red.global.add.u64 \t[%pt_d7], %pt_d6;") == 1 and "atom." not in ptx
     assert ptx.count("shfl.sync.idx.b32 \t%pt_") == 2 + 3 * 3 and "%pt_lead" in ptx
     table = kernel.metadata.proton_instrumentation.split("\t")
     assert bytes.fromhex(table[1]).decode() == "scoped_kernel"

@@ -9,11 +9,12 @@
 //   scripts/gen_tree_reduce_ptx.sh
 //
 // One block per slot. Input descriptor i: { slot address, slot bytes }. Output i (1040 bytes):
-//   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ]
+//   [ u32 hash | u32 unmatched | u32 crossing | u32 launches added into the slot ]
 //   then 64 scopes of [ u64 cycles | u32 count | u32 warps ]
 // The ring is cleared after each drain (units that do not record never write their record).
 // A record holds one unit's sums or a CTA's (`recorded` units; per scope, the units that ran
-// it in the last word, which a unit's own record leaves 0).
+// it in the last word), added up over the launches that added into the slot (a CUDA graph's
+// replays).
 #include <cstdint>
 
 struct SlotDesc {
@@ -25,17 +26,17 @@ extern "C" __global__ void proton_tree_reduce(const SlotDesc *descs, unsigned ch
   constexpr unsigned kMaxScopes = 64;
   __shared__ unsigned long long cycles[kMaxScopes];
   __shared__ unsigned count[kMaxScopes], warps[kMaxScopes];
-  __shared__ unsigned unmatched, crossing, units;
+  __shared__ unsigned unmatched, crossing;
   SlotDesc d = descs[blockIdx.x];
   const unsigned *slot = reinterpret_cast<const unsigned *>(d.ptr);
-  unsigned hash = slot[0], unitBytes = slot[1];
+  unsigned hash = slot[0], unitBytes = slot[1], launches = slot[2];
   unsigned *o = reinterpret_cast<unsigned *>(out + 1040ull * blockIdx.x);
   for (unsigned i = threadIdx.x; i < kMaxScopes; i += blockDim.x) {
     cycles[i] = 0;
     count[i] = 0;
     warps[i] = 0;
   }
-  if (threadIdx.x == 0) unmatched = crossing = units = 0;
+  if (threadIdx.x == 0) unmatched = crossing = 0;
   __syncthreads();
   unsigned scopes = unitBytes >= 16 ? (unitBytes - 16) / 16 : 0;
   if (hash != 0 && scopes > 0 && scopes <= kMaxScopes && unitBytes % 16 == 0) {
@@ -46,13 +47,12 @@ extern "C" __global__ void proton_tree_reduce(const SlotDesc *descs, unsigned ch
       if (h.z == 0) continue;  // this unit did not record
       atomicAdd(&unmatched, h.x);
       atomicAdd(&crossing, h.y);
-      atomicAdd(&units, h.z);  // 1, or the units a CTA's sums hold
       for (unsigned s = 0; s < scopes; ++s) {
         uint4 v = *reinterpret_cast<const uint4 *>(rec + 4 + 4 * s);
         if (v.z == 0) continue;
         atomicAdd(&cycles[s], (static_cast<unsigned long long>(v.y) << 32) | v.x);
         atomicAdd(&count[s], v.z);
-        atomicAdd(&warps[s], v.w ? v.w : 1u);  // a unit's own record leaves it 0
+        atomicAdd(&warps[s], v.w);  // the units that ran it
       }
     }
   }
@@ -61,7 +61,7 @@ extern "C" __global__ void proton_tree_reduce(const SlotDesc *descs, unsigned ch
     o[0] = hash;
     o[1] = unmatched;
     o[2] = crossing;
-    o[3] = units;
+    o[3] = launches;
   }
   for (unsigned i = threadIdx.x; i < kMaxScopes; i += blockDim.x) {
     *reinterpret_cast<unsigned long long *>(o + 4 + 4 * i) = cycles[i];

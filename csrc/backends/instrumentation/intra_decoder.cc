@@ -44,14 +44,16 @@ UnitPart unitPart(const uint8_t *h) {
           c0 + static_cast<uint32_t>(c1Low - static_cast<uint32_t>(c0))};
 }
 
-MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, bool withCount) {
+MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, uint32_t launches,
+                      bool withCount) {
   static const MetricSpec kCycles = MetricSpec::parse("cycles");
   static const MetricSpec kNormalized = MetricSpec::parse("normalized_cycles");
   static const MetricSpec kCount = MetricSpec::parse("count");
   MetricList m;
   m.push_back({kCycles, static_cast<int64_t>(cycles)});
   m.push_back(
-      {kNormalized, warps ? static_cast<double>(cycles) / static_cast<double>(warps) : 0.0});
+      {kNormalized, warps ? static_cast<double>(cycles) * launches / static_cast<double>(warps)
+                          : 0.0});
   if (withCount) m.push_back({kCount, static_cast<int64_t>(count)});
   return m;
 }
@@ -144,7 +146,7 @@ void IntraDecoder::noteLosses(const ScopeTable &table, const Losses &losses) {
 }
 
 void IntraDecoder::fileSums(const InternedTable &interned, const std::vector<ScopeSums> &sums,
-                            const IntraLaunch &launch) {
+                            uint32_t launches, const IntraLaunch &launch) {
   const ScopeTable &table = interned.table;
   for (size_t t = 0; t < launch.numTargets; ++t) {
     const IntraTarget &target = launch.targets[t];
@@ -156,7 +158,7 @@ void IntraDecoder::fileSums(const InternedTable &interned, const std::vector<Sco
       if (node == kNoNode) continue;
       // The kernel's own node already has the launch count from kernel tracing.
       (void)s.addMetrics(target.phase, node,
-                         sumMetrics(sums[i].cycles, sums[i].count, sums[i].warps, i != 0));
+                         sumMetrics(sums[i].cycles, sums[i].count, sums[i].warps, launches, i != 0));
     }
   }
 }
@@ -170,22 +172,19 @@ bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
       unitBytes >= kTreeUnitHeaderBytes ? (unitBytes - kTreeUnitHeaderBytes) / kTreeScopeBytes : 0;
   if (hash == 0 || scopes == 0 || scopes > kMaxScopes || unitBytes % kTreeScopeBytes)
     return hash == 0;
-  uint32_t unmatched = 0, crossing = 0, units = 0;
+  uint32_t unmatched = 0, crossing = 0;
   for (size_t at = kTreeHeaderBytes; at + unitBytes <= size; at += unitBytes) {
     const uint8_t *rec = slot + at;
-    uint32_t recorded = load<uint32_t>(rec + 8);  // 1, or the units a CTA's sums hold
-    if (recorded == 0) continue;                  // this unit (or CTA) did not record
+    if (load<uint32_t>(rec + 8) == 0) continue;  // this unit (or CTA) did not record
     unmatched += load<uint32_t>(rec);
     crossing += load<uint32_t>(rec + 4);
-    units += recorded;
     for (uint32_t i = 0; i < scopes; ++i) {
       const uint8_t *v = rec + kTreeUnitHeaderBytes + kTreeScopeBytes * i;
       uint32_t count = load<uint32_t>(v + 8);
       if (count == 0) continue;
       uint8_t *o = out + kTreeHeaderBytes + kTreeScopeBytes * i;
       uint64_t cycles = load<uint64_t>(o) + load<uint64_t>(v);
-      uint32_t ran = load<uint32_t>(v + 12);  // a unit's own record leaves it 0
-      uint32_t c = load<uint32_t>(o + 8) + count, w = load<uint32_t>(o + 12) + (ran ? ran : 1);
+      uint32_t c = load<uint32_t>(o + 8) + count, w = load<uint32_t>(o + 12) + load<uint32_t>(v + 12);
       std::memcpy(o, &cycles, 8);
       std::memcpy(o + 8, &c, 4);
       std::memcpy(o + 12, &w, 4);
@@ -193,7 +192,7 @@ bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
   }
   std::memcpy(out + 4, &unmatched, 4);
   std::memcpy(out + 8, &crossing, 4);
-  std::memcpy(out + 12, &units, 4);
+  std::memcpy(out + 12, slot + 8, 4);  // the launches that added into the slot
   return true;
 }
 
@@ -213,9 +212,12 @@ void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
     sums[i].count = load<uint32_t>(v + 8);
     sums[i].warps = load<uint32_t>(v + 12);
   }
+  // A slot that a CUDA graph's replays added into holds the sums of `launches` launches:
+  // normalized_cycles is per warp and launch, summed over launches.
+  const uint32_t launches = std::max<uint32_t>(1, load<uint32_t>(reduced + 12));
   noteLosses(table, {load<uint32_t>(reduced + 4) + table.staticUnmatched,
                      load<uint32_t>(reduced + 8) + table.staticCrossing, 0});
-  fileSums(*interned, sums, launch);
+  fileSums(*interned, sums, launches, launch);
 }
 
 // Markers the rewrite could not turn into recording (ScopeTable::droppedScopes): per launch
@@ -402,7 +404,7 @@ void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launc
   noteLosses(table, {tally.losses.unmatched + table.staticUnmatched,
                      tally.losses.crossing + table.staticCrossing, tally.losses.overwritten});
   fileSlices(launch);
-  fileSums(*parsed.interned, tally.sums, launch);
+  fileSums(*parsed.interned, tally.sums, 1, launch);
 }
 
 template <typename OnClose>
@@ -610,7 +612,7 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
     for (const auto &[path, sum] : sums) {
       NodeId node = scopeNode(s, target.phase, target.kernelNode, path);
       if (node != kNoNode)
-        (void)s.addMetrics(target.phase, node, sumMetrics(sum.cycles, sum.count, sum.warps, true));
+        (void)s.addMetrics(target.phase, node, sumMetrics(sum.cycles, sum.count, sum.warps, 1, true));
     }
   }
 }

@@ -59,21 +59,25 @@ class IntraDecoderTest : public ::testing::Test {
   NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("mm_kernel"));
 };
 
-// A tree slot of `records` records of `unitBytes`, its header written: [hash | unitBytes].
-std::vector<uint8_t> treeSlot(uint32_t hash, uint32_t unitBytes, size_t records) {
+// A tree slot of `records` records of `unitBytes`, its header written: [hash | unitBytes |
+// launches that added into it].
+std::vector<uint8_t> treeSlot(uint32_t hash, uint32_t unitBytes, size_t records,
+                              uint32_t launches = 1) {
   std::vector<uint8_t> slot(kTreeHeaderBytes + records * unitBytes, 0);
   put<uint32_t>(slot, 0, hash);
   put<uint32_t>(slot, 4, unitBytes);
+  put<uint32_t>(slot, 8, launches);
   return slot;
 }
 
 // One tree record: [unmatched | crossing | recorded | 0] then [cycles | count | ran] per scope.
-// A unit's own record: recorded 1, ran 0; a CTA's sums: the units summed and, per scope, the
-// units that ran it.
+// A unit's own record: recorded 1, ran 1 where it ran the scope (kRanIfCounted); a CTA's
+// sums: the units summed and, per scope, the units that ran it.
+constexpr uint32_t kRanIfCounted = UINT32_MAX;
 struct ScopeSums {
   uint64_t cycles;
   uint32_t count;
-  uint32_t ran = 0;
+  uint32_t ran = kRanIfCounted;
 };
 void treeRecord(std::vector<uint8_t> &slot, size_t at, uint32_t unmatched,
                 const std::vector<ScopeSums> &scopes, uint32_t recorded = 1) {
@@ -82,7 +86,8 @@ void treeRecord(std::vector<uint8_t> &slot, size_t at, uint32_t unmatched,
   for (size_t i = 0; i < scopes.size(); ++i) {
     put<uint64_t>(slot, at + 16 + 16 * i, scopes[i].cycles);
     put<uint32_t>(slot, at + 24 + 16 * i, scopes[i].count);
-    put<uint32_t>(slot, at + 28 + 16 * i, scopes[i].ran);
+    uint32_t ran = scopes[i].ran == kRanIfCounted ? (scopes[i].count ? 1 : 0) : scopes[i].ran;
+    put<uint32_t>(slot, at + 28 + 16 * i, ran);
   }
 }
 
@@ -103,7 +108,7 @@ TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   treeRecord(slot, 16 + 3 * unitBytes, 0, {{0, 1}, {0, 0}, {0, 0}});
   std::vector<uint8_t> reduced(kReducedTreeBytes);
   ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
-  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);  // units that recorded
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 1u);  // the launches the slot holds
   uint64_t unmatchedBefore = counter("instrumentation_unmatched_scopes");
   IntraTarget target{&tree, PhaseId{0}, kernel};
   decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
@@ -133,7 +138,7 @@ TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope
   treeRecord(slot, 16 + unitBytes, 0, {{500, 1, 1}, {0, 0, 0}, {0, 0, 0}}, 1);
   std::vector<uint8_t> reduced(kReducedTreeBytes);
   ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
-  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);       // units, not records
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 1u);       // one launch
   EXPECT_EQ(load<uint32_t>(reduced.data() + 16 + 12), 3u);  // the kernel scope: 3 units
   EXPECT_EQ(load<uint32_t>(reduced.data() + 32 + 12), 2u);  // "load": 2 units
   IntraTarget target{&tree, PhaseId{0}, kernel};
@@ -145,6 +150,30 @@ TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope
   EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, load, "normalized_cycles")), 150.0);
   NodeId wait = tree.child(PhaseId{0}, load, S("wait"));
   EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, wait, "normalized_cycles")), 90.0);
+}
+
+TEST_F(IntraDecoderTest, ASlotThatAGraphsReplaysAddedIntoFilesTheirSumsPerLaunch) {
+  ScopeTables tables;
+  tables.add(table(0xabe, false));
+  IntraDecoder decoder(tables);
+  // A launch captured into a CUDA graph, replayed 3 times: each replay added its CTA sums into
+  // the same records (2 CTAs of 2 units: 4 warps per replay), and its launch into the header.
+  const uint32_t unitBytes = 64;
+  std::vector<uint8_t> slot = treeSlot(0xabe, unitBytes, 2, 3);
+  treeRecord(slot, 16, 0, {{3000, 6, 6}, {900, 12, 6}, {0, 0, 0}}, 6);
+  treeRecord(slot, 16 + unitBytes, 0, {{1800, 6, 6}, {300, 6, 6}, {0, 0, 0}}, 6);
+  std::vector<uint8_t> reduced(kReducedTreeBytes);
+  ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 3u);
+  IntraTarget target{&tree, PhaseId{0}, kernel};
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  // cycles and counts are the replays' sums; normalized_cycles is per warp and launch, summed
+  // over the 3 launches, as 3 launches filed one by one would give.
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 4800);
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, kernel, "normalized_cycles")), 3 * 4800.0 / 12);
+  NodeId load = tree.child(PhaseId{0}, kernel, S("load"));
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "count")), 18);
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, load, "normalized_cycles")), 3 * 1200.0 / 12);
 }
 
 TEST_F(IntraDecoderTest, TreeSlotThatNoUnitWroteFilesNothing) {

@@ -282,11 +282,23 @@ class Emitter {
       o << "\tsetp.eq.or.u32 \t%pt_q1, %pt_w3, " << u << ", %pt_q1;\n";
   }
 
-  // The launch slot's header [hash | unitBytes], stored where %pt_q3 (one thread of the grid).
+  // The launch slot's header [hash | unitBytes | launches], stored where %pt_q3 (one thread of
+  // the grid): launches counts the launches that added into the slot (1, or a CUDA graph's
+  // replays since the slot was last read).
   void slotHeader(Out &o) const {
     o << "\tmov.u32 \t%pt_w6, " << t_.hash << ";\n"
       << "\tmov.u32 \t%pt_w7, " << t_.unitBytes << ";\n"
-      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n";
+      << "\t@%pt_q3 st.global.v2.u32 \t[%pt_d0], {%pt_w6, %pt_w7};\n"
+      << "\tmov.u32 \t%pt_w6, 1;\n"
+      << "\t@%pt_q3 red.global.add.u32 \t[%pt_d0+8], %pt_w6;\n";
+  }
+
+  // Records are added into their place, not stored: the place starts zeroed (the ring is
+  // cleared after each drain), and a launch replayed from a CUDA graph adds every replay into
+  // the same slot. Adds to distinct addresses cost what stores do.
+  static void addChunk(Out &o, std::string_view address) {
+    o << "\tmov.b64 \t%pt_d6, {%pt_w4, %pt_w5};\n"
+      << "\tred.global.add.u64 \t[" << address << "], %pt_d6;\n";
   }
 
   // %pt_w10: the CTA sums in shared memory.
@@ -338,8 +350,8 @@ class Emitter {
         << "\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_d6;\n"
         << "\tselp.b32 \t%pt_w4, %pt_w6, %pt_w4, %pt_q1;\n"
         << "\tselp.b32 \t%pt_w5, %pt_w7, %pt_w5, %pt_q1;\n"
-        << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n"
-        << "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};\n";
+        << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n";
+      addChunk(o, "%pt_d7");
       if (first == 0) slotHeader(o);
     }
   }
@@ -352,12 +364,17 @@ class Emitter {
       << "\tshr.u32 \t%pt_w3, %pt_w1, " << log2(t_.unitWarps) << ";\n";
     unitAddress(o);
     slotHeader(o);
-    o << "\tmov.u32 \t%pt_w6, 1;\n\tmov.u32 \t%pt_w7, 0;\n"
-      << "\tst.global.v4.u32 \t[%pt_d1], {%pt_u, %pt_x, %pt_w6, %pt_w7};\n";
-    for (size_t i = 0; i < t_.paths.size(); ++i)
-      o << "\tcvt.u64.u32 \t%pt_d6, %pt_c" << i << ";\n"
-        << "\tst.global.v2.u64 \t[%pt_d1+" << kTreeUnitHeaderBytes + kTreeScopeBytes * i
-        << "], {%pt_a" << i << ", %pt_d6};\n";
+    o << "\tmov.b64 \t%pt_d6, {%pt_u, %pt_x};\n\tred.global.add.u64 \t[%pt_d1], %pt_d6;\n"
+      << "\tmov.u32 \t%pt_w6, 1;\n\tred.global.add.u32 \t[%pt_d1+8], %pt_w6;\n";
+    // Per scope: its cycles, then {count, 1 where the unit ran it}.
+    for (size_t i = 0; i < t_.paths.size(); ++i) {
+      const uint32_t at = kTreeUnitHeaderBytes + kTreeScopeBytes * i;
+      o << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
+        << "\tselp.u32 \t%pt_w5, 1, 0, %pt_q2;\n"
+        << "\tmov.u32 \t%pt_w4, %pt_c" << i << ";\n"
+        << "\t@%pt_q2 red.global.add.u64 \t[%pt_d1+" << at << "], %pt_a" << i << ";\n";
+      addChunk(o, "%pt_d1+" + std::to_string(at + 8));
+    }
   }
 
   // Every warp that does not record branches to `skip`, on conditions the same for all of its
@@ -412,12 +429,14 @@ class Emitter {
           o << "\tmov.b64 \t{%pt_w6, %pt_w7}, %pt_a" << i << ";\n"
             << "\tselp.b32 \t%pt_w4, %pt_w6, %pt_w4, %pt_q1;\n"
             << "\tselp.b32 \t%pt_w5, %pt_w7, %pt_w5, %pt_q1;\n";
-        else
+        else  // {count, 1 where the unit ran the scope}
           o << "\tselp.b32 \t%pt_w4, %pt_c" << i << ", %pt_w4, %pt_q1;\n"
-            << "\tselp.b32 \t%pt_w5, 0, %pt_w5, %pt_q1;\n";
+            << "\tsetp.ne.u32 \t%pt_q2, %pt_c" << i << ", 0;\n"
+            << "\tselp.u32 \t%pt_w6, 1, 0, %pt_q2;\n"
+            << "\tselp.b32 \t%pt_w5, %pt_w6, %pt_w5, %pt_q1;\n";
       }
-      o << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n"
-        << "\tst.global.v2.u32 \t[%pt_d7], {%pt_w4, %pt_w5};\n";
+      o << "\tmul.wide.u32 \t%pt_d7, %pt_w1, 8;\n\tadd.u64 \t%pt_d7, %pt_d1, %pt_d7;\n";
+      addChunk(o, "%pt_d7");
     }
   }
 

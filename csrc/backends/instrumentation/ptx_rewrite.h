@@ -14,25 +14,26 @@
 // passes what Proton's allocator returned). A null pointer turns recording off.
 //
 // Tree layout (one slot per launch; each recording unit keeps per-scope sums in registers
-// and, when it returns, writes them with plain stores into its own record: no atomics, so
-// warps never wait on each other; the sums are added up on the GPU when the buffers are
-// drained, see backends/cupti/tree_reduce.cu):
-//   slot header, 16 bytes: [ u32 hash | u32 unitBytes | u32 0 | u32 0 ] (written by the
-//   first recording unit of CTA 0 alone), then per CTA (CTA-linear order), per recording unit, a
-//   record of unitBytes = 16 + 16 * scopes: [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32
-//   0 ] then per scope i (0 = the kernel): [ u64 cycles | u32 count | u32 0 ] (slotBytes =
-//   unitBytes * unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
+// and, when it returns, adds them into its own record with reductions to distinct addresses,
+// which cost what stores do: warps never wait on each other, and a launch replayed from a
+// CUDA graph adds every replay into the same slot; the sums are added up on the GPU when the
+// buffers are drained, see backends/cupti/tree_reduce.cu; a slot starts zeroed):
+//   slot header, 16 bytes: [ u32 hash | u32 unitBytes | u32 launches | u32 0 ] (hash and
+//   unitBytes stored, launches added, by the first recording unit of CTA 0 alone), then per
+//   CTA (CTA-linear order), per recording unit, a record of unitBytes = 16 + 16 * scopes:
+//   [ u32 unmatched | u32 crossing | u32 recorded = 1 | u32 0 ] then per scope i (0 = the
+//   kernel): [ u64 cycles | u32 count | u32 ran = 1 if count else 0 ] (slotBytes = unitBytes *
+//   unitsPerCta per CTA; a launch needs 16 + grid * slotBytes)
 // Tree with CTA sums (RewriteConfig::ctaSums, where the kernel's shared memory allows): each
 //   recording unit writes its record into its own slot in shared memory past the kernel's own
 //   (unitsPerCta slots of unitBytes); at the kernel's end all threads meet at a named barrier
-//   the kernel does not use, then thread j adds up 8-byte chunk j of the slots and stores it,
-//   so the CTA's one record is one coalesced store, with `recorded` = units summed and each
-//   scope's last word = units that ran it (slotBytes = unitBytes). A reader takes `recorded`
-//   as units and a last word of 0 with a count as one unit, so both kinds of record reduce
-//   alike.
+//   the kernel does not use, then thread j adds up 8-byte chunk j of the slots and adds it
+//   into the CTA's record, so that the CTA's one record is one coalesced reduction, with
+//   `recorded` = units summed and each scope's last word = units that ran it (slotBytes =
+//   unitBytes). Both kinds of record reduce alike.
 // Reduced tree slot (what the GPU reduction, or reduceTreeSlot on the host, makes of one
 // launch's slot; kReducedTreeBytes):
-//   [ u32 hash | u32 unmatched | u32 crossing | u32 units recorded ] then kMaxScopes of
+//   [ u32 hash | u32 unmatched | u32 crossing | u32 launches ] then kMaxScopes of
 //   [ u64 cycles | u32 count | u32 warps ]
 // Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
 //   unit header, 48 bytes: the CTA's part, stored by the CTA's first recording unit alone
@@ -133,8 +134,9 @@ constexpr uint32_t kMaxScopes = 64;
 // 6: a trace unit's kernel scope is its header's two timer pairs, no longer two events;
 // 7: a trace unit's SM, shift and globaltimer readings are its CTA's, stored once per CTA;
 // 8: two adjacent markers are one trace event (kPairedEventTag); 9: a trace unit's own part
-// of its header is 16 bytes, sector-aligned, the hash the CTA's.
-constexpr uint32_t kLayoutVersion = 9;
+// of its header is 16 bytes, sector-aligned, the hash the CTA's; 10: tree records are added
+// (reductions), a unit's scope says it ran it, the slot header counts its launches.
+constexpr uint32_t kLayoutVersion = 10;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.

@@ -45,17 +45,23 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   EXPECT_EQ(t.unitsPerCta, 8u);
   EXPECT_EQ(t.unitBytes, kTreeUnitHeaderBytes + 3 * kTreeScopeBytes);
   EXPECT_EQ(t.slotBytes, 8 * t.unitBytes);  // per CTA
-  // No atomics. The one plain return: the leader's sums go to every lane of its warp (two
-  // header words, then per scope two cycle words and the count), and lane j stores 8-byte
-  // chunk j of the record (16 + 16 * 3 bytes: 8 chunks), one coalesced store.
-  EXPECT_EQ(count(r.ptx, "red.global"), 0u);
+  // No atomics that return a value. The one plain return: the leader's sums go to every lane
+  // of its warp (two header words, then per scope two cycle words and the count), and lane j
+  // adds 8-byte chunk j of the record (16 + 16 * 3 bytes: 8 chunks) into its place, one
+  // coalesced reduction (a CUDA graph's replays add into the same slot); one more counts the
+  // launch in the slot header.
+  EXPECT_EQ(count(r.ptx, "red.global.add.u64 \t[%pt_d7], %pt_d6;"), 1u);
+  EXPECT_EQ(count(r.ptx, "@%pt_q3 red.global.add.u32 \t[%pt_d0+8], %pt_w6;"), 1u);
+  EXPECT_EQ(count(r.ptx, "red.global"), 2u);
   EXPECT_EQ(count(r.ptx, "atom."), 0u);
   const size_t own = count(golden("instrumentation_matmul_markers.ptx"), "shfl.sync");
   EXPECT_EQ(count(r.ptx, "shfl.sync.idx.b32 \t%pt_"), 2u + 3u * 3u);
   EXPECT_EQ(count(r.ptx, "shfl.sync"), own + 2u + 3u * 3u);
   EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w1, 8;"), 1u);
   EXPECT_EQ(count(r.ptx, "setp.eq.u32 \t%pt_q1, %pt_w1, "), 7u);  // chunk 0 is the default
-  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 1u);
+  // A scope's count chunk says whether the unit ran it: {count, 1 or 0}.
+  EXPECT_EQ(count(r.ptx, "selp.u32 \t%pt_w6, 1, 0, %pt_q2;"), 3u);
+  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 0u);
   EXPECT_EQ(count(r.ptx, "st.global.v2.u64"), 0u);
   EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
   // The slot header: one lane of one unit of the grid writes it (a store by every warp to one
@@ -70,8 +76,16 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   early.insert(early.find("\tret;"), "\t@%p1 ret;\n");
   RewriteResult leader = rewrite(early, "proton:tree:1:256:*:");
   EXPECT_EQ(count(leader.ptx, "shfl.sync"), own);
-  EXPECT_EQ(count(leader.ptx, "st.global.v2.u64"), 3u);
-  EXPECT_EQ(count(leader.ptx, "st.global.v4.u32 \t[%pt_d1]"), 1u);
+  EXPECT_EQ(count(leader.ptx, "st.global.v2.u64"), 0u);
+  EXPECT_EQ(count(leader.ptx, "red.global.add.u64 \t[%pt_d1], %pt_d6;"), 1u);  // unmatched
+  EXPECT_EQ(count(leader.ptx, "red.global.add.u32 \t[%pt_d1+8], %pt_w6;"), 1u);  // recorded
+  for (int i = 0; i < 3; ++i) {
+    const std::string at = std::to_string(16 + 16 * i);
+    EXPECT_EQ(count(leader.ptx, "@%pt_q2 red.global.add.u64 \t[%pt_d1+" + at + "], %pt_a"), 1u);
+    EXPECT_EQ(count(leader.ptx, "red.global.add.u64 \t[%pt_d1+" + std::to_string(24 + 16 * i) +
+                                    "], %pt_d6;"),
+              1u);
+  }
   EXPECT_EQ(count(leader.ptx, "@!%pt_lead bra \t$pt_skip0;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.param.u64 \t%pt_d0, [mm_param_5]"), 1u);
   // Each marker keeps its line and gets one clock read, but for the enter of "mma", which
@@ -161,13 +175,13 @@ TEST(PtxRewrite, CtaSumsGoThroughSharedMemorySlotsAndLeaveInOneCoalescedStore) {
   EXPECT_EQ(count(r.ptx, "bar.sync \t0;"),
             count(golden("instrumentation_matmul_markers.ptx"), "bar.sync \t0;") + 1);
   EXPECT_EQ(count(r.ptx, "atom."), 0u);
-  EXPECT_EQ(count(r.ptx, "\tred."), 0u);
+  EXPECT_EQ(count(r.ptx, "red.global"), 2u);  // the CTA's record, and the header's launch count
   // 8 chunks of 8 bytes, one per thread of the first 8: each adds its chunk of the 8 slots.
   EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w0, 8;"), 1u);
   EXPECT_EQ(count(r.ptx, "ld.shared.v2.u32"), 8u);
   for (uint32_t u = 0; u < 8; ++u)
     EXPECT_EQ(count(r.ptx, "[%pt_w2+" + std::to_string(u * 64) + "];"), 1u) << u;
-  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 1u);
+  EXPECT_EQ(count(r.ptx, "red.global.add.u64 \t[%pt_d7], %pt_d6;"), 1u);
   EXPECT_EQ(count(r.ptx, "st.global.v4.u32"), 0u);
   EXPECT_EQ(count(r.ptx, "@%pt_q3 st.global.v2.u32 \t[%pt_d0]"), 1u);
   EXPECT_EQ(count(r.ptx, "mul.wide.u32 \t%pt_d1, %pt_w4, 64;"), 1u);
@@ -216,7 +230,7 @@ TEST(PtxRewrite, CtaSumsWithMoreChunksThanThreadsTakeSeveralRounds) {
   EXPECT_EQ(count(r.ptx, "add.u32 \t%pt_w1, %pt_w0, 128;"), 1u);
   EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w0, 130;"), 1u);
   EXPECT_EQ(count(r.ptx, "setp.ge.u32 \t%pt_q2, %pt_w1, 130;"), 1u);
-  EXPECT_EQ(count(r.ptx, "st.global.v2.u32 \t[%pt_d7]"), 2u);
+  EXPECT_EQ(count(r.ptx, "red.global.add.u64 \t[%pt_d7], %pt_d6;"), 2u);
 }
 
 TEST(PtxRewrite, CtaSumsStepAsideWhereSharedMemoryOrUnitsDoNotAllowThem) {
