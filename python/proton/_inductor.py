@@ -91,8 +91,8 @@ class _Launcher:
         except Exception:  # noqa: BLE001 - a launch with no buffer records nothing, counted
             ptr = 0
         if not ptr:
-            # No buffer (a launch captured into a CUDA graph, or none to be had; counted): the
-            # plain binary, so that a graph replayed after the session runs the user's own.
+            # No buffer to be had (counted): the plain binary. A launch being captured into a
+            # CUDA graph gets a slot of its graph's, which every replay records into.
             return self.real._launch_kernel(
                 function, gx, gy, gz, warps, shared, arg_types, args, stream
             )

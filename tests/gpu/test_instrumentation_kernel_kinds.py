@@ -304,8 +304,8 @@ def test_torch_compile_kernels_in_a_trace_and_in_cuda_graphs():
         events = json.load(trace)["traceEvents"]
     warps = [e for e in events if e.get("cat") == "warp"]
     assert warps and all(e["name"].startswith("triton_") for e in warps)
-    # Captured into a CUDA graph inside the session: the graph holds the plain binary (no
-    # buffer is handed to a launch being captured), replayed inside and after the session.
+    # Captured into CUDA graphs inside the session (mode="reduce-overhead"), replayed inside
+    # and after it: the same outputs.
     g = torch.compile(lambda x: x.relu() - 3, mode="reduce-overhead")
     proton.start("inductor_graph", backend="instrumentation")
     for _ in range(4):
@@ -370,3 +370,43 @@ def test_torch_compile_first_used_inside_the_session_is_instrumented(tmp_path):
         k for k in json.loads(r.stdout.strip().splitlines()[-1]) if k[0].startswith("triton_")
     ]
     assert len(kernels) == 1 and kernels[0][1] > 0, r.stdout
+
+
+@triton.jit
+def graphed_kernel(x, out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("body"):
+        v = tl.load(x + offs) * 2.0 + 1.0
+    tl.store(out + offs, v)
+
+
+def test_a_kernel_captured_into_a_cuda_graph_records_every_replay():
+    x = torch.arange(4096, device="cuda", dtype=torch.float32)
+    out = torch.zeros_like(x)
+    proton.start("graphed", backend="instrumentation")
+    graphed_kernel[(4,)](x, out, BLOCK=1024, num_warps=4)  # compiled for the session, eagerly
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with proton.scope("capture"), torch.cuda.graph(g):
+        graphed_kernel[(4,)](x, out, BLOCK=1024, num_warps=4)
+    out.zero_()
+    with proton.scope("replays"):
+        for _ in range(5):
+            g.replay()
+    with proton.scope("more_replays"):
+        g.replay()
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(out, x * 2 + 1)
+    root = load_hatchet("graphed.hatchet")[0]
+    # Every replay's scopes, under the frame kernel tracing files the replay's kernel at:
+    # <replay context>/<captured_at>/<capture context>/<kernel>, 4 CTAs x 4 warps per launch.
+    for replays, launches in (("replays", 5), ("more_replays", 1)):
+        kernel = find(root, replays, "<captured_at>", "capture", "graphed_kernel")
+        assert kernel["metrics"]["count"] == launches, dump(root)
+        assert find(kernel, "body")["metrics"]["count"] == launches * 4 * 4, dump(root)
+        m = kernel["metrics"]
+        # normalized_cycles: per warp and launch, summed over the launches.
+        assert m["cycles"] == pytest.approx(m["normalized_cycles"] * 16, rel=1e-9), dump(root)
+    eager = find(root, "graphed_kernel")
+    assert eager["metrics"]["count"] == 1 and find(eager, "body")["metrics"]["count"] == 16

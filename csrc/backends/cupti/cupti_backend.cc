@@ -268,9 +268,11 @@ Status CuptiBackend::start() {
   driver_ = driver.value();
   tracker_.setNodeIdFn(api_->getGraphNodeId);
   DeviceMetricBuffers::global().setDriver(driver_, [] { instance().flush(); });
+  IntraKernelBuffers::global().setDriver(driver_);
   tracker_.setGraphLaunchFn([](CUgraphExec exec, CUstream stream, const LaunchEntry *entries,
                                size_t n, uint64_t launchNs, uint64_t threadId) {
     DeviceMetricBuffers::global().onGraphLaunched(exec, stream, entries, n, launchNs, threadId);
+    IntraKernelBuffers::global().onGraphLaunched(exec, stream, entries, n);
   });
 
   std::string holder;
@@ -516,18 +518,23 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
 bool CuptiBackend::onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
   const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
   DeviceMetricBuffers &buffers = DeviceMetricBuffers::global();
+  IntraKernelBuffers &intra = IntraKernelBuffers::global();  // its captured slots, likewise
   switch (cbid) {
     case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
       if (graph) buffers.onGraphCloned(graph->graph, graph->originalGraph);
+      if (graph) intra.onGraphCloned(graph->graph, graph->originalGraph);
       return true;
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
       if (graph) buffers.onGraphDestroyed(graph->graph);
+      if (graph) intra.onGraphDestroyed(graph->graph);
       return true;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
       if (graph) buffers.onGraphExecCreated(graph->graphExec, graph->graph);
+      if (graph) intra.onGraphExecCreated(graph->graphExec, graph->graph);
       return true;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
       if (graph) buffers.onGraphExecDestroyed(graph->graphExec);
+      if (graph) intra.onGraphExecDestroyed(graph->graphExec);
       return true;
     default:
       return false;

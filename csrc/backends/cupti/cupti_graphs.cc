@@ -77,8 +77,16 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                      threadId, name);
     // An instrumented launch (its buffer was just handed out on this thread). Not Proton's own
     // launches: a drain launches its reduction holding the buffers' lock.
-    if (!tlsInternalLaunch)
-      IntraKernelBuffers::global().bindLaunch(cb->correlationId, entries, n, cb->symbolName, name);
+    if (!tlsInternalLaunch) {
+      IntraKernelBuffers &intra = IntraKernelBuffers::global();
+      if (intra.pendingCapture()) {  // being captured: its replays take the capture's context
+        CaptureContext context;
+        manager.captureContext(context, /*inLaunch=*/true);
+        intra.bindCaptured(std::move(context), cb->symbolName);
+      } else {
+        intra.bindLaunch(cb->correlationId, entries, n, cb->symbolName, name);
+      }
+    }
     // A kernel built with proton/instrument.cuh (nothing to do unless instrumenting).
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
       NativeScopes::global().onLaunch(cbid, cb, cb->correlationId, entries, t.count);

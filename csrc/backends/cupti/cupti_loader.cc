@@ -127,6 +127,7 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->kernelGetLibrary, "cuKernelGetLibrary", &missing);
   resolve(handle, api->libraryGetGlobal, "cuLibraryGetGlobal", &missing);
   resolve(handle, api->memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", &missing);
+  resolve(handle, api->memsetD8Async, "cuMemsetD8Async", &missing);
   resolve(handle, api->pointerGetAttribute, "cuPointerGetAttribute", &missing);
   resolve(handle, api->exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode", &missing);
   resolve(handle, api->streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", nullptr);

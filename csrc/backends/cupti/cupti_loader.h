@@ -97,6 +97,8 @@ struct CudaDriverApi {
   decltype(&::cuLibraryGetGlobal) libraryGetGlobal = nullptr;
   // Tensor metrics (device_metric_buffers.h).
   decltype(&::cuMemcpyDtoDAsync_v2) memcpyDtoDAsync = nullptr;
+  // Intra-kernel CUDA graph slots, copied out and cleared after each replay.
+  decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuThreadExchangeStreamCaptureMode) exchangeCaptureMode = nullptr;
   // cuStreamGetCaptureInfo_v2 (CUDA 11.3+; declared here: newer headers hide it).

@@ -27,6 +27,9 @@ constexpr size_t kAlign = 256;
 // Launches per ring between drains (a drain reduces them in chunks of kReduceChunk).
 constexpr size_t kMaxSlots = 65536;
 constexpr size_t kReduceChunk = 4096;
+// The graph arena beside each ring: CUDA graph slots, never reused (a graph may replay any
+// time while the process lives).
+constexpr size_t kGraphArenaDivisor = 8;
 constexpr uint32_t kReduceThreads = 256;
 
 // The GPU tree reduction (tree_reduce.cu), as PTX.
@@ -45,6 +48,8 @@ struct Pending {
   size_t offset = 0;
   size_t bytes = 0;
   bool trace = false;
+  bool graph = false;   // a slot in the graph arena: the launch is being captured into
+  CUgraph captureGraph = nullptr;  // this graph
   size_t tooLarge = 0;  // not valid: the launch's buffer would exceed the ring (bytes)
   size_t ringBytes = 0;
 };
@@ -156,8 +161,49 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
     return nullptr;
   }
   if (driver.memsetD8(ring.base, 0, ring.capacity) != CUDA_SUCCESS) return nullptr;
+  // The graph arena is allocated with the ring: nothing may be allocated while a stream
+  // captures. Without one, launches being captured run unrecorded (counted).
+  size_t arena = ring.capacity / kGraphArenaDivisor;
+  if (driver.memAlloc(&ring.graphBase, arena) == CUDA_SUCCESS) {
+    if (driver.memsetD8(ring.graphBase, 0, arena) == CUDA_SUCCESS)
+      ring.graphCapacity = arena;
+  } else {
+    ring.graphBase = 0;
+  }
   rings_.push_back(std::move(ring));
   return &rings_.back();
+}
+
+IntraKernelBuffers::Ring *IntraKernelBuffers::existingRing(CUcontext context) {
+  for (Ring &r : rings_)
+    if (r.context == context) return &r;
+  return nullptr;
+}
+
+IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriverApi &driver,
+                                                                size_t bytes, uint64_t stream,
+                                                                uint64_t *devicePtr) {
+  CUcontext context = nullptr;
+  if (driver.ctxGetCurrent(&context) != CUDA_SUCCESS || !context)
+    context = launchContext(driver, stream);
+  Ring *ring = context ? existingRing(context) : nullptr;
+  size_t need = (bytes + instrumentation::kTreeHeaderBytes + kAlign - 1) / kAlign * kAlign;
+  CUgraph graph = nullptr;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  if (!ring || ring->graphUsed + need > ring->graphCapacity || !driver.streamGetCaptureInfo ||
+      driver.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status, &id, &graph,
+                                  nullptr, nullptr) != CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) {
+    stat("instrumentation_graph_launches_unrecorded").add();
+    return Alloc::kOff;
+  }
+  tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), ring->graphUsed, need};
+  tlsPending.graph = true;
+  tlsPending.captureGraph = graph;
+  *devicePtr = ring->graphBase + ring->graphUsed;
+  ring->graphUsed += need;
+  return Alloc::kOk;
 }
 
 IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driver, size_t bytes,
@@ -168,8 +214,13 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    stat("instrumentation_graph_launches_unrecorded").add();
-    return Alloc::kOff;
+    // A trace's events would be overwritten by every replay: only tree launches record.
+    std::lock_guard lock(mu_);
+    if (users_ == 0 || trace) {
+      stat("instrumentation_graph_launches_unrecorded").add();
+      return Alloc::kOff;
+    }
+    return allocateGraphSlot(driver, bytes, stream, devicePtr);
   }
   CUcontext current = nullptr;
   if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
@@ -211,8 +262,8 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
                                     const char *symbol, StringId launchName) {
-  if (!tlsPending.valid) {
-    if (tlsPending.tooLarge)
+  if (!tlsPending.valid || tlsPending.graph) {  // a capture's slot: bindCaptured takes it
+    if (!tlsPending.valid && tlsPending.tooLarge)
       warnTooLarge(symbol, std::exchange(tlsPending.tooLarge, 0), tlsPending.ringBytes,
                    tlsPending.trace);
     return;
@@ -249,6 +300,124 @@ void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, size_t r
                trace ? "; a smaller buffer_size or data='tree' records them" : "");
 }
 
+void IntraKernelBuffers::setDriver(const CudaDriverApi *driver) {
+  std::lock_guard lock(mu_);
+  driver_ = driver;
+}
+
+bool IntraKernelBuffers::pendingCapture() const { return tlsPending.valid && tlsPending.graph; }
+
+void IntraKernelBuffers::bindCaptured(CaptureContext context, const char *symbol) {
+  Pending p = tlsPending;
+  tlsPending = Pending{};
+  if (!p.valid || !p.graph) return;
+  auto captured = std::make_shared<Captured>();
+  captured->ring = p.ring;
+  captured->offset = p.offset;
+  captured->bytes = p.bytes;
+  captured->symbol = symbol;
+  captured->context = std::move(context);
+  std::lock_guard lock(mu_);
+  capturedByGraph_[p.captureGraph].push_back(std::move(captured));
+  anyCaptured_.store(true, std::memory_order_relaxed);
+}
+
+void IntraKernelBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  auto it = capturedByGraph_.find(original);
+  if (it != capturedByGraph_.end()) capturedByGraph_[clone] = it->second;
+}
+
+void IntraKernelBuffers::onGraphDestroyed(CUgraph graph) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  capturedByGraph_.erase(graph);
+}
+
+void IntraKernelBuffers::onGraphExecCreated(CUgraphExec exec, CUgraph graph) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  auto it = capturedByGraph_.find(graph);
+  if (it != capturedByGraph_.end()) capturedByExec_[exec] = it->second;
+}
+
+void IntraKernelBuffers::onGraphExecDestroyed(CUgraphExec exec) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  capturedByExec_.erase(exec);
+}
+
+void IntraKernelBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
+                                         const LaunchEntry *entries, size_t n) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  CapturedList captured;
+  {
+    std::lock_guard lock(mu_);
+    auto it = capturedByExec_.find(exec);
+    if (it == capturedByExec_.end() || !driver_) return;
+    captured = it->second;
+  }
+  for (const std::shared_ptr<const Captured> &c : captured) {
+    for (int attempt = 0;; ++attempt) {
+      std::unique_lock lock(mu_);
+      if (c->ring >= rings_.size()) break;
+      const Ring &ring = rings_[c->ring];
+      CUcontext current = nullptr;
+      if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+      ContextScope scope(*driver_, ring.context, current == ring.context);
+      if (!scope.ok()) break;
+      Replay r = users_ > 0 ? fileReplay(*c, stream, entries, n) : Replay::kNobody;
+      if (r == Replay::kFull && attempt == 0) {
+        // Nothing else may drain the ring in a loop of graph launches: this launch does, as a
+        // launch that finds it full does (tree slots only: graph slots are never a trace's).
+        lock.unlock();
+        uint64_t t0 = monotonicNs();
+        drain(*driver_);
+        stat("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
+        continue;
+      }
+      if (r == Replay::kFull || r == Replay::kFailed)
+        stat("instrumentation_graph_launches_unrecorded").add();
+      // The slot starts over for the next replay (enqueued after the copy, on that stream).
+      driver_->memsetD8Async(ring.graphBase + c->offset, 0, c->bytes, stream);
+      break;
+    }
+  }
+}
+
+IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(const Captured &c, CUstream stream,
+                                                          const LaunchEntry *entries, size_t n) {
+  if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
+  // Where kernel tracing files the replay's kernel: the replay's launch context/<captured_at>/
+  // the capture's context, in the instrumentation sessions that recorded at capture.
+  SlotRecord slot;
+  for (size_t i = 0; i < n && slot.numEntries < LaunchInfo::kMaxEntries; ++i) {
+    Session &s = *entries[i].session;
+    if (s.options().backend != BackendKind::kInstrumentation || !c.context.records(s.id()))
+      continue;
+    PhaseId phase = entries[i].phase;
+    NodeId node = s.child(phase, entries[i].node, capturedAt_);
+    for (StringId name : c.context.names)
+      if (node != kNoNode) node = s.child(phase, node, name);
+    if (node == kNoNode) continue;
+    slot.entries[slot.numEntries++] = {&s, node, phase, c.context.kernelName != StringId{}};
+  }
+  if (slot.numEntries == 0) return Replay::kNobody;  // nothing to copy
+  Ring &ring = rings_[c.ring];
+  if (ring.used + c.bytes > ring.capacity || ring.slots.size() >= kMaxSlots) return Replay::kFull;
+  if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + c.offset, c.bytes,
+                               stream) != CUDA_SUCCESS)
+    return Replay::kFailed;
+  slot.offset = ring.used;
+  slot.bytes = c.bytes;
+  slot.symbol = c.symbol;
+  slot.launchName = c.context.kernelName;
+  ring.slots.push_back(slot);
+  ring.used += c.bytes;
+  return Replay::kFiled;
+}
+
 void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
   std::lock_guard lock(mu_);
   auto it = byCorrelation_.find(correlation);
@@ -280,6 +449,11 @@ instrumentation::IntraLaunch IntraKernelBuffers::launchOf(const Ring &ring, cons
 
 void IntraKernelBuffers::fileTreeSlot(const Ring &ring, const SlotRecord &slot,
                                       const uint8_t *reduced) {
+  // A replay's copy holds more than one launch where the graph replayed while no Proton
+  // session ran (nothing copied its slot out then): those go with it (counted).
+  uint32_t launches = 0;
+  std::memcpy(&launches, reduced + 12, 4);
+  if (launches > 1) stat("instrumentation_graph_replays_merged").add(launches - 1);
   instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
   instrumentation::IntraLaunch launch = launchOf(ring, slot, targets);
   std::lock_guard decoding(decoderMu_);

@@ -12,8 +12,17 @@
 // and copies back one small reduced slot per launch; trace slots are copied whole. The slot is tied
 // to the next launch on the same thread; its context comes from that launch's callback, so scopes
 // land under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
-// launch that cannot get a slot, or is being captured into a CUDA graph (replays would write
-// into memory reused by later launches), runs with recording off and is counted.
+// launch that cannot get a slot runs with recording off and is counted.
+//
+// A tree launch being captured into a CUDA graph gets a slot of its own in the context's graph
+// arena, kept as long as the process lives (the graph may replay whenever it is launched),
+// together with the context of its capture. Each launch of the executable graph then enqueues,
+// on its stream, a copy of the slot into a fresh ring slot and a clear of the slot: every
+// replay is filed like a launch of its own, under the replay's launch context/<captured_at>/
+// <capture context>/<kernel>, where kernel tracing files the replay's kernel. A trace launch
+// being captured, or one that finds the arena full or no ring yet (nothing is allocated while
+// a stream captures), runs with recording off and is counted; so is a replay that finds the
+// ring full (nothing can be drained inside a launch callback).
 //
 // Thread-safe: one mutex, taken by instrumented launches and by drains only; the decoder has
 // its own, taken by drains (tree) and by the thread that files trace slots.
@@ -21,6 +30,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -32,6 +42,7 @@
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
 #include "core/background_worker.h"
+#include "core/capture_context.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
@@ -66,9 +77,21 @@ class IntraKernelBuffers {
   // its allocator ran.
   Alloc allocate(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
                  uint64_t *devicePtr);
-  // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any.
+  // The driver that graph launches enqueue their copies with (the backend's).
+  void setDriver(const CudaDriverApi *driver);
+  // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any. A slot
+  // for a launch being captured takes the context of the capture instead (bindCaptured).
+  bool pendingCapture() const;
+  void bindCaptured(CaptureContext context, const char *symbol);
   void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol,
                   StringId launchName);
+  // CUDA graphs: a graph launch returned (launching thread, its context current), and the
+  // graphs and executables that carry captured slots.
+  void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n);
+  void onGraphCloned(CUgraph clone, CUgraph original);
+  void onGraphDestroyed(CUgraph graph);
+  void onGraphExecCreated(CUgraphExec exec, CUgraph graph);
+  void onGraphExecDestroyed(CUgraphExec exec);
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
@@ -99,6 +122,10 @@ class IntraKernelBuffers {
     size_t used = 0;
     double cyclesPerNs = 0;
     std::vector<SlotRecord> slots;
+    // CUDA graph slots, never reused.
+    CUdeviceptr graphBase = 0;
+    size_t graphCapacity = 0;
+    size_t graphUsed = 0;
     // The tree reduction: its kernel (null: reduce on the host), descriptors and output.
     CUfunction reduce = nullptr;
     bool reduceTried = false;
@@ -107,6 +134,24 @@ class IntraKernelBuffers {
   };
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
+  Ring *existingRing(CUcontext context);                           // mu_ held; null if none
+  // mu_ held, within allocate(): a slot in the graph arena for a tree launch being captured.
+  Alloc allocateGraphSlot(const CudaDriverApi &driver, size_t bytes, uint64_t stream,
+                          uint64_t *devicePtr);
+  // A launch captured into a graph: its slot in the arena and the context of its capture.
+  struct Captured {
+    size_t ring = 0;
+    size_t offset = 0;
+    size_t bytes = 0;
+    const char *symbol = nullptr;
+    CaptureContext context;
+  };
+  using CapturedList = std::vector<std::shared_ptr<const Captured>>;
+  // mu_ held, the ring's context current: one replay of `c`, copied into a fresh ring slot
+  // filed under the replay's entries (kFiled), unless no session records it, the ring is
+  // full or the copy failed.
+  enum class Replay { kFiled, kNobody, kFull, kFailed };
+  Replay fileReplay(const Captured &c, CUstream stream, const LaunchEntry *entries, size_t n);
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
   // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.
@@ -116,6 +161,7 @@ class IntraKernelBuffers {
   // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
   // read back are counted as unrecorded launches).
   void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
+
   // mu_ held, ring's context current: read back every trace slot the trace can still keep,
   // count its slices (the cap) and post it to the filing thread.
   void drainTrace(const CudaDriverApi &driver, const Ring &ring);
@@ -143,6 +189,11 @@ class IntraKernelBuffers {
   std::mutex warnedMu_;          // not mu_: bindLaunch may run under it (a drain's launch)
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
+  const CudaDriverApi *driver_ = nullptr;
+  std::unordered_map<CUgraph, CapturedList> capturedByGraph_;
+  std::unordered_map<CUgraphExec, CapturedList> capturedByExec_;
+  std::atomic<bool> anyCaptured_{false};
+  StringId capturedAt_;
   instrumentation::ScopeTables tables_;
   // Trace slices the launches read back so far will hold: the cap is decided on it, before
   // they are decoded.

@@ -70,8 +70,19 @@ const auto kPrimary = reinterpret_cast<CUcontext>(0x1000);
 const auto kStreamContext = reinterpret_cast<CUcontext>(0x2000);
 const auto kOther = reinterpret_cast<CUcontext>(0x3000);
 
+bool capturing = false;  // every stream is being captured into a CUDA graph
+size_t allocated = 0;    // device memory handed out: allocations follow one another
 CUresult isCapturing(CUstream, CUstreamCaptureStatus *status) {
-  *status = CU_STREAM_CAPTURE_STATUS_NONE;
+  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult noModule(CUmodule *, const void *) { return CUDA_ERROR_NOT_SUPPORTED; }
+const auto kGraph = reinterpret_cast<CUgraph>(0x6000);
+CUresult captureInfo(CUstream, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                     const CUgraphNode **, size_t *) {
+  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  *id = 1;
+  *graph = capturing ? kGraph : nullptr;
   return CUDA_SUCCESS;
 }
 CUresult getCurrent(CUcontext *context) {
@@ -109,17 +120,32 @@ CUresult attribute(int *value, CUdevice_attribute, CUdevice) {
   *value = 1980000;
   return CUDA_SUCCESS;
 }
-CUresult memAlloc(CUdeviceptr *ptr, size_t) {
+CUresult memAlloc(CUdeviceptr *ptr, size_t bytes) {
   if (!current) return CUDA_ERROR_INVALID_CONTEXT;
   allocatedIn = current;
-  *ptr = 0x100000;
+  *ptr = 0x100000 + allocated;
+  allocated += bytes;
   return CUDA_SUCCESS;
 }
-CUresult memset(CUdeviceptr, unsigned char, size_t) {
-  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-}
-// Device memory for copies back: the ring allocated at 0x100000 is this vector.
+// Device memory: what was allocated from 0x100000 on (the ring, then its graph arena) is this
+// vector, as far as it reaches.
 std::vector<uint8_t> ringMemory;
+CUresult memset(CUdeviceptr at, unsigned char value, size_t bytes) {
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (at >= 0x100000 && at - 0x100000 + bytes <= ringMemory.size())
+    std::memset(ringMemory.data() + (at - 0x100000), value, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult memsetAsync(CUdeviceptr at, unsigned char value, size_t bytes, CUstream) {
+  return memset(at, value, bytes);
+}
+CUresult copyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream) {
+  if (!current || to < 0x100000 || from < 0x100000 || to - 0x100000 + bytes > ringMemory.size() ||
+      from - 0x100000 + bytes > ringMemory.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(ringMemory.data() + (to - 0x100000), ringMemory.data() + (from - 0x100000), bytes);
+  return CUDA_SUCCESS;
+}
 std::vector<size_t> copiedBytes;
 CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
   if (!current || from < 0x100000 || from - 0x100000 + bytes > ringMemory.size())
@@ -159,6 +185,10 @@ CudaDriverApi driver() {
   d.memcpyDtoH = copyBack;
   d.memcpy2D = copyBack2D;
   d.ctxSynchronize = synchronize;
+  d.moduleLoadData = noModule;  // sums are added up on the host
+  d.streamGetCaptureInfo = captureInfo;
+  d.memcpyDtoDAsync = copyAsync;
+  d.memsetD8Async = memsetAsync;
   return d;
 }
 
@@ -166,6 +196,8 @@ void reset(CUcontext now) {
   current = now;
   stack.clear();
   allocatedIn = nullptr;
+  allocated = 0;
+  capturing = false;
   streamsHaveContexts = primaryAvailable = true;
 }
 }  // namespace fake
@@ -378,6 +410,124 @@ TEST(IntraKernelBuffersDrain, EveryTraceSlotBelowTheCapIsFiledOnce) {
   EXPECT_EQ(fake::copiedBytes.size(), 2 * 19u);
   EXPECT_EQ(pastCap.value(), before);
   buffers.removeUser();
+}
+
+}  // namespace
+}  // namespace proton::cupti
+
+namespace proton::cupti {
+namespace {
+
+// A tree launch captured into a CUDA graph gets a slot of its own in the graph arena; each
+// launch of the executable graph copies it into a ring slot filed like a launch of its own,
+// under the replay's context/<captured_at>/<the capture's context>/<kernel> (where kernel
+// tracing files the replay's kernel), and clears it for the next replay. (Before, every
+// launch captured into a graph ran unrecorded.)
+TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContexts) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, 0, 4);
+  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
+  instrumentation::ScopeTable table;
+  table.kernel = "graphed";
+  table.hash = 0x6a4;
+  table.paths = {"", "body"};
+  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
+  table.unitBytes = instrumentation::kTreeUnitHeaderBytes + 2 * instrumentation::kTreeScopeBytes;
+  buffers.tables().add(table);
+  Session tree{SessionId{31}, instrumentation()};
+  Session tracing{SessionId{32}, SessionOptions{}};  // kernel tracing beside it: gets nothing
+  testing::internal::CaptureStderr();  // the GPU reduction cannot be loaded here: said once
+  uint64_t ptr = 0;
+  // A launch before the capture makes the ring (and its arena): nothing is allocated while a
+  // stream captures.
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
+            IntraKernelBuffers::Alloc::kOk);
+  LaunchEntry eager{&tree, kRootNode, PhaseId{0}, false};
+  buffers.bindLaunch(40, &eager, 1, "graphed", StringId{});
+  fake::capturing = true;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
+            IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(ptr, 0x100000u + (uint64_t{1} << 20));  // in the arena past the ring
+  ASSERT_TRUE(buffers.pendingCapture());
+  CaptureContext captured;
+  captured.names = {S("captured_in")};
+  buffers.bindCaptured(captured, "graphed");
+  EXPECT_FALSE(buffers.pendingCapture());
+  // A trace launch being captured would have every replay overwrite its events: unrecorded.
+  Counter &unrecorded = Stats::global().counter("instrumentation_graph_launches_unrecorded");
+  uint64_t before = unrecorded.value();
+  uint64_t tracePtr = 1;
+  EXPECT_EQ(buffers.allocate(driver, 4096, true, 0x7777, &tracePtr),
+            IntraKernelBuffers::Alloc::kOff);
+  EXPECT_EQ(tracePtr, 0u);
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  fake::capturing = false;
+  const auto exec = reinterpret_cast<CUgraphExec>(0x7000);
+  buffers.onGraphExecCreated(exec, fake::kGraph);
+
+  // A replay of one warp adds into the arena slot: kernel 100 cycles, "body" 30 in 2 runs.
+  auto replay = [&](NodeId under) {
+    uint8_t *slot = fake::ringMemory.data() + (ptr - 0x100000);
+    uint32_t header[4] = {table.hash, table.unitBytes, 1, 0}, record[4] = {0, 0, 1, 0};
+    uint64_t kernelCycles = 100, bodyCycles = 30;
+    uint32_t kernelCount[2] = {1, 1}, bodyCount[2] = {2, 1};
+    std::memcpy(slot, header, 16);
+    std::memcpy(slot + 16, record, 16);
+    std::memcpy(slot + 32, &kernelCycles, 8);
+    std::memcpy(slot + 40, kernelCount, 8);
+    std::memcpy(slot + 48, &bodyCycles, 8);
+    std::memcpy(slot + 56, bodyCount, 8);
+    LaunchEntry entries[] = {{&tree, under, PhaseId{0}, false},
+                             {&tracing, kRootNode, PhaseId{0}, false}};
+    buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), entries, 2);
+    EXPECT_EQ(slot[0], 0);  // cleared for the next replay
+  };
+  NodeId stepA = tree.child(PhaseId{0}, kRootNode, S("step_a"));
+  NodeId stepB = tree.child(PhaseId{0}, kRootNode, S("step_b"));
+  replay(stepA);
+  replay(stepA);
+  replay(stepB);
+  buffers.drain(driver);
+  auto metric = [&](NodeId node, const char *name) -> double {
+    double value = -1;
+    tree.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+      const FlexMetrics *f = p.flex(node);
+      const NamedMetric *m = f ? f->find(S(name)) : nullptr;
+      if (m)
+        value = std::holds_alternative<double>(m->value)
+                    ? std::get<double>(m->value)
+                    : static_cast<double>(std::get<int64_t>(m->value));
+    });
+    return value;
+  };
+  auto kernelUnder = [&](NodeId replayContext) {
+    NodeId at = tree.child(PhaseId{0}, replayContext, S("<captured_at>"));
+    return tree.child(PhaseId{0}, tree.child(PhaseId{0}, at, S("captured_in")), S("graphed"));
+  };
+  for (auto [context, launches] : {std::pair{stepA, 2}, std::pair{stepB, 1}}) {
+    NodeId kernel = kernelUnder(context);
+    NodeId body = tree.child(PhaseId{0}, kernel, S("body"));
+    EXPECT_EQ(metric(kernel, "cycles"), 100 * launches);
+    EXPECT_EQ(metric(kernel, "normalized_cycles"), 100 * launches);
+    EXPECT_EQ(metric(body, "count"), 2 * launches);
+  }
+  // The kernel-tracing session beside it made no node for it.
+  tracing.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(p.tree.size(), 1u);  // its root alone
+  });
+  // With no instrumentation session left, a replay only clears its slot (checked in replay):
+  // nothing is copied for it.
+  buffers.removeUser();
+  replay(stepA);
+  buffers.addUser();
+  buffers.drain(driver);
+  EXPECT_EQ(metric(tree.child(PhaseId{0}, kernelUnder(stepA), S("body")), "count"), 4);
+  buffers.removeUser();
+  testing::internal::GetCapturedStderr();
 }
 
 }  // namespace
