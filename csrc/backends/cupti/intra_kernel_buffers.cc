@@ -48,9 +48,9 @@ struct Pending {
   size_t offset = 0;
   size_t bytes = 0;
   bool trace = false;
-  bool graph = false;   // a slot in the graph arena: the launch is being captured into
+  bool graph = false;              // a slot in the graph arena: the launch is being captured into
   CUgraph captureGraph = nullptr;  // this graph
-  size_t tooLarge = 0;  // not valid: the launch's buffer would exceed the ring (bytes)
+  size_t tooLarge = 0;             // not valid: the launch's buffer would exceed the ring (bytes)
   size_t ringBytes = 0;
 };
 thread_local Pending tlsPending;
@@ -99,7 +99,7 @@ void IntraKernelBuffers::addUser() {
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
           "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap",
           "instrumentation_ring_full_wait_us", "instrumentation_trace_decode_us",
-          "instrumentation_tree_reduced_on_host"})
+          "instrumentation_tree_reduced_on_host", "instrumentation_graph_replays_merged"})
       stat(name);
 }
 
@@ -165,8 +165,7 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   // captures. Without one, launches being captured run unrecorded (counted).
   size_t arena = ring.capacity / kGraphArenaDivisor;
   if (driver.memAlloc(&ring.graphBase, arena) == CUDA_SUCCESS) {
-    if (driver.memsetD8(ring.graphBase, 0, arena) == CUDA_SUCCESS)
-      ring.graphCapacity = arena;
+    if (driver.memsetD8(ring.graphBase, 0, arena) == CUDA_SUCCESS) ring.graphCapacity = arena;
   } else {
     ring.graphBase = 0;
   }
@@ -192,8 +191,8 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriver
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t id = 0;
   if (!ring || ring->graphUsed + need > ring->graphCapacity || !driver.streamGetCaptureInfo ||
-      driver.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status, &id, &graph,
-                                  nullptr, nullptr) != CUDA_SUCCESS ||
+      driver.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status, &id, &graph, nullptr,
+                                  nullptr) != CUDA_SUCCESS ||
       status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) {
     stat("instrumentation_graph_launches_unrecorded").add();
     return Alloc::kOff;
@@ -406,8 +405,8 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(const Captured &c, CUs
   if (slot.numEntries == 0) return Replay::kNobody;  // nothing to copy
   Ring &ring = rings_[c.ring];
   if (ring.used + c.bytes > ring.capacity || ring.slots.size() >= kMaxSlots) return Replay::kFull;
-  if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + c.offset, c.bytes,
-                               stream) != CUDA_SUCCESS)
+  if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + c.offset, c.bytes, stream) !=
+      CUDA_SUCCESS)
     return Replay::kFailed;
   slot.offset = ring.used;
   slot.bytes = c.bytes;

@@ -134,7 +134,7 @@ class IntraKernelBuffers {
   };
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
-  Ring *existingRing(CUcontext context);                           // mu_ held; null if none
+  Ring *existingRing(CUcontext context);                          // mu_ held; null if none
   // mu_ held, within allocate(): a slot in the graph arena for a tree launch being captured.
   Alloc allocateGraphSlot(const CudaDriverApi &driver, size_t bytes, uint64_t stream,
                           uint64_t *devicePtr);

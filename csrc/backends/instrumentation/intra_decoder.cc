@@ -51,9 +51,8 @@ MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, uint32_t 
   static const MetricSpec kCount = MetricSpec::parse("count");
   MetricList m;
   m.push_back({kCycles, static_cast<int64_t>(cycles)});
-  m.push_back(
-      {kNormalized, warps ? static_cast<double>(cycles) * launches / static_cast<double>(warps)
-                          : 0.0});
+  m.push_back({kNormalized,
+               warps ? static_cast<double>(cycles) * launches / static_cast<double>(warps) : 0.0});
   if (withCount) m.push_back({kCount, static_cast<int64_t>(count)});
   return m;
 }
@@ -157,8 +156,9 @@ void IntraDecoder::fileSums(const InternedTable &interned, const std::vector<Sco
       NodeId node = scopeNode(s, target.phase, target.kernelNode, interned.paths[i]);
       if (node == kNoNode) continue;
       // The kernel's own node already has the launch count from kernel tracing.
-      (void)s.addMetrics(target.phase, node,
-                         sumMetrics(sums[i].cycles, sums[i].count, sums[i].warps, launches, i != 0));
+      (void)s.addMetrics(
+          target.phase, node,
+          sumMetrics(sums[i].cycles, sums[i].count, sums[i].warps, launches, i != 0));
     }
   }
 }
@@ -184,7 +184,8 @@ bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
       if (count == 0) continue;
       uint8_t *o = out + kTreeHeaderBytes + kTreeScopeBytes * i;
       uint64_t cycles = load<uint64_t>(o) + load<uint64_t>(v);
-      uint32_t c = load<uint32_t>(o + 8) + count, w = load<uint32_t>(o + 12) + load<uint32_t>(v + 12);
+      uint32_t c = load<uint32_t>(o + 8) + count,
+               w = load<uint32_t>(o + 12) + load<uint32_t>(v + 12);
       std::memcpy(o, &cycles, 8);
       std::memcpy(o + 8, &c, 4);
       std::memcpy(o + 12, &w, 4);
@@ -612,7 +613,8 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
     for (const auto &[path, sum] : sums) {
       NodeId node = scopeNode(s, target.phase, target.kernelNode, path);
       if (node != kNoNode)
-        (void)s.addMetrics(target.phase, node, sumMetrics(sum.cycles, sum.count, sum.warps, 1, true));
+        (void)s.addMetrics(target.phase, node,
+                           sumMetrics(sum.cycles, sum.count, sum.warps, 1, true));
     }
   }
 }

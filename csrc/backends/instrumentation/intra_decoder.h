@@ -149,8 +149,8 @@ class IntraDecoder {
   struct Losses;
 
   // launches: how many launches the sums hold (a CUDA graph's replays added into one slot).
-  void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums,
-                uint32_t launches, const IntraLaunch &launch);
+  void fileSums(const InternedTable &table, const std::vector<ScopeSums> &sums, uint32_t launches,
+                const IntraLaunch &launch);
   // The table of a slot's first unit that recorded: null if none did, or (`unknown`) if its
   // hash has no table.
   std::shared_ptr<const InternedTable> traceTableOf(const TraceSlotView &slot, bool *unknown) const;

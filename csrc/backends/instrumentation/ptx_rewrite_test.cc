@@ -77,13 +77,13 @@ TEST(PtxRewrite, TreeModeKeepsSumsInRegistersAndStoresThemOncePerUnit) {
   RewriteResult leader = rewrite(early, "proton:tree:1:256:*:");
   EXPECT_EQ(count(leader.ptx, "shfl.sync"), own);
   EXPECT_EQ(count(leader.ptx, "st.global.v2.u64"), 0u);
-  EXPECT_EQ(count(leader.ptx, "red.global.add.u64 \t[%pt_d1], %pt_d6;"), 1u);  // unmatched
+  EXPECT_EQ(count(leader.ptx, "red.global.add.u64 \t[%pt_d1], %pt_d6;"), 1u);    // unmatched
   EXPECT_EQ(count(leader.ptx, "red.global.add.u32 \t[%pt_d1+8], %pt_w6;"), 1u);  // recorded
   for (int i = 0; i < 3; ++i) {
     const std::string at = std::to_string(16 + 16 * i);
     EXPECT_EQ(count(leader.ptx, "@%pt_q2 red.global.add.u64 \t[%pt_d1+" + at + "], %pt_a"), 1u);
-    EXPECT_EQ(count(leader.ptx, "red.global.add.u64 \t[%pt_d1+" + std::to_string(24 + 16 * i) +
-                                    "], %pt_d6;"),
+    EXPECT_EQ(count(leader.ptx,
+                    "red.global.add.u64 \t[%pt_d1+" + std::to_string(24 + 16 * i) + "], %pt_d6;"),
               1u);
   }
   EXPECT_EQ(count(leader.ptx, "@!%pt_lead bra \t$pt_skip0;"), 1u);
