@@ -387,8 +387,10 @@ def test_a_kernel_captured_into_a_cuda_graph_records_every_replay():
     graphed_kernel[(4,)](x, out, BLOCK=1024, num_warps=4)  # compiled for the session, eagerly
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    with proton.scope("capture"), torch.cuda.graph(g):
+    out2 = torch.zeros_like(x)
+    with proton.scope("capture"), torch.cuda.graph(g):  # two launches: two slots, one copy
         graphed_kernel[(4,)](x, out, BLOCK=1024, num_warps=4)
+        graphed_kernel[(4,)](out, out2, BLOCK=1024, num_warps=4)
     out.zero_()
     with proton.scope("replays"):
         for _ in range(5):
@@ -397,11 +399,11 @@ def test_a_kernel_captured_into_a_cuda_graph_records_every_replay():
         g.replay()
     torch.cuda.synchronize()
     proton.finalize()
-    assert torch.equal(out, x * 2 + 1)
+    assert torch.equal(out, x * 2 + 1) and torch.equal(out2, out * 2 + 1)
     root = load_hatchet("graphed.hatchet")[0]
-    # Every replay's scopes, under the frame kernel tracing files the replay's kernel at:
+    # Every replay's scopes, under the frame kernel tracing files the replay's kernels at:
     # <replay context>/<captured_at>/<capture context>/<kernel>, 4 CTAs x 4 warps per launch.
-    for replays, launches in (("replays", 5), ("more_replays", 1)):
+    for replays, launches in (("replays", 2 * 5), ("more_replays", 2 * 1)):
         kernel = find(root, replays, "<captured_at>", "capture", "graphed_kernel")
         assert kernel["metrics"]["count"] == launches, dump(root)
         assert find(kernel, "body")["metrics"]["count"] == launches * 4 * 4, dump(root)

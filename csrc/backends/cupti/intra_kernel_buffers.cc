@@ -357,63 +357,87 @@ void IntraKernelBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
     if (it == capturedByExec_.end() || !driver_) return;
     captured = it->second;
   }
-  for (const std::shared_ptr<const Captured> &c : captured) {
-    for (int attempt = 0;; ++attempt) {
-      std::unique_lock lock(mu_);
-      if (c->ring >= rings_.size()) break;
-      const Ring &ring = rings_[c->ring];
-      CUcontext current = nullptr;
-      if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
-      ContextScope scope(*driver_, ring.context, current == ring.context);
-      if (!scope.ok()) break;
-      Replay r = users_ > 0 ? fileReplay(*c, stream, entries, n) : Replay::kNobody;
-      if (r == Replay::kFull && attempt == 0) {
-        // Nothing else may drain the ring in a loop of graph launches: this launch does, as a
-        // launch that finds it full does (tree slots only: graph slots are never a trace's).
-        lock.unlock();
-        uint64_t t0 = monotonicNs();
-        drain(*driver_);
-        stat("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
-        continue;
-      }
-      if (r == Replay::kFull || r == Replay::kFailed)
-        stat("instrumentation_graph_launches_unrecorded").add();
-      // The slot starts over for the next replay (enqueued after the copy, on that stream).
-      driver_->memsetD8Async(ring.graphBase + c->offset, 0, c->bytes, stream);
-      break;
-    }
+  // A capture's slots follow one another in the arena: each run of them is copied out and
+  // cleared with one copy and one clear per replay, not two per kernel.
+  for (size_t first = 0; first < captured.size();) {
+    size_t last = first + 1;
+    while (last < captured.size() && captured[last]->ring == captured[first]->ring &&
+           captured[last]->offset == captured[last - 1]->offset + captured[last - 1]->bytes)
+      ++last;
+    replayRun(captured.data() + first, last - first, stream, entries, n);
+    first = last;
   }
 }
 
-IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(const Captured &c, CUstream stream,
-                                                          const LaunchEntry *entries, size_t n) {
-  if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
-  // Where kernel tracing files the replay's kernel: the replay's launch context/<captured_at>/
-  // the capture's context, in the instrumentation sessions that recorded at capture.
-  SlotRecord slot;
-  for (size_t i = 0; i < n && slot.numEntries < LaunchInfo::kMaxEntries; ++i) {
-    Session &s = *entries[i].session;
-    if (s.options().backend != BackendKind::kInstrumentation || !c.context.records(s.id()))
+void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, size_t count,
+                                   CUstream stream, const LaunchEntry *entries, size_t n) {
+  const size_t bytes = run[count - 1]->offset + run[count - 1]->bytes - run[0]->offset;
+  for (int attempt = 0;; ++attempt) {
+    std::unique_lock lock(mu_);
+    if (run[0]->ring >= rings_.size()) return;
+    const Ring &ring = rings_[run[0]->ring];
+    CUcontext current = nullptr;
+    if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+    ContextScope scope(*driver_, ring.context, current == ring.context);
+    if (!scope.ok()) return;
+    Replay r = users_ > 0 ? fileReplay(run, count, bytes, stream, entries, n) : Replay::kNobody;
+    if (r == Replay::kFull && attempt == 0) {
+      // Nothing else may drain the ring in a loop of graph launches: this launch does, as a
+      // launch that finds it full does (tree slots only: graph slots are never a trace's).
+      lock.unlock();
+      uint64_t t0 = monotonicNs();
+      drain(*driver_);
+      stat("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
       continue;
-    PhaseId phase = entries[i].phase;
-    NodeId node = s.child(phase, entries[i].node, capturedAt_);
-    for (StringId name : c.context.names)
-      if (node != kNoNode) node = s.child(phase, node, name);
-    if (node == kNoNode) continue;
-    slot.entries[slot.numEntries++] = {&s, node, phase, c.context.kernelName != StringId{}};
+    }
+    if (r == Replay::kFull || r == Replay::kFailed)
+      stat("instrumentation_graph_launches_unrecorded").add(count);
+    // The slots start over for the next replay (enqueued after the copy, on that stream).
+    driver_->memsetD8Async(ring.graphBase + run[0]->offset, 0, bytes, stream);
+    return;
   }
-  if (slot.numEntries == 0) return Replay::kNobody;  // nothing to copy
-  Ring &ring = rings_[c.ring];
-  if (ring.used + c.bytes > ring.capacity || ring.slots.size() >= kMaxSlots) return Replay::kFull;
-  if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + c.offset, c.bytes, stream) !=
-      CUDA_SUCCESS)
+}
+
+IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
+    const std::shared_ptr<const Captured> *run, size_t count, size_t bytes, CUstream stream,
+    const LaunchEntry *entries, size_t n) {
+  if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
+  // Where kernel tracing files each replayed kernel: the replay's launch context/<captured_at>/
+  // the capture's context, in the instrumentation sessions that recorded at capture.
+  std::vector<SlotRecord> slots(count);
+  bool anyone = false;
+  for (size_t k = 0; k < count; ++k) {
+    const Captured &c = *run[k];
+    SlotRecord &slot = slots[k];
+    for (size_t i = 0; i < n && slot.numEntries < LaunchInfo::kMaxEntries; ++i) {
+      Session &s = *entries[i].session;
+      if (s.options().backend != BackendKind::kInstrumentation || !c.context.records(s.id()))
+        continue;
+      PhaseId phase = entries[i].phase;
+      NodeId node = s.child(phase, entries[i].node, capturedAt_);
+      for (StringId name : c.context.names)
+        if (node != kNoNode) node = s.child(phase, node, name);
+      if (node == kNoNode) continue;
+      slot.entries[slot.numEntries++] = {&s, node, phase, c.context.kernelName != StringId{}};
+    }
+    anyone |= slot.numEntries > 0;
+  }
+  if (!anyone) return Replay::kNobody;  // nothing to copy
+  Ring &ring = rings_[run[0]->ring];
+  if (ring.used + bytes > ring.capacity || ring.slots.size() + count > kMaxSlots)
+    return Replay::kFull;
+  if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + run[0]->offset, bytes,
+                               stream) != CUDA_SUCCESS)
     return Replay::kFailed;
-  slot.offset = ring.used;
-  slot.bytes = c.bytes;
-  slot.symbol = c.symbol;
-  slot.launchName = c.context.kernelName;
-  ring.slots.push_back(slot);
-  ring.used += c.bytes;
+  for (size_t k = 0; k < count; ++k) {
+    if (slots[k].numEntries == 0) continue;
+    slots[k].offset = ring.used + (run[k]->offset - run[0]->offset);
+    slots[k].bytes = run[k]->bytes;
+    slots[k].symbol = run[k]->symbol;
+    slots[k].launchName = run[k]->context.kernelName;
+    ring.slots.push_back(slots[k]);
+  }
+  ring.used += bytes;
   return Replay::kFiled;
 }
 

@@ -147,11 +147,16 @@ class IntraKernelBuffers {
     CaptureContext context;
   };
   using CapturedList = std::vector<std::shared_ptr<const Captured>>;
-  // mu_ held, the ring's context current: one replay of `c`, copied into a fresh ring slot
+  // One replay of a run of captured slots that follow one another in the arena: copied out
+  // (fileReplay) and cleared, draining the ring first if it is full.
+  void replayRun(const std::shared_ptr<const Captured> *run, size_t count, CUstream stream,
+                 const LaunchEntry *entries, size_t n);
+  // mu_ held, the ring's context current: the run's `bytes`, copied into fresh ring slots
   // filed under the replay's entries (kFiled), unless no session records it, the ring is
   // full or the copy failed.
   enum class Replay { kFiled, kNobody, kFull, kFailed };
-  Replay fileReplay(const Captured &c, CUstream stream, const LaunchEntry *entries, size_t n);
+  Replay fileReplay(const std::shared_ptr<const Captured> *run, size_t count, size_t bytes,
+                    CUstream stream, const LaunchEntry *entries, size_t n);
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
   // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.

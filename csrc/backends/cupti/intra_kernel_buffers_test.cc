@@ -139,7 +139,9 @@ CUresult memset(CUdeviceptr at, unsigned char value, size_t bytes) {
 CUresult memsetAsync(CUdeviceptr at, unsigned char value, size_t bytes, CUstream) {
   return memset(at, value, bytes);
 }
+size_t asyncCopies = 0;
 CUresult copyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream) {
+  ++asyncCopies;
   if (!current || to < 0x100000 || from < 0x100000 || to - 0x100000 + bytes > ringMemory.size() ||
       from - 0x100000 + bytes > ringMemory.size())
     return CUDA_ERROR_INVALID_VALUE;
@@ -197,6 +199,7 @@ void reset(CUcontext now) {
   stack.clear();
   allocatedIn = nullptr;
   allocated = 0;
+  asyncCopies = 0;
   capturing = false;
   streamsHaveContexts = primaryAvailable = true;
 }
@@ -457,6 +460,12 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   captured.names = {S("captured_in")};
   buffers.bindCaptured(captured, "graphed");
   EXPECT_FALSE(buffers.pendingCapture());
+  // A second launch of the kernel in the same capture: its slot follows the first one.
+  uint64_t second = 0;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &second),
+            IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(second, ptr + 256);
+  buffers.bindCaptured(captured, "graphed");
   // A trace launch being captured would have every replay overwrite its events: unrecorded.
   Counter &unrecorded = Stats::global().counter("instrumentation_graph_launches_unrecorded");
   uint64_t before = unrecorded.value();
@@ -471,20 +480,26 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
 
   // A replay of one warp adds into the arena slot: kernel 100 cycles, "body" 30 in 2 runs.
   auto replay = [&](NodeId under) {
-    uint8_t *slot = fake::ringMemory.data() + (ptr - 0x100000);
-    uint32_t header[4] = {table.hash, table.unitBytes, 1, 0}, record[4] = {0, 0, 1, 0};
-    uint64_t kernelCycles = 100, bodyCycles = 30;
-    uint32_t kernelCount[2] = {1, 1}, bodyCount[2] = {2, 1};
-    std::memcpy(slot, header, 16);
-    std::memcpy(slot + 16, record, 16);
-    std::memcpy(slot + 32, &kernelCycles, 8);
-    std::memcpy(slot + 40, kernelCount, 8);
-    std::memcpy(slot + 48, &bodyCycles, 8);
-    std::memcpy(slot + 56, bodyCount, 8);
+    for (uint64_t at : {ptr, second}) {
+      uint8_t *slot = fake::ringMemory.data() + (at - 0x100000);
+      uint32_t header[4] = {table.hash, table.unitBytes, 1, 0}, record[4] = {0, 0, 1, 0};
+      uint64_t kernelCycles = 100, bodyCycles = 30;
+      uint32_t kernelCount[2] = {1, 1}, bodyCount[2] = {2, 1};
+      std::memcpy(slot, header, 16);
+      std::memcpy(slot + 16, record, 16);
+      std::memcpy(slot + 32, &kernelCycles, 8);
+      std::memcpy(slot + 40, kernelCount, 8);
+      std::memcpy(slot + 48, &bodyCycles, 8);
+      std::memcpy(slot + 56, bodyCount, 8);
+    }
     LaunchEntry entries[] = {{&tree, under, PhaseId{0}, false},
                              {&tracing, kRootNode, PhaseId{0}, false}};
+    size_t copies = fake::asyncCopies;
     buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), entries, 2);
-    EXPECT_EQ(slot[0], 0);  // cleared for the next replay
+    // One copy for the two slots (when anyone records), and both cleared for the next replay.
+    EXPECT_LE(fake::asyncCopies - copies, 1u);
+    EXPECT_EQ(fake::ringMemory[ptr - 0x100000], 0);
+    EXPECT_EQ(fake::ringMemory[second - 0x100000], 0);
   };
   NodeId stepA = tree.child(PhaseId{0}, kRootNode, S("step_a"));
   NodeId stepB = tree.child(PhaseId{0}, kRootNode, S("step_b"));
@@ -508,7 +523,9 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
     NodeId at = tree.child(PhaseId{0}, replayContext, S("<captured_at>"));
     return tree.child(PhaseId{0}, tree.child(PhaseId{0}, at, S("captured_in")), S("graphed"));
   };
-  for (auto [context, launches] : {std::pair{stepA, 2}, std::pair{stepB, 1}}) {
+  EXPECT_EQ(fake::asyncCopies, 3u);
+  // Two kernel launches per replay: 2 x 2 replays under step_a, 2 x 1 under step_b.
+  for (auto [context, launches] : {std::pair{stepA, 4}, std::pair{stepB, 2}}) {
     NodeId kernel = kernelUnder(context);
     NodeId body = tree.child(PhaseId{0}, kernel, S("body"));
     EXPECT_EQ(metric(kernel, "cycles"), 100 * launches);
@@ -525,7 +542,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   replay(stepA);
   buffers.addUser();
   buffers.drain(driver);
-  EXPECT_EQ(metric(tree.child(PhaseId{0}, kernelUnder(stepA), S("body")), "count"), 4);
+  EXPECT_EQ(metric(tree.child(PhaseId{0}, kernelUnder(stepA), S("body")), "count"), 8);
   buffers.removeUser();
   testing::internal::GetCapturedStderr();
 }
