@@ -401,27 +401,13 @@ void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, s
 IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
     const std::shared_ptr<const Captured> *run, size_t count, size_t bytes, CUstream stream,
     const LaunchEntry *entries, size_t n) {
-  if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
-  // Where kernel tracing files each replayed kernel: the replay's launch context/<captured_at>/
-  // the capture's context, in the instrumentation sessions that recorded at capture.
-  std::vector<SlotRecord> slots(count);
+  auto recorder = [&](const Captured &c, size_t i) {
+    const Session &s = *entries[i].session;
+    return s.options().backend == BackendKind::kInstrumentation && c.context.records(s.id());
+  };
   bool anyone = false;
-  for (size_t k = 0; k < count; ++k) {
-    const Captured &c = *run[k];
-    SlotRecord &slot = slots[k];
-    for (size_t i = 0; i < n && slot.numEntries < LaunchInfo::kMaxEntries; ++i) {
-      Session &s = *entries[i].session;
-      if (s.options().backend != BackendKind::kInstrumentation || !c.context.records(s.id()))
-        continue;
-      PhaseId phase = entries[i].phase;
-      NodeId node = s.child(phase, entries[i].node, capturedAt_);
-      for (StringId name : c.context.names)
-        if (node != kNoNode) node = s.child(phase, node, name);
-      if (node == kNoNode) continue;
-      slot.entries[slot.numEntries++] = {&s, node, phase, c.context.kernelName != StringId{}};
-    }
-    anyone |= slot.numEntries > 0;
-  }
+  for (size_t k = 0; k < count && !anyone; ++k)
+    for (size_t i = 0; i < n && !anyone; ++i) anyone = recorder(*run[k], i);
   if (!anyone) return Replay::kNobody;  // nothing to copy
   Ring &ring = rings_[run[0]->ring];
   if (ring.used + bytes > ring.capacity || ring.slots.size() + count > kMaxSlots)
@@ -429,13 +415,31 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
   if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + run[0]->offset, bytes,
                                stream) != CUDA_SUCCESS)
     return Replay::kFailed;
+  if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
+  // Where kernel tracing files each replayed kernel: the replay's launch context/<captured_at>/
+  // the capture's context, in the instrumentation sessions that recorded at capture. The
+  // records go straight into the ring's list, whose room stays from one drain to the next.
   for (size_t k = 0; k < count; ++k) {
-    if (slots[k].numEntries == 0) continue;
-    slots[k].offset = ring.used + (run[k]->offset - run[0]->offset);
-    slots[k].bytes = run[k]->bytes;
-    slots[k].symbol = run[k]->symbol;
-    slots[k].launchName = run[k]->context.kernelName;
-    ring.slots.push_back(slots[k]);
+    const Captured &c = *run[k];
+    SlotRecord &slot = ring.slots.emplace_back();
+    for (size_t i = 0; i < n && slot.numEntries < LaunchInfo::kMaxEntries; ++i) {
+      if (!recorder(c, i)) continue;
+      Session &s = *entries[i].session;
+      PhaseId phase = entries[i].phase;
+      NodeId node = s.child(phase, entries[i].node, capturedAt_);
+      for (StringId name : c.context.names)
+        if (node != kNoNode) node = s.child(phase, node, name);
+      if (node == kNoNode) continue;
+      slot.entries[slot.numEntries++] = {&s, node, phase, c.context.kernelName != StringId{}};
+    }
+    if (slot.numEntries == 0) {
+      ring.slots.pop_back();
+      continue;
+    }
+    slot.offset = ring.used + (c.offset - run[0]->offset);
+    slot.bytes = c.bytes;
+    slot.symbol = c.symbol;
+    slot.launchName = c.context.kernelName;
   }
   ring.used += bytes;
   return Replay::kFiled;
