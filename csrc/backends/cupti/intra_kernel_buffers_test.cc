@@ -322,6 +322,55 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
   buffers.removeUser();
 }
 
+// The launch callback binds a slot handed out while its stream captured to the graph being
+// captured (with the context of the capture), not to the launch: the launch never runs, and
+// it is each launch of the executable graph that copies the slot out.
+TEST(IntraKernelBuffersAllocate, ALaunchBeingCapturedIsBoundToItsGraphByTheLaunchCallback) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  fake::ringMemory.assign((uint64_t{1} << 21), 0);
+  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  LaunchTable table(64);
+  CaptureRegistry captures;
+  LaunchTracker tracker(table, captures);
+  auto launch = [&](uint32_t correlation) {
+    int result = 0;  // CUDA_SUCCESS
+    CUpti_CallbackData cb{};
+    cb.callbackSite = CUPTI_API_ENTER;
+    cb.correlationId = correlation;
+    cb.symbolName = "_Z7graphedPf";
+    cb.functionReturnValue = &result;
+    tracker.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+    cb.callbackSite = CUPTI_API_EXIT;
+    tracker.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  };
+  testing::internal::CaptureStderr();
+  uint64_t ptr = 0;
+  ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
+  launch(50);  // an eager launch: the ring and its arena exist from here on
+  fake::capturing = true;
+  ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
+  ASSERT_TRUE(buffers.pendingCapture());
+  launch(51);
+  EXPECT_FALSE(buffers.pendingCapture());
+  fake::capturing = false;
+  const auto exec = reinterpret_cast<CUgraphExec>(0x7100);
+  buffers.onGraphExecCreated(exec, fake::kGraph);
+  Session session{SessionId{41}, instrumentation()};
+  LaunchEntry entry{&session, kRootNode, PhaseId{0}, false};
+  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
+  EXPECT_EQ(fake::asyncCopies, 1u);  // the captured slot, copied out for this replay
+  buffers.onGraphExecDestroyed(exec);
+  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
+  EXPECT_EQ(fake::asyncCopies, 1u);  // an executable destroyed: nothing of it is known
+  buffers.drain(driver);
+  buffers.removeUser();
+  testing::internal::GetCapturedStderr();
+}
+
 // n launches of one warp that returned with no event (one slice each: its kernel scope) into
 // fresh buffers with a trace cap of `cap` slices; their trace session is `trace`.
 constexpr uint32_t kOneWarpUnitBytes = instrumentation::kTraceUnitHeaderBytes + 8 * 4;
