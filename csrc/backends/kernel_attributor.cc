@@ -62,17 +62,20 @@ StringId KernelAttributor::kernelName(const char *name) {
 }
 
 void KernelAttributor::add(const KernelRecord &r) {
-  if (observer_) observer_(r);
   LaunchInfo launch;
   if (!launches_.resolve(r.correlation, launch)) {
     unmatched().add();
+    if (observer_) observer_(r, nullptr, 0, StringId{});
     return;
   }
   if (launch.count == 0) {  // launched while no session was recording
     // Its instruction samples must not be credited to another launch of the same function.
     if (samples_) samples_->noteKernel(kernelName(r.name), nullptr, 0, r.startNs, r.endNs);
+    if (observer_) observer_(r, nullptr, 0, StringId{});
     return;
   }
+  LaunchEntry filedUnder[LaunchInfo::kMaxEntries];
+  size_t numFiled = 0;
   StringId name = kernelName(r.name);
   SampleTarget sampled[LaunchInfo::kMaxEntries];
   size_t numSampled = 0;
@@ -105,6 +108,9 @@ void KernelAttributor::add(const KernelRecord &r) {
       frame = captured->kernelName != StringId{} ? captured->kernelName : name;
     }
     NodeId node = parent == kNoNode ? kNoNode : s.child(e.phase, parent, frame);
+    if (parent != kNoNode)
+      filedUnder[numFiled++] = {&s, parent, e.phase,
+                                captured ? captured->kernelName != StringId{} : e.named};
     if (s.options().data == DataKind::kTrace) {
       TraceEvent event;
       event.name = name;
@@ -127,6 +133,7 @@ void KernelAttributor::add(const KernelRecord &r) {
     }
   }
   if (samples_) samples_->noteKernel(name, sampled, numSampled, r.startNs, r.endNs);
+  if (observer_) observer_(r, filedUnder, numFiled, captured ? captured->kernelName : launch.name);
 }
 
 }  // namespace proton

@@ -51,9 +51,14 @@ class KernelAttributor {
   void add(const KernelRecord &record);
   // Kernels of sampling sessions are noted in `samples` from now on (nullptr: no longer).
   void sampleKernelsInto(PcSampleAttributor *samples) { samples_ = samples; }
-  // Called with every record before it is filed (intra-kernel buffers align their slices to
-  // the kernel's start); nullptr: none.
-  void observeRecords(void (*observer)(const KernelRecord &)) { observer_ = observer; }
+  // Called with every record once it is filed (intra-kernel buffers align their slices to the
+  // kernel's start), with where it went: per session, the node its kernel frame hangs under
+  // (a graph's kernel: <launch context>/<captured_at>/<capture context>), `named` where that
+  // frame is `launchName` rather than the kernel's own name; none for a record not filed.
+  // nullptr: no observer.
+  using RecordObserver = void (*)(const KernelRecord &, const LaunchEntry *filedUnder, size_t n,
+                                  StringId launchName);
+  void observeRecords(RecordObserver observer) { observer_ = observer; }
   // The readable (demangled) name of a kernel, interned; cached by the vendor's pointer.
   StringId kernelName(const char *name);
 
@@ -66,7 +71,7 @@ class KernelAttributor {
   LaunchTable &launches_;
   CaptureRegistry &captures_;
   PcSampleAttributor *samples_ = nullptr;
-  void (*observer_)(const KernelRecord &) = nullptr;
+  RecordObserver observer_ = nullptr;
   std::unordered_map<const char *, CachedName> names_;
   StringId capturedAt_;
   bool warnedUncaptured_ = false;

@@ -15,6 +15,7 @@ cpp_extension = pytest.importorskip("torch.utils.cpp_extension")
 
 SOURCE = r"""
 #include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <proton/instrument.cuh>
 
 __global__ void scaled_kernel(float *x, int n) {
@@ -29,6 +30,12 @@ void scaled(torch::Tensor x) {
   int n = x.numel();
   scaled_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), n);
 }
+
+void scaled_on_stream(torch::Tensor x) {  // on PyTorch's current stream (a graph's capture)
+  int n = x.numel();
+  auto stream = at::cuda::getCurrentCUDAStream();
+  scaled_kernel<<<(n + 255) / 256, 256, 0, stream>>>(x.data_ptr<float>(), n);
+}
 """
 
 
@@ -37,9 +44,9 @@ def ext(tmp_path_factory):
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     return cpp_extension.load_inline(
         name="proton_scoped_ext",
-        cpp_sources="void scaled(torch::Tensor x);",
+        cpp_sources="void scaled(torch::Tensor x);\nvoid scaled_on_stream(torch::Tensor x);",
         cuda_sources=SOURCE,
-        functions=["scaled"],
+        functions=["scaled", "scaled_on_stream"],
         extra_include_paths=[proton.get_include()],
         build_directory=str(tmp_path_factory.mktemp("ext")),
     )
@@ -97,3 +104,26 @@ def test_outside_a_session_the_kernel_records_nothing(ext):
     kernel = find(load_hatchet("plain.hatchet")[0], "scaled_kernel(float*, int)")
     assert kernel["metrics"]["count"] == 1 and not kernel["children"]
     assert torch.equal(out, torch.full((1024,), 3.0, device="cuda"))
+
+
+def test_cuda_scopes_of_a_graphs_replays_go_where_their_kernels_are_filed(ext):
+    x = torch.ones(1024, device="cuda")
+    proton.start("cudagraph", backend="instrumentation")
+    ext.scaled_on_stream(x)  # its module seen in the session before the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with proton.scope("capture"), torch.cuda.graph(g):
+        ext.scaled_on_stream(x)
+    with proton.scope("replays"):
+        for _ in range(3):
+            g.replay()
+    torch.cuda.synchronize()
+    proton.finalize()
+    root = load_hatchet("cudagraph.hatchet")[0]
+    name = "scaled_kernel(float*, int)"
+    kernel = find(root, "replays", "<captured_at>", "capture", name)
+    warps = 1024 // 32
+    assert kernel["metrics"]["count"] == 3, dump(root)
+    assert find(kernel, "body")["metrics"]["count"] == 3 * warps, dump(root)
+    assert find(root, name)["metrics"]["count"] == 1  # the eager launch
+    assert torch.equal(x, torch.full((1024,), 31.0, device="cuda"))  # 1 -> 3 -> 7 -> 15 -> 31

@@ -66,7 +66,8 @@ class CuptiBackend final : public GpuBackend {
   // waitForFiling: also wait until trace slots read back are decoded and filed.
   void flush(bool waitForFiling);
   Status allocateInstrumented(size_t bytes, bool trace, uint64_t stream, uint64_t *devicePtr);
-  static void onInstrumentedRecord(const KernelRecord &record);
+  static void onInstrumentedRecord(const KernelRecord &record, const LaunchEntry *filedUnder,
+                                   size_t n, StringId launchName);
 
   static void CUPTIAPI onCallback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                   const void *data) noexcept;
@@ -231,9 +232,10 @@ void CuptiBackend::flush(bool waitForFiling) {
   NativeScopes::global().drain();
 }
 
-void CuptiBackend::onInstrumentedRecord(const KernelRecord &record) {
+void CuptiBackend::onInstrumentedRecord(const KernelRecord &record, const LaunchEntry *filedUnder,
+                                        size_t n, StringId launchName) {
   IntraKernelBuffers::global().noteKernel(record.correlation, record.startNs);
-  NativeScopes::global().noteKernel(record);
+  NativeScopes::global().noteKernel(record, filedUnder, n, launchName);
 }
 
 Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t stream,

@@ -333,3 +333,52 @@ TEST_F(CuptiGraphsTest, FailedLaunchWithMetadataAddsNoMetricsAndIsNotPending) {
 }  // namespace
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti
+
+namespace proton::cupti {
+namespace {
+
+// What an observer of records (the intra-kernel buffers, scopes of instrument.cuh kernels)
+// learns: where each record was filed, a replay's under <replay context>/<captured_at>/
+// <capture context>, so that scopes of a kernel no launch callback saw (a graph's) go to the
+// frame its record went to.
+struct Observed {
+  uint64_t correlation;
+  std::vector<NodeId> under;
+};
+std::vector<Observed> observed;
+void observe(const KernelRecord &r, const LaunchEntry *filedUnder, size_t n, StringId) {
+  Observed o{r.correlation, {}};
+  for (size_t i = 0; i < n; ++i) o.under.push_back(filedUnder[i].node);
+  observed.push_back(o);
+}
+
+TEST_F(CuptiGraphsTest, RecordObserversLearnTheNodeEachRecordWasFiledUnder) {
+  Session &s = start("observed");
+  observed.clear();
+  attributor_.observeRecords(&observe);
+  launch(1);
+  enter("iter_0");
+  launch(2, {101});
+  exit("iter_0");
+  instantiate({{201, 101}});
+  enter("test0");
+  replay(10);
+  exit("test0");
+  deliver(kernelRecord(1, "foo", 0, 10));
+  deliver(kernelRecord(10, "foo", 0, 10, 201));
+  deliver(kernelRecord(99, "foo", 0, 10));  // a launch Proton never saw: observed, not filed
+  attributor_.observeRecords(nullptr);
+  NodeId underReplay = kNoNode;
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    underReplay = at(p, {"test0", "<captured_at>", "iter_0"});
+  });
+  ASSERT_NE(underReplay, kNoNode);
+  ASSERT_EQ(observed.size(), 3u);
+  EXPECT_EQ(observed[0].under, std::vector<NodeId>{kRootNode});
+  EXPECT_EQ(observed[1].under, std::vector<NodeId>{underReplay});
+  EXPECT_EQ(observed[2].correlation, 99u);
+  EXPECT_TRUE(observed[2].under.empty());
+}
+
+}  // namespace
+}  // namespace proton::cupti

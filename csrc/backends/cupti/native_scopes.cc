@@ -144,16 +144,31 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(entries, entries + launch.numEntries, launch.entries);
   byCorrelation_[correlation] = launch;
+  if (cb->symbolName) instrumentedKernels_.insert(cb->symbolName);
   stat("instrumentation_native_launches").add();
 }
 
-void NativeScopes::noteKernel(const KernelRecord &record) {
+void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
+                              StringId launchName) {
   std::lock_guard lock(mu_);
   auto it = byCorrelation_.find(record.correlation);
-  if (it == byCorrelation_.end()) return;
-  it->second.startNs = record.startNs;
-  byGrid_[record.gridId] = it->second;
-  byCorrelation_.erase(it);
+  if (it != byCorrelation_.end()) {
+    it->second.startNs = record.startNs;
+    byGrid_[record.gridId] = it->second;
+    byCorrelation_.erase(it);
+    return;
+  }
+  // A graph's replay of a kernel of an instrumented module: its events go where its record
+  // went, <replay context>/<captured_at>/<capture context>/<kernel>.
+  if (record.graphNodeId == 0 || n == 0 || !record.name || !instrumentedKernels_.count(record.name))
+    return;
+  Launch launch;
+  launch.symbol = record.name;
+  launch.launchName = launchName;
+  launch.startNs = record.startNs;
+  launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
+  std::copy(filedUnder, filedUnder + launch.numEntries, launch.entries);
+  byGrid_[record.gridId] = launch;
 }
 
 StringId NativeScopes::nameAt(uint64_t address) {
@@ -201,7 +216,7 @@ void NativeScopes::drain() {
         } else {
           const Launch &l = launch->second;
           instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-          size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, StringId{}, targets);
+          size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets);
           instrumentation::IntraLaunch where{targets, t, b.device, l.startNs, b.cyclesPerNs};
           auto nameOf = [&](uint64_t address) {
             auto key = std::make_pair(b.context, address);

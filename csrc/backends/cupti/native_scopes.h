@@ -2,7 +2,7 @@
 //
 //   scopes.start(driver);                          // an instrumentation session began
 //   scopes.onLaunch(cbid, cb, entries, n);         // every driver launch (cheap when not ours)
-//   scopes.noteKernel(record);                     // its record: grid id -> launch
+//   scopes.noteKernel(record, filedUnder, n, name); // its record: grid id -> launch
 //   scopes.drain();                                // after flush: read events back, file them
 //
 // Each CUDA module compiled with the header has a global `proton_instrument_control`. When a
@@ -24,7 +24,9 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/instrumentation/intra_decoder.h"
@@ -45,7 +47,10 @@ class NativeScopes {
   // A driver-level launch; `correlation` is the outermost call's (a runtime launch's).
   void onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t correlation,
                 const LaunchEntry *entries, size_t n);
-  void noteKernel(const KernelRecord &record);
+  // A kernel record, with the nodes it was filed under (KernelAttributor::RecordObserver): a
+  // kernel replayed from a CUDA graph, which no launch callback saw, is found by its name.
+  void noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
+                  StringId launchName);
   void drain();
 
   static constexpr uint64_t kEventsPerContext = uint64_t{1} << 20;  // 48 MB
@@ -65,6 +70,7 @@ class NativeScopes {
   };
   struct Launch {
     const char *symbol = nullptr;
+    StringId launchName;  // the frame of entries that are `named`
     CUcontext context = nullptr;
     uint64_t startNs = 0;
     uint32_t numEntries = 0;
@@ -84,6 +90,9 @@ class NativeScopes {
   std::vector<ContextBuffers> contexts_;
   std::unordered_map<uint64_t, Launch> byCorrelation_;
   std::unordered_map<int64_t, Launch> byGrid_;
+  // Kernels of instrumented modules seen launched (captured into graphs too), by name: their
+  // replays' records are matched to the nodes they were filed under.
+  std::unordered_set<std::string> instrumentedKernels_;
   std::map<std::pair<CUcontext, uint64_t>, StringId> names_;
   instrumentation::ScopeTables noTables_;
   instrumentation::IntraDecoder decoder_{noTables_};
