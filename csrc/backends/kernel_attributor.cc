@@ -108,7 +108,7 @@ void KernelAttributor::add(const KernelRecord &r) {
       frame = captured->kernelName != StringId{} ? captured->kernelName : name;
     }
     NodeId node = parent == kNoNode ? kNoNode : s.child(e.phase, parent, frame);
-    if (parent != kNoNode)
+    if (observer_ && parent != kNoNode)
       filedUnder[numFiled++] = {&s, parent, e.phase,
                                 captured ? captured->kernelName != StringId{} : e.named};
     if (s.options().data == DataKind::kTrace) {
