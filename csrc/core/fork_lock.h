@@ -9,14 +9,25 @@
 
 #include <new>
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace proton {
 
 template <class Mutex>
 void releaseAfterFork(Mutex &mu, bool inChild) {
-  if (inChild)
+  if (inChild) {
+#if defined(__SANITIZE_THREAD__)
+    // ThreadSanitizer would still see the old lock held (a new one made in its place is not an
+    // unlock to it): it is told of an unlock first.
+    __tsan_mutex_pre_unlock(&mu, 0);
+    __tsan_mutex_post_unlock(&mu, 0);
+#endif
     new (&mu) Mutex();
-  else
+  } else {
     mu.unlock();
+  }
 }
 
 }  // namespace proton
