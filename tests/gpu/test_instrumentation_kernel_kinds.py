@@ -15,6 +15,7 @@ from proton_test_utils import find, load_hatchet, run_python
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
+from scoped_kernels import scoped_matmul_kernel  # after the skips above
 
 
 def outputs_and_profile(name, run):
@@ -129,22 +130,6 @@ def test_kernels_with_device_asserts_and_prints_keep_their_scopes(capfd):
     assert capfd.readouterr().out.count("v: 31") >= 3  # printed in every run, the session's too
 
 
-@triton.jit
-def cluster_matmul_kernel(
-    a, b, c, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
-):
-    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
-    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
-    offs_k = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        with pl.scope("load"):
-            x = tl.load(a + offs_m[:, None] * K + (k + offs_k)[None, :])
-            y = tl.load(b + (k + offs_k)[:, None] * K + offs_n[None, :])
-        acc = tl.dot(x, y, acc)
-    tl.store(c + offs_m[:, None] * K + offs_n[None, :], acc)
-
-
 def test_a_program_split_over_a_cluster_records_each_of_its_ctas():
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("clusters (num_ctas > 1) need sm_90 or later")
@@ -154,15 +139,14 @@ def test_a_program_split_over_a_cluster_records_each_of_its_ctas():
     c = torch.empty(512, 512, device="cuda", dtype=torch.float32)
 
     def run():
-        cluster_matmul_kernel[(4, 4)](
-            a, b, c, K=512, BM=128, BN=128, BK=64, num_warps=4, num_ctas=2
-        )
+        scoped_matmul_kernel[(4, 4)](a, b, c, 512, BM=128, BN=128, BK=64, num_warps=4, num_ctas=2)
         torch.cuda.synchronize()
         return [c.clone()]
 
     root = outputs_and_profile("cluster", run)
     # 16 programs of 2 CTAs each, 4 warps per CTA, 8 iterations of the K loop.
-    assert scope_counts(root, "cluster_matmul_kernel", "load") == [16 * 2 * 4 * 8]
+    counts = scope_counts(root, "scoped_matmul_kernel", "load", "mma")
+    assert counts == [16 * 2 * 4 * 8] * 2
 
 
 @triton.jit

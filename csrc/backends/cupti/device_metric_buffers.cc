@@ -205,34 +205,32 @@ void DeviceMetricBuffers::recordCaptured(const TensorMetric &metric, CaptureCont
     return;
   }
   ring->arenaUsed += bytes;
-  byGraph_[graph].push_back(std::move(captured));
+  captured_.add(graph, std::move(captured));
   anyCaptured_.store(true, std::memory_order_relaxed);
 }
 
 void DeviceMetricBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  auto it = byGraph_.find(original);
-  if (it != byGraph_.end()) byGraph_[clone] = it->second;
+  captured_.cloned(clone, original);
 }
 
 void DeviceMetricBuffers::onGraphExecCreated(CUgraphExec exec, CUgraph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  auto it = byGraph_.find(graph);
-  if (it != byGraph_.end()) byExec_[exec] = it->second;
+  captured_.execCreated(exec, graph);
 }
 
 void DeviceMetricBuffers::onGraphExecDestroyed(CUgraphExec exec) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  byExec_.erase(exec);
+  captured_.execDestroyed(exec);
 }
 
 void DeviceMetricBuffers::onGraphDestroyed(CUgraph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  byGraph_.erase(graph);
+  captured_.destroyed(graph);
 }
 
 void DeviceMetricBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
@@ -240,10 +238,10 @@ void DeviceMetricBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
                                           uint64_t threadId) {
   if (!anyCaptured_.load(std::memory_order_relaxed) || n == 0) return;
   std::lock_guard lock(mu_);
-  auto it = byExec_.find(exec);
-  if (it == byExec_.end()) return;
+  const GraphTies<Captured>::List *captured = captured_.ofExec(exec);
+  if (!captured) return;
   if (!launchNs) launchNs = monotonicNs();
-  for (const auto &c : it->second) {
+  for (const auto &c : *captured) {
     Record r;
     r.tensor = c->metric.tensor;
     r.spec = c->metric.spec;

@@ -40,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cupti/graph_ties.h"
 #include "backends/launch_table.h"
 #include "core/tensor_metric.h"
 
@@ -103,7 +104,6 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
     size_t ring = 0;
     CUdeviceptr slot = 0;
   };
-  using CapturedList = std::vector<std::shared_ptr<const Captured>>;
 
   Ring *ringFor(CUcontext context, size_t *index);  // mu_ held; allocates on first use
   bool allocate(CUcontext context, CUdeviceptr *out, size_t bytes);
@@ -122,8 +122,7 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   Handle next_ = 1;
   std::atomic<size_t> pending_{0};
   std::atomic<bool> anyCaptured_{false};
-  std::unordered_map<CUgraph, CapturedList> byGraph_;
-  std::unordered_map<CUgraphExec, CapturedList> byExec_;
+  GraphTies<Captured> captured_;
   StringId capturedAt_;
 };
 

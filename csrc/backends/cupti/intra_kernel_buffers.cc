@@ -142,8 +142,7 @@ CUcontext IntraKernelBuffers::launchContext(const CudaDriverApi &driver, uint64_
 
 IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &driver,
                                                       CUcontext context) {
-  for (Ring &r : rings_)
-    if (r.context == context) return &r;
+  if (Ring *known = existingRing(context)) return known;
   Ring ring;
   ring.context = context;
   ring.capacity = ringBytes_;
@@ -317,45 +316,43 @@ void IntraKernelBuffers::bindCaptured(CaptureContext context, const char *symbol
   captured->symbol = symbol;
   captured->context = std::move(context);
   std::lock_guard lock(mu_);
-  capturedByGraph_[p.captureGraph].push_back(std::move(captured));
+  captured_.add(p.captureGraph, std::move(captured));
   anyCaptured_.store(true, std::memory_order_relaxed);
 }
 
 void IntraKernelBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  auto it = capturedByGraph_.find(original);
-  if (it != capturedByGraph_.end()) capturedByGraph_[clone] = it->second;
+  captured_.cloned(clone, original);
 }
 
 void IntraKernelBuffers::onGraphDestroyed(CUgraph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  capturedByGraph_.erase(graph);
+  captured_.destroyed(graph);
 }
 
 void IntraKernelBuffers::onGraphExecCreated(CUgraphExec exec, CUgraph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  auto it = capturedByGraph_.find(graph);
-  if (it != capturedByGraph_.end()) capturedByExec_[exec] = it->second;
+  captured_.execCreated(exec, graph);
 }
 
 void IntraKernelBuffers::onGraphExecDestroyed(CUgraphExec exec) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
-  capturedByExec_.erase(exec);
+  captured_.execDestroyed(exec);
 }
 
 void IntraKernelBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
                                          const LaunchEntry *entries, size_t n) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
-  CapturedList captured;
+  GraphTies<Captured>::List captured;  // a copy: a full ring is drained without the lock
   {
     std::lock_guard lock(mu_);
-    auto it = capturedByExec_.find(exec);
-    if (it == capturedByExec_.end() || !driver_) return;
-    captured = it->second;
+    const GraphTies<Captured>::List *ofExec = captured_.ofExec(exec);
+    if (!ofExec || !driver_) return;
+    captured = *ofExec;
   }
   // A capture's slots follow one another in the arena: each run of them is copied out and
   // cleared with one copy and one clear per replay, not two per kernel.

@@ -39,6 +39,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backends/cupti/graph_ties.h"
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
 #include "core/background_worker.h"
@@ -146,7 +147,6 @@ class IntraKernelBuffers {
     const char *symbol = nullptr;
     CaptureContext context;
   };
-  using CapturedList = std::vector<std::shared_ptr<const Captured>>;
   // One replay of a run of captured slots that follow one another in the arena: copied out
   // (fileReplay) and cleared, draining the ring first if it is full.
   void replayRun(const std::shared_ptr<const Captured> *run, size_t count, CUstream stream,
@@ -195,8 +195,7 @@ class IntraKernelBuffers {
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   const CudaDriverApi *driver_ = nullptr;
-  std::unordered_map<CUgraph, CapturedList> capturedByGraph_;
-  std::unordered_map<CUgraphExec, CapturedList> capturedByExec_;
+  GraphTies<Captured> captured_;
   std::atomic<bool> anyCaptured_{false};
   StringId capturedAt_;
   instrumentation::ScopeTables tables_;
