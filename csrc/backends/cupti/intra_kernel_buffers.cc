@@ -48,8 +48,7 @@ struct Pending {
   size_t offset = 0;
   size_t bytes = 0;
   bool trace = false;
-  bool graph = false;              // a slot in the graph arena: the launch is being captured into
-  CUgraph captureGraph = nullptr;  // this graph
+  CUgraph captureGraph = nullptr;  // a slot in the graph arena: the launch is captured into it
   size_t tooLarge = 0;             // not valid: the launch's buffer would exceed the ring (bytes)
   size_t ringBytes = 0;
 };
@@ -197,7 +196,6 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriver
     return Alloc::kOff;
   }
   tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), ring->graphUsed, need};
-  tlsPending.graph = true;
   tlsPending.captureGraph = graph;
   *devicePtr = ring->graphBase + ring->graphUsed;
   ring->graphUsed += need;
@@ -260,7 +258,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
                                     const char *symbol, StringId launchName) {
-  if (!tlsPending.valid || tlsPending.graph) {  // a capture's slot: bindCaptured takes it
+  if (!tlsPending.valid || tlsPending.captureGraph) {  // a capture's slot: bindCaptured takes it
     if (!tlsPending.valid && tlsPending.tooLarge)
       warnTooLarge(symbol, std::exchange(tlsPending.tooLarge, 0), tlsPending.ringBytes,
                    tlsPending.trace);
@@ -303,12 +301,14 @@ void IntraKernelBuffers::setDriver(const CudaDriverApi *driver) {
   driver_ = driver;
 }
 
-bool IntraKernelBuffers::pendingCapture() const { return tlsPending.valid && tlsPending.graph; }
+bool IntraKernelBuffers::pendingCapture() const {
+  return tlsPending.valid && tlsPending.captureGraph;
+}
 
 void IntraKernelBuffers::bindCaptured(CaptureContext context, const char *symbol) {
   Pending p = tlsPending;
   tlsPending = Pending{};
-  if (!p.valid || !p.graph) return;
+  if (!p.valid || !p.captureGraph) return;
   auto captured = std::make_shared<Captured>();
   captured->ring = p.ring;
   captured->offset = p.offset;
