@@ -14,8 +14,9 @@ session is live, Proton stands in front of that launcher:
 The binaries are kept per configuration and device (as long as the kernel object lives), so
 later sessions reuse them; finalize() puts the launcher back, and the plain binaries run again.
 
-Inductor launches through Triton's own launcher instead when launch hooks are installed
-(hook="triton"); those launches run uninstrumented.
+Inductor launches through Triton's own launcher instead for kernels compiled while launch hooks
+are installed (hook="triton"), user kernels and with its static launcher off: those launches
+are _triton_launcher's.
 Thread-safety: the launcher's callers hold the GIL; a kernel's binary may be built twice by two
 threads racing on its first launch, and one of the two is kept.
 """
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import weakref
 
-from . import _C
+from . import _C, _triton_launcher
 
 _LAUNCHER_MODULE = "torch._inductor.runtime.static_triton_launcher"
 
@@ -220,18 +221,10 @@ def _warn(kernel, reason: str) -> None:
 def _build(kernel, device) -> _Binary:
     if not getattr(kernel, "has_profile_scratch", False):
         raise RuntimeError("its binary takes no profile buffer (a Triton without one)")
-    from triton.runtime.cache import get_cache_manager
-
-    path = get_cache_manager(kernel.hash).get_file(f"{kernel.name}.ptx")
-    if path is None:
-        raise RuntimeError(f"no PTX for it in Triton's cache (hash {kernel.hash})")
-    with open(path) as f:
-        ptx = f.read()
-    new_ptx, table, new_shared = _C.instrument_ptx(
+    ptx = _triton_launcher.cached_ptx(kernel.hash, kernel.name)
+    new_ptx, shared, slot_bytes = _triton_launcher.instrument(
         ptx, _patch.config, kernel.shared, _patch.max_shared()
     )
-    _C.register_instrumentation_table(table)
-    shared = new_shared or kernel.shared
     # torch's loader takes a file (and opts in past 48 KB of shared memory as Triton's
     # launcher does); the driver reads it whole as it loads it, so the file goes at once. A
     # private one, made afresh: a file found in a shared folder is never what gets loaded.
@@ -242,4 +235,4 @@ def _build(kernel, device) -> _Binary:
         function, _regs, _spills = kernel.C_impl._load_kernel(path, kernel.name, shared, device)
     finally:
         os.unlink(path)
-    return _Binary(function, shared, int(table.split("\t")[9]))
+    return _Binary(function, shared, slot_bytes)

@@ -9,7 +9,9 @@ While an instrumentation session is live:
 - each loaded kernel's scope table is handed to the core (from its compile metadata, so
   binaries from Triton's cache decode too);
 - Triton's profile allocator hands each launch its slice of Proton's device buffer;
-- kernels that torch.compile generated run instrumented binaries of their own (_inductor.py).
+- kernels that torch.compile generated, and Triton kernels launched with a binary loaded
+  before the session, run instrumented binaries of their own (_inductor.py,
+  _triton_launcher.py).
 Everything is put back as it was when the last instrumentation session is finalized.
 """
 
@@ -19,7 +21,7 @@ import json
 import os
 import warnings
 
-from . import _C, _inductor
+from . import _C, _inductor, _triton_launcher
 from . import mode as _mode
 
 _PREFIX = "proton:"
@@ -177,6 +179,7 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
     knobs.runtime.kernel_load_end_hook.add(_on_kernel_load)
     _allocation.set_profile_allocator(_allocate)
     _inductor.install(config, _state.trace, _max_shared, _warn_once)
+    _triton_launcher.install(config, _max_shared, _warn_once)
 
 
 def live_sessions() -> set:
@@ -200,6 +203,7 @@ def deactivate(session=None) -> None:
     knobs.runtime.kernel_load_end_hook.remove(_on_kernel_load)
     _allocation.set_profile_allocator(_state.saved["allocator"])
     _inductor.uninstall()
+    _triton_launcher.uninstall()
     _state.saved = {}
 
 
@@ -254,7 +258,9 @@ _max_shared_by_device = {}
 
 
 def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> None:
-    """Registers the scope table of a kernel loaded from Triton's cache (or just compiled)."""
+    """Registers the scope table of a kernel loaded from Triton's cache (or just compiled), and
+    where its PTX is, should it be launched with its plain binary (_triton_launcher)."""
+    _triton_launcher.note_loaded(function, name, metadata_group, hash)
     for path in (metadata_group or {}).values():
         if not str(path).endswith(".json"):
             continue

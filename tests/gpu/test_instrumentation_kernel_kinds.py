@@ -331,6 +331,67 @@ def test_a_scoped_kernel_launched_outside_the_compiled_graph_keeps_its_scopes():
     assert len(inductor) == 1 and inductor[0]["metrics"]["cycles"] > 0, dump(root)
 
 
+@triton.jit
+def plain_user_kernel(x, out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs) * 2.0 + 1.0)
+
+
+def triton_kernel_nodes(root, prefix):
+    nodes = [c for c in root["children"] if c["frame"]["name"].startswith(prefix)]
+    assert nodes, dump(root)
+    for node in nodes:
+        m = node["metrics"]
+        assert m["count"] == 1 and m["cycles"] >= m["normalized_cycles"] > 0, dump(root)
+    return nodes
+
+
+def test_binaries_loaded_before_the_session_run_instrumented_through_triton_s_launcher():
+    # Launches that do not go through Triton's JIT run the binary loaded before the session
+    # through Triton's CUDA launcher: a CompiledKernel launched by hand, a user kernel inside a
+    # compiled function, Inductor's kernels with its static launcher off.
+    x = torch.arange(1 << 14, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+    compiled = plain_user_kernel.warmup(x, out, BLOCK=1024, grid=(16,), num_warps=4)
+
+    def by_hand():
+        compiled[(16, 1, 1)](x, out, 1024)
+        torch.cuda.synchronize()
+        return [out.clone()]
+
+    root = outputs_and_profile("by_hand", by_hand)
+    assert triton_kernel_nodes(root, "plain_user_kernel")[0]["metrics"]["count"] == 1
+
+    def with_user_kernel(x):
+        y = torch.empty_like(x)
+        plain_user_kernel[(x.numel() // 1024,)](x.sin(), y, BLOCK=1024, num_warps=4)
+        return y * 3
+
+    f = torch.compile(with_user_kernel)
+    root = outputs_and_profile("user_kernel_compiled", lambda: [f(x)])
+    triton_kernel_nodes(root, "plain_user_kernel")
+    with torch._inductor.config.patch(use_static_triton_launcher=False):
+        g = torch.compile(lambda x: x.cos() * 5 + 2)
+        g(x)  # compiled now, for Triton's launcher
+    root = outputs_and_profile("no_static_launcher", lambda: [g(x)])
+    triton_kernel_nodes(root, "triton_")
+
+
+def test_torch_compile_with_launch_hooks_in_the_session_is_instrumented():
+    # With hook="triton" installed when Inductor loads its kernels, it launches them through
+    # Triton's launcher (its static launcher takes no hooks): loaded in the session, each
+    # kernel is known by Triton's load hook.
+    x = torch.arange(1 << 14, device="cuda", dtype=torch.float32)
+    h = torch.compile(lambda x: x.exp() - 4)
+    proton.start("hooked_inductor", backend="instrumentation", hook="triton")
+    y = h(x)
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(y, x.exp() - 4)
+    root = load_hatchet("hooked_inductor.hatchet")[0]
+    assert len(triton_kernel_nodes(root, "triton_")) == 1
+
+
 FIRST_COMPILE_IN_SESSION = """
 import json, sys, torch, proton
 assert "torch._inductor.runtime.static_triton_launcher" not in sys.modules

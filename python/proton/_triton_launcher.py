@@ -1,0 +1,190 @@
+"""Triton kernels launched with a binary loaded before the session, in instrumentation sessions.
+
+Triton's JIT compiles a kernel afresh for a session (the compile step adds the recording), but
+some launches never go through the JIT: Inductor's kernels when Inductor launches through
+Triton's launcher (launch hooks installed, as hook="triton" does, or its static launcher
+turned off), and a CompiledKernel launched by hand (kernel.warmup(...) then
+compiled[grid](...)). They run the binary their CompiledKernel loaded, through its
+CudaLauncher, whose call Inductor's launchers bound before any session. While an
+instrumentation session is live, Proton stands in front of CudaLauncher.__call__:
+- a launcher whose binary takes a profile buffer (compiled in the session) runs as it is;
+- for any other, the kernel is found by its function handle (the kernels loaded in the
+  session through Triton's load hook, those loaded before it by one look over the live
+  CompiledKernels, once per session), its PTX is rewritten with the session's configuration
+  (the implicit kernel scope: a binary compiled outside a session carries no scope markers)
+  and loaded, and the launch runs that binary with its slice of Proton's buffer, handed out
+  by Triton's profile allocator as for a kernel compiled in the session;
+- a kernel whose PTX cannot be found, rewritten or loaded runs as it was, with one warning.
+The binaries are kept per function handle and configuration, so later sessions reuse them;
+finalize() puts the launcher back.
+Thread-safety: launches hold the GIL; a kernel's binary may be built twice by two threads
+racing on its first launch, and one of the two is kept.
+"""
+
+import copy
+import gc
+
+from . import _C
+
+_DRIVER_MODULE = "triton.backends.nvidia.driver"
+
+
+def instrument(ptx: str, config: str, shared: int, max_shared: int) -> tuple:
+    """Rewrites a kernel's PTX for the configuration and registers its scope table: (PTX,
+    shared memory the kernel needs, bytes of buffer per CTA)."""
+    new_ptx, table, new_shared = _C.instrument_ptx(ptx, config, shared, max_shared)
+    _C.register_instrumentation_table(table)
+    return new_ptx, new_shared or shared, int(table.split("\t")[9])
+
+
+def cached_ptx(hash: str, name: str) -> str:
+    """A kernel's PTX from Triton's cache, where Triton (and Inductor) keep it by hash."""
+    from triton.runtime.cache import get_cache_manager
+
+    path = get_cache_manager(hash).get_file(f"{name}.ptx")
+    if path is None:
+        raise RuntimeError(f"no PTX for it in Triton's cache (hash {hash})")
+    with open(path) as f:
+        return f.read()
+
+
+class _Kernel:
+    """What a loaded kernel's function handle leads to: where its PTX is."""
+
+    __slots__ = ("hash", "name", "ptx_path")
+
+    def __init__(self, name, hash, ptx_path):
+        self.name, self.hash, self.ptx_path = name, hash, ptx_path
+
+
+class _Binary:
+    """An instrumented binary of one kernel for one configuration, and the launcher that runs
+    it: the kernel's own, asking Triton's profile allocator for `slot_bytes` per CTA."""
+
+    __slots__ = ("function", "launcher", "shared")
+
+    def __init__(self, function, shared, launcher):
+        self.function, self.shared, self.launcher = function, shared, launcher
+
+
+class _Patch:
+    def __init__(self):
+        self.cls = None  # CudaLauncher, while a session is live
+        self.call = None  # its own __call__
+        self.config = ""
+        self.warn = None
+        self.max_shared = None
+        self.kernels = {}  # function handle -> _Kernel
+        self.scanned = False  # the live CompiledKernels were looked over in this session
+        self.binaries = {}  # (function handle, config) -> _Binary, or None (runs as it was)
+
+
+_patch = _Patch()
+
+
+def install(config: str, max_shared, warn) -> None:
+    """An instrumentation session started (Triton is imported): stand in front of Triton's
+    CUDA launcher. warn(kernel, message) reports a kernel left uninstrumented."""
+    _patch.config, _patch.warn, _patch.max_shared = config, warn, max_shared
+    _patch.scanned = False
+    if _patch.cls is not None:
+        return
+    try:
+        import importlib
+
+        cls = importlib.import_module(_DRIVER_MODULE).CudaLauncher
+        call = cls.__dict__["__call__"]
+    except Exception:  # noqa: BLE001 - another Triton's launcher: its launches run as they are
+        return
+    _patch.cls, _patch.call = cls, call
+
+    def proton_call(self, gridX, gridY, gridZ, stream, function, *args):
+        if getattr(self, "profile_scratch_size", 1):
+            # Compiled in the session, or a Triton whose launches take no profile buffer.
+            return call(self, gridX, gridY, gridZ, stream, function, *args)
+        binary = _binary_of(self, function, args)
+        if binary is None:
+            return call(self, gridX, gridY, gridZ, stream, function, *args)
+        metadata = (*args[0][:2], binary.shared, *args[0][3:])  # (warps, ctas, shared, ...)
+        try:
+            return call(binary.launcher, gridX, gridY, gridZ, stream, binary.function, metadata,
+                        *args[1:])  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - never the program's failure: the plain binary
+            _forget(function, f"its instrumented binary did not launch: {e}")
+            return call(self, gridX, gridY, gridZ, stream, function, *args)
+
+    cls.__call__ = proton_call
+
+
+def uninstall() -> None:
+    """The last instrumentation session was finalized: Triton's launcher runs on its own."""
+    if _patch.cls is not None:
+        _patch.cls.__call__ = _patch.call
+        _patch.cls = _patch.call = None
+    _patch.kernels.clear()
+
+
+def note_loaded(function, name, metadata_group, hash) -> None:
+    """Triton loaded a kernel during the session (its load hook)."""
+    ptx = next((p for f, p in (metadata_group or {}).items() if str(f).endswith(".ptx")), None)
+    _patch.kernels[function] = _Kernel(name, hash, ptx)
+
+
+def _kernel_of(function):
+    kernel = _patch.kernels.get(function)
+    if kernel is None and not _patch.scanned:
+        # Loaded before the session: one look over the live CompiledKernels finds them all
+        # (those loaded later in the session pass through note_loaded).
+        _patch.scanned = True
+        from triton.compiler.compiler import CompiledKernel
+
+        for obj in gc.get_objects():
+            if isinstance(obj, CompiledKernel) and getattr(obj, "module", None) is not None:
+                note_loaded(obj.function, obj.name, obj.metadata_group, obj.hash)
+        kernel = _patch.kernels.get(function)
+    return kernel
+
+
+def _binary_of(launcher, function, args):
+    key = (function, _patch.config)
+    if key in _patch.binaries:
+        return _patch.binaries[key]
+    binary = None
+    try:
+        kernel = _kernel_of(function)
+        if kernel is None:
+            raise RuntimeError("no CompiledKernel of this process holds its binary")
+        metadata = args[0] if args else None
+        if not isinstance(metadata, tuple) or len(metadata) < 3:
+            raise RuntimeError("its launcher takes metadata of another Triton's")
+        binary = _build(launcher, kernel, metadata[2])
+    except Exception as e:  # noqa: BLE001 - the kernel runs as it was, once warned
+        _forget(function, str(e))
+    _patch.binaries[key] = binary
+    return binary
+
+
+def _forget(function, reason: str) -> None:
+    """The kernel runs its plain binary from now on in this configuration."""
+    _patch.binaries[(function, _patch.config)] = None
+    kernel = _patch.kernels.get(function)
+    name = kernel.name if kernel is not None else f"at function handle {function:#x}"
+    _patch.warn(name, f"[PROTON] kernel {name} runs without instrumentation: {reason}")
+
+
+def _build(launcher, kernel, shared) -> _Binary:
+    if kernel.ptx_path is not None:
+        with open(kernel.ptx_path) as f:
+            ptx = f.read()
+    else:
+        ptx = cached_ptx(kernel.hash, kernel.name)
+    from triton.runtime import driver
+
+    new_ptx, new_shared, slot_bytes = instrument(ptx, _patch.config, shared, _patch.max_shared())
+    device = driver.active.get_current_device()
+    _module, new_function, *_ = driver.active.utils.load_binary(
+        kernel.name, new_ptx, new_shared, device
+    )
+    runner = copy.copy(launcher)  # the kernel's launch code, with a buffer to ask for
+    runner.profile_scratch_size, runner.profile_scratch_align = slot_bytes, 256
+    return _Binary(new_function, new_shared, runner)

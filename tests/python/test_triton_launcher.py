@@ -1,0 +1,155 @@
+"""proton._triton_launcher on stand-ins for Triton's CUDA launcher, driver and CompiledKernel
+(no GPU): which binary, metadata and profile buffer a launch of a binary loaded before the
+session gets while an instrumentation session is live, and that everything is put back after."""
+
+import sys
+import types
+from pathlib import Path
+
+import proton._triton_launcher as launcher_mod
+import pytest
+
+GOLDEN_PTX = Path(__file__).resolve().parents[1] / "golden" / "instrumentation_vadd.ptx"
+CONFIG = "proton:tree:1:256:*:layout{}"
+
+
+class FakeCudaLauncher:
+    """Triton's CudaLauncher as a launch sees it: the profile buffer's size per CTA, and a call
+    that would ask the profile allocator for grid * that many bytes."""
+
+    def __init__(self, profile_scratch_size=0):
+        self.profile_scratch_size, self.profile_scratch_align = profile_scratch_size, 1
+        self.launches = []
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, *args):
+        if function == 0xBAD:
+            raise RuntimeError("CUDA_ERROR_OUT_OF_RESOURCES")
+        self.launches.append(
+            (function, (gridX, gridY, gridZ), stream, args, self.profile_scratch_size)
+        )
+
+
+class FakeCompiledKernel:
+    def __init__(self, name, function, ptx_path, launcher):
+        self.name, self.hash, self.function = name, "h" + name, function
+        self.module = object()
+        self.metadata_group = {f"{name}.json": "/x.json", f"{name}.ptx": str(ptx_path)}
+        self.run = launcher
+
+
+@pytest.fixture
+def fake_triton(monkeypatch, tmp_path):
+    from proton import _C
+
+    loaded = []
+
+    def load_binary(name, ptx, shared, device):
+        loaded.append((name, ptx, shared, device))
+        return (object(), 0xF00 + len(loaded), 32, 0, 1024)
+
+    driver = types.SimpleNamespace(
+        active=types.SimpleNamespace(
+            get_current_device=lambda: 0, utils=types.SimpleNamespace(load_binary=load_binary)
+        )
+    )
+    modules = {
+        "triton": types.ModuleType("triton"),
+        "triton.runtime": types.ModuleType("triton.runtime"),
+        "triton.compiler": types.ModuleType("triton.compiler"),
+        "triton.compiler.compiler": types.ModuleType("triton.compiler.compiler"),
+        launcher_mod._DRIVER_MODULE: types.ModuleType(launcher_mod._DRIVER_MODULE),
+    }
+    modules["triton.runtime"].driver = driver
+    modules["triton.compiler.compiler"].CompiledKernel = FakeCompiledKernel
+    modules[launcher_mod._DRIVER_MODULE].CudaLauncher = FakeCudaLauncher
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    ptx = tmp_path / "vadd.ptx"
+    ptx.write_text(GOLDEN_PTX.read_text())
+    warned = []
+    config = CONFIG.format(_C.INSTRUMENTATION_LAYOUT)
+    yield types.SimpleNamespace(
+        loaded=loaded,
+        ptx=ptx,
+        warned=warned,
+        install=lambda: launcher_mod.install(config, lambda: 0, lambda k, m: warned.append(m)),
+    )
+    launcher_mod.uninstall()
+    launcher_mod._patch.binaries.clear()
+
+
+def launch(kernel, grid=8, metadata=(4, 1, 0)):
+    # As Triton's JIT, a CompiledKernel's [grid] and Inductor's launchers call it.
+    kernel.run(grid, 1, 1, 7, kernel.function, metadata, None, None, None, "x", "y", "out", 8)
+
+
+def test_a_binary_loaded_before_the_session_runs_rewritten_with_a_buffer(fake_triton):
+    # Loaded before the session: found by the one look over live CompiledKernels.
+    kernel = FakeCompiledKernel("add_kernel", 0x1, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    launch(kernel)
+    launch(kernel)
+    ((name, ptx, shared, device),) = fake_triton.loaded  # built once, on the first launch
+    assert name == "add_kernel" and shared == 0 and device == 0
+    assert "proton: instrumentation prologue" in ptx  # the rewrite, not the plain PTX
+    # The kernel's launch code (its copy shares the launch list) with a buffer to ask for.
+    ours = launcher_mod._patch.binaries[(0x1, launcher_mod._patch.config)].launcher
+    assert ours.profile_scratch_align == 256 and kernel.run.profile_scratch_size == 0
+    assert len(kernel.run.launches) == 2
+    for function, grid, stream, args, per_cta in kernel.run.launches:
+        # The instrumented function, with the kernel's own metadata, hooks and arguments; the
+        # launcher asks Triton's profile allocator for one record per warp (4 x 32 bytes).
+        assert function == 0xF01 and grid == (8, 1, 1) and stream == 7 and per_cta == 128
+        assert args == ((4, 1, 0), None, None, None, "x", "y", "out", 8)
+    assert fake_triton.warned == []
+
+
+def test_a_kernel_compiled_in_the_session_runs_as_it_is(fake_triton):
+    fake_triton.install()
+    own = FakeCudaLauncher(profile_scratch_size=128)  # the session's compile step sized it
+    kernel = FakeCompiledKernel("add_kernel", 0x2, fake_triton.ptx, own)
+    launch(kernel)
+    assert [f for f, *_ in own.launches] == [0x2] and fake_triton.loaded == []
+
+
+def test_a_kernel_loaded_in_the_session_is_known_by_its_load_hook(fake_triton):
+    fake_triton.install()
+    ptx = fake_triton.ptx
+    launcher_mod.note_loaded(0x3, "add_kernel", {"add_kernel.ptx": str(ptx)}, "h")
+    kernel = types.SimpleNamespace(function=0x3, run=FakeCudaLauncher())  # no CompiledKernel
+    launch(kernel)
+    assert not launcher_mod._patch.scanned and len(fake_triton.loaded) == 1
+
+
+def test_a_kernel_nobody_holds_runs_as_it_was_once_warned(fake_triton):
+    fake_triton.install()
+    kernel = types.SimpleNamespace(function=0x77, run=FakeCudaLauncher())
+    for _ in range(3):
+        launch(kernel)
+    assert [f for f, *_ in kernel.run.launches] == [0x77] * 3
+    assert len(fake_triton.warned) == 1 and "0x77" in fake_triton.warned[0]
+    assert "runs without instrumentation" in fake_triton.warned[0]
+
+
+def test_an_instrumented_binary_that_fails_to_launch_gives_way_to_the_plain_one(fake_triton):
+    kernel = FakeCompiledKernel("add_kernel", 0x4, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    launcher_mod._patch.binaries[(0x4, launcher_mod._patch.config)] = launcher_mod._Binary(
+        0xBAD, 0, FakeCudaLauncher(128)
+    )
+    launch(kernel)
+    launch(kernel)
+    # Both launches ran the plain binary; the second did not try the instrumented one again.
+    assert [f for f, *_ in kernel.run.launches] == [0x4, 0x4]
+    assert len(fake_triton.warned) == 1 and "OUT_OF_RESOURCES" in fake_triton.warned[0]
+
+
+def test_after_the_session_the_launcher_is_triton_s_own(fake_triton):
+    own = FakeCudaLauncher.__dict__["__call__"]
+    kernel = FakeCompiledKernel("add_kernel", 0x5, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    assert FakeCudaLauncher.__dict__["__call__"] is not own
+    launcher_mod.uninstall()
+    assert FakeCudaLauncher.__dict__["__call__"] is own
+    launch(kernel)
+    assert [f for f, *_ in kernel.run.launches] == [0x5] and fake_triton.loaded == []
