@@ -139,7 +139,8 @@ def _kernel_of(function):
         from triton.compiler.compiler import CompiledKernel
 
         for obj in gc.get_objects():
-            if isinstance(obj, CompiledKernel) and getattr(obj, "module", None) is not None:
+            # type(), not isinstance(): a weak proxy's __class__ raises once its object died.
+            if issubclass(type(obj), CompiledKernel) and obj.module is not None:
                 note_loaded(obj.function, obj.name, obj.metadata_group, obj.hash)
         kernel = _patch.kernels.get(function)
     return kernel

@@ -4,6 +4,7 @@ session gets while an instrumentation session is live, and that everything is pu
 
 import sys
 import types
+import weakref
 from pathlib import Path
 
 import proton._triton_launcher as launcher_mod
@@ -84,8 +85,12 @@ def launch(kernel, grid=8, metadata=(4, 1, 0)):
 
 
 def test_a_binary_loaded_before_the_session_runs_rewritten_with_a_buffer(fake_triton):
-    # Loaded before the session: found by the one look over live CompiledKernels.
+    # Loaded before the session: found by the one look over live CompiledKernels, which
+    # passes over a weak proxy whose object died (isinstance() on it raises ReferenceError).
     kernel = FakeCompiledKernel("add_kernel", 0x1, fake_triton.ptx, FakeCudaLauncher())
+    dead = FakeCudaLauncher()
+    proxies = [weakref.proxy(dead)]
+    del dead
     fake_triton.install()
     launch(kernel)
     launch(kernel)
@@ -101,7 +106,7 @@ def test_a_binary_loaded_before_the_session_runs_rewritten_with_a_buffer(fake_tr
         # launcher asks Triton's profile allocator for one record per warp (4 x 32 bytes).
         assert function == 0xF01 and grid == (8, 1, 1) and stream == 7 and per_cta == 128
         assert args == ((4, 1, 0), None, None, None, "x", "y", "out", 8)
-    assert fake_triton.warned == []
+    assert fake_triton.warned == [] and len(proxies) == 1
 
 
 def test_a_kernel_compiled_in_the_session_runs_as_it_is(fake_triton):
