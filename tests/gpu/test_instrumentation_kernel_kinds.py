@@ -389,7 +389,9 @@ def test_torch_compile_with_launch_hooks_in_the_session_is_instrumented():
     proton.finalize()
     assert torch.equal(y, x.exp() - 4)
     root = load_hatchet("hooked_inductor.hatchet")[0]
-    assert len(triton_kernel_nodes(root, "triton_")) == 1
+    # Inductor also benchmarks the kernel as it loads it (as many launches as it likes).
+    (node,) = [c for c in root["children"] if c["frame"]["name"].startswith("triton_")]
+    assert node["metrics"]["cycles"] >= node["metrics"]["normalized_cycles"] > 0, dump(root)
 
 
 FIRST_COMPILE_IN_SESSION = """
