@@ -218,10 +218,29 @@ def _warn(kernel, reason: str) -> None:
     )
 
 
+def _ptx_of(kernel, device) -> str:
+    """The kernel's PTX from Triton's cache, or from the folder Inductor keeps Triton's files in
+    when TRITON_CACHE_DIR is unset: a graph from Inductor's own cache puts its kernels' files
+    back there, and Triton's cache (~/.triton/cache) may never have seen them."""
+    try:
+        return _triton_launcher.cached_ptx(kernel.hash, kernel.name)
+    except RuntimeError as e:
+        missing = e
+    try:
+        from torch._inductor.runtime.cache_dir_utils import triton_cache_dir
+        from torch._inductor.runtime.runtime_utils import triton_hash_to_path_key
+
+        folder = os.path.join(triton_cache_dir(device), triton_hash_to_path_key(kernel.hash))
+        with open(os.path.join(folder, f"{kernel.name}.ptx")) as f:
+            return f.read()
+    except (ImportError, OSError):
+        raise missing from None
+
+
 def _build(kernel, device) -> _Binary:
     if not getattr(kernel, "has_profile_scratch", False):
         raise RuntimeError("its binary takes no profile buffer (a Triton without one)")
-    ptx = _triton_launcher.cached_ptx(kernel.hash, kernel.name)
+    ptx = _ptx_of(kernel, device)
     new_ptx, shared, slot_bytes = _triton_launcher.instrument(
         ptx, _patch.config, kernel.shared, _patch.max_shared()
     )

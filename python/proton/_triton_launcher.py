@@ -41,9 +41,11 @@ def cached_ptx(hash: str, name: str) -> str:
     """A kernel's PTX from Triton's cache, where Triton (and Inductor) keep it by hash."""
     from triton.runtime.cache import get_cache_manager
 
-    path = get_cache_manager(hash).get_file(f"{name}.ptx")
+    manager = get_cache_manager(hash)
+    path = manager.get_file(f"{name}.ptx")
     if path is None:
-        raise RuntimeError(f"no PTX for it in Triton's cache (hash {hash})")
+        where = getattr(manager, "cache_dir", "")
+        raise RuntimeError(f"no PTX for it in Triton's cache ({where or 'hash ' + hash})")
     with open(path) as f:
         return f.read()
 

@@ -139,6 +139,31 @@ def test_a_kernel_without_ptx_in_the_cache_runs_as_it_was_once_warned(fake_torch
     assert inductor._C.allocs == []
 
 
+def test_a_kernel_from_inductor_s_own_cache_is_found_in_its_folder(
+    fake_torch, monkeypatch, tmp_path
+):
+    # A graph from Inductor's cache, TRITON_CACHE_DIR unset: Inductor puts its kernels' files
+    # back into a folder of its own, which Triton's cache (~/.triton/cache) never saw.
+    folder = tmp_path / "inductor" / "triton" / "0"
+    (folder / "KEY-feed").mkdir(parents=True)
+    (folder / "KEY-feed" / "triton_poi_fused_0.ptx").write_text(GOLDEN_PTX.read_text())
+    names = {
+        "torch._inductor": {},
+        "torch._inductor.runtime": {},
+        "torch._inductor.runtime.cache_dir_utils": {"triton_cache_dir": lambda d: str(folder)},
+        "torch._inductor.runtime.runtime_utils": {"triton_hash_to_path_key": "KEY-{}".format},
+    }
+    for name, attrs in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, module)
+    warned = []
+    inductor.install(CONFIG, False, lambda: 0, lambda k, m: warned.append(m))
+    FakeKernel(name="triton_poi_fused_0", hash="feed").run(2, 1, 1, 0, "x", "y", "out", 8)
+    assert warned == [] and FakeKernel.c_launcher.launches[-1][0] == 0xF01
+    assert "proton: instrumentation prologue" in FakeKernel.c_launcher.loaded[0][0]
+
+
 def test_a_launcher_imported_during_the_session_is_patched_as_it_loads(monkeypatch, tmp_path):
     # Nothing of Inductor's is imported for the session: the launcher module is patched when
     # PyTorch first imports it (torch.compile's first call inside the session).
