@@ -459,3 +459,35 @@ def test_a_kernel_captured_into_a_cuda_graph_records_every_replay():
         assert m["cycles"] == pytest.approx(m["normalized_cycles"] * 16, rel=1e-9), dump(root)
     eager = find(root, "graphed_kernel")
     assert eager["metrics"]["count"] == 1 and find(eager, "body")["metrics"]["count"] == 16
+
+
+def test_a_kernel_captured_into_a_cuda_graph_in_a_trace_records_every_replay():
+    x = torch.arange(4096, device="cuda", dtype=torch.float32)
+    out, out2 = torch.zeros_like(x), torch.zeros_like(x)
+    proton.start("graphed_trace", backend="instrumentation", data="trace")
+    graphed_kernel[(4,)](x, out, BLOCK=1024, num_warps=4)  # compiled for the session, eagerly
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        graphed_kernel[(4,)](x, out, BLOCK=1024, num_warps=4)
+        graphed_kernel[(4,)](out, out2, BLOCK=1024, num_warps=4)
+    out.zero_()
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(out, x * 2 + 1) and torch.equal(out2, out * 2 + 1)
+    with open("graphed_trace.chrome_trace") as trace:
+        events = json.load(trace)["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel" and e["name"] == "graphed_kernel"]
+    body = [e for e in events if e.get("cat") == "warp" and e["name"] == "body"]
+    assert len(kernels) == 1 + 3 * 2
+    # The eager launch and 3 replays of 2 launches, 4 CTAs x 4 warps each.
+    assert len(body) == (1 + 3 * 2) * 16
+    # Each warp's slice sits inside one of the kernel's slices (1 us for clock granularity):
+    # a replay's slices keep the GPU's %globaltimer, which kernel records share.
+    for w in body:
+        assert any(
+            k["ts"] - 1.0 <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] + 1.0
+            for k in kernels
+        ), (w, [(k["ts"], k["dur"]) for k in kernels])

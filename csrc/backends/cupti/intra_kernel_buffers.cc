@@ -178,13 +178,15 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::existingRing(CUcontext context) {
 }
 
 IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriverApi &driver,
-                                                                size_t bytes, uint64_t stream,
+                                                                size_t bytes, bool trace,
+                                                                uint64_t stream,
                                                                 uint64_t *devicePtr) {
   CUcontext context = nullptr;
   if (driver.ctxGetCurrent(&context) != CUDA_SUCCESS || !context)
     context = launchContext(driver, stream);
   Ring *ring = context ? existingRing(context) : nullptr;
-  size_t need = (bytes + instrumentation::kTreeHeaderBytes + kAlign - 1) / kAlign * kAlign;
+  size_t raw = trace ? bytes : bytes + instrumentation::kTreeHeaderBytes;
+  size_t need = (raw + kAlign - 1) / kAlign * kAlign;
   CUgraph graph = nullptr;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   cuuint64_t id = 0;
@@ -195,7 +197,8 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriver
     stat("instrumentation_graph_launches_unrecorded").add();
     return Alloc::kOff;
   }
-  tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), ring->graphUsed, need};
+  tlsPending =
+      Pending{true, static_cast<size_t>(ring - rings_.data()), ring->graphUsed, need, trace};
   tlsPending.captureGraph = graph;
   *devicePtr = ring->graphBase + ring->graphUsed;
   ring->graphUsed += need;
@@ -210,13 +213,12 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    // A trace's events would be overwritten by every replay: only tree launches record.
     std::lock_guard lock(mu_);
-    if (users_ == 0 || trace) {
+    if (users_ == 0) {
       stat("instrumentation_graph_launches_unrecorded").add();
       return Alloc::kOff;
     }
-    return allocateGraphSlot(driver, bytes, stream, devicePtr);
+    return allocateGraphSlot(driver, bytes, trace, stream, devicePtr);
   }
   CUcontext current = nullptr;
   if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
@@ -313,6 +315,7 @@ void IntraKernelBuffers::bindCaptured(CaptureContext context, const char *symbol
   captured->ring = p.ring;
   captured->offset = p.offset;
   captured->bytes = p.bytes;
+  captured->trace = p.trace;
   captured->symbol = symbol;
   captured->context = std::move(context);
   std::lock_guard lock(mu_);
@@ -378,9 +381,10 @@ void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, s
     ContextScope scope(*driver_, ring.context, current == ring.context);
     if (!scope.ok()) return;
     Replay r = users_ > 0 ? fileReplay(run, count, bytes, stream, entries, n) : Replay::kNobody;
-    if (r == Replay::kFull && attempt == 0) {
+    if (r == Replay::kFull && attempt == 0 && !run[0]->trace) {
       // Nothing else may drain the ring in a loop of graph launches: this launch does, as a
-      // launch that finds it full does (tree slots only: graph slots are never a trace's).
+      // launch that finds it full does. Not for a trace: its drain needs the kernel records
+      // flushed first, which a launch callback cannot do; the replay goes unrecorded.
       lock.unlock();
       uint64_t t0 = monotonicNs();
       drain(*driver_);
@@ -406,6 +410,10 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
   for (size_t k = 0; k < count && !anyone; ++k)
     for (size_t i = 0; i < n && !anyone; ++i) anyone = recorder(*run[k], i);
   if (!anyone) return Replay::kNobody;  // nothing to copy
+  if (run[0]->trace && traceCapReached()) {
+    stat("instrumentation_launches_past_trace_cap").add(count);
+    return Replay::kNobody;
+  }
   Ring &ring = rings_[run[0]->ring];
   if (ring.used + bytes > ring.capacity || ring.slots.size() + count > kMaxSlots)
     return Replay::kFull;
@@ -435,6 +443,8 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
     }
     slot.offset = ring.used + (c.offset - run[0]->offset);
     slot.bytes = c.bytes;
+    slot.trace =
+        c.trace;  // its slices keep the GPU's clock: a replay's kernel record is not matched
     slot.symbol = c.symbol;
     slot.launchName = c.context.kernelName;
   }

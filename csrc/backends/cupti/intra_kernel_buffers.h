@@ -14,15 +14,17 @@
 // land under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
 // launch that cannot get a slot runs with recording off and is counted.
 //
-// A tree launch being captured into a CUDA graph gets a slot of its own in the context's graph
+// A launch being captured into a CUDA graph gets a slot of its own in the context's graph
 // arena, kept as long as the process lives (the graph may replay whenever it is launched),
 // together with the context of its capture. Each launch of the executable graph then enqueues,
 // on its stream, a copy of the slot into a fresh ring slot and a clear of the slot: every
 // replay is filed like a launch of its own, under the replay's launch context/<captured_at>/
-// <capture context>/<kernel>, where kernel tracing files the replay's kernel. A trace launch
-// being captured, or one that finds the arena full or no ring yet (nothing is allocated while
-// a stream captures), runs with recording off and is counted; so is a replay that finds the
-// ring full (nothing can be drained inside a launch callback).
+// <capture context>/<kernel>, where kernel tracing files the replay's kernel; a trace replay's
+// slices keep the GPU's %globaltimer (its kernel record is not matched to the slot). A launch
+// being captured that finds the arena full or no ring yet (nothing is allocated while a
+// stream captures) runs with recording off and is counted; so is a trace replay that finds the
+// ring full (its drain needs the kernel records flushed, which a launch callback cannot do)
+// or the trace at its cap.
 //
 // Thread-safe: one mutex, taken by instrumented launches and by drains only; the decoder has
 // its own, taken by drains (tree) and by the thread that files trace slots.
@@ -137,13 +139,14 @@ class IntraKernelBuffers {
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
   Ring *existingRing(CUcontext context);                          // mu_ held; null if none
   // mu_ held, within allocate(): a slot in the graph arena for a tree launch being captured.
-  Alloc allocateGraphSlot(const CudaDriverApi &driver, size_t bytes, uint64_t stream,
+  Alloc allocateGraphSlot(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
                           uint64_t *devicePtr);
   // A launch captured into a graph: its slot in the arena and the context of its capture.
   struct Captured {
     size_t ring = 0;
     size_t offset = 0;
     size_t bytes = 0;
+    bool trace = false;
     const char *symbol = nullptr;
     CaptureContext context;
   };

@@ -515,14 +515,6 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
             IntraKernelBuffers::Alloc::kOk);
   EXPECT_EQ(second, ptr + 256);
   buffers.bindCaptured(captured, "graphed");
-  // A trace launch being captured would have every replay overwrite its events: unrecorded.
-  Counter &unrecorded = Stats::global().counter("instrumentation_graph_launches_unrecorded");
-  uint64_t before = unrecorded.value();
-  uint64_t tracePtr = 1;
-  EXPECT_EQ(buffers.allocate(driver, 4096, true, 0x7777, &tracePtr),
-            IntraKernelBuffers::Alloc::kOff);
-  EXPECT_EQ(tracePtr, 0u);
-  EXPECT_EQ(unrecorded.value(), before + 1);
   fake::capturing = false;
   const auto exec = reinterpret_cast<CUgraphExec>(0x7000);
   buffers.onGraphExecCreated(exec, fake::kGraph);
@@ -594,6 +586,62 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   EXPECT_EQ(metric(tree.child(PhaseId{0}, kernelUnder(stepA), S("body")), "count"), 8);
   buffers.removeUser();
   testing::internal::GetCapturedStderr();
+}
+
+// A trace launch captured into a graph records every replay too (before, it ran unrecorded):
+// each replay's events are copied out of the arena slot into a ring slot and filed as a
+// launch of their own, then the slot is cleared for the next replay.
+TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, /*maxTraceEvents=*/100, /*traceCapacity=*/4);
+  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
+  fake::copiedBytes.clear();
+  instrumentation::ScopeTable table;
+  table.kernel = "one_warp";
+  table.hash = 0x5107;
+  table.trace = true;
+  table.paths = {""};
+  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
+  table.capacity = 4;
+  table.unitBytes = kOneWarpUnitBytes;
+  buffers.tables().add(table);
+  Session trace{SessionId{34}, traceInstrumentation()};
+  LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
+  // One unit that ran and returned: its kernel scope, one slice.
+  auto ran = [&](uint64_t at) {
+    uint8_t *unit = fake::ringMemory.data() + (at - 0x100000);
+    uint64_t gt0 = 1000, gt1 = 2000, c0 = 10, returned = 1u << 31;
+    std::memcpy(unit + 8, &gt0, 8);
+    std::memcpy(unit + 16, &gt1, 8);
+    std::memcpy(unit + 24, &table.hash, 4);
+    std::memcpy(unit + 32, &returned, 4);
+    std::memcpy(unit + 40, &c0, 8);
+  };
+  uint64_t eager = 0, captured = 0;
+  ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &eager),
+            IntraKernelBuffers::Alloc::kOk);  // makes the ring and its arena
+  buffers.bindLaunch(400, &entry, 1, "_Z8one_warpPf", StringId{});
+  ran(eager);
+  fake::capturing = true;
+  ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &captured),
+            IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(captured, 0x100000u + (uint64_t{1} << 20));  // in the arena past the ring
+  buffers.bindCaptured(CaptureContext{}, "_Z8one_warpPf");
+  fake::capturing = false;
+  const auto exec = reinterpret_cast<CUgraphExec>(0x7100);
+  buffers.onGraphExecCreated(exec, fake::kGraph);
+  for (int replay = 0; replay < 2; ++replay) {
+    ran(captured);
+    buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
+    EXPECT_EQ(fake::ringMemory[captured - 0x100000 + 24], 0);  // cleared for the next replay
+  }
+  buffers.drain(driver);
+  EXPECT_EQ(slicesOf(trace), 3u);  // the eager launch and the two replays
+  buffers.removeUser();
 }
 
 }  // namespace
