@@ -276,6 +276,7 @@ class IntraDecoder::TraceClock {
   const uint8_t *ctaHeader(uint32_t cta) const {
     return cta < ctaHeaders_.size() ? ctaHeaders_[cta] : nullptr;
   }
+  uint64_t base() const { return base_; }
   double sinceBase(const uint8_t *ctaHeader, uint64_t clock) const {
     int64_t cycles = static_cast<int64_t>(clock - load<uint64_t>(ctaHeader + 40));
     int64_t ns = static_cast<int64_t>(load<uint64_t>(ctaHeader + 8) - base_);
@@ -386,6 +387,19 @@ uint64_t IntraDecoder::countTraceSlices(const TraceSlotView &slot, size_t part,
   return slices;
 }
 
+uint64_t IntraDecoder::kernelStart(const IntraLaunch &launch, uint64_t base, double earliest) {
+  if (!std::isfinite(earliest)) return launch.kernelStartNs;
+  const int64_t gpuStart = static_cast<int64_t>(base) + std::llround(earliest);
+  if (launch.kernelStartNs) {
+    kernelMinusGpuNs_[launch.device] = static_cast<int64_t>(launch.kernelStartNs) - gpuStart;
+    return launch.kernelStartNs;
+  }
+  // No record of its own (a CUDA graph replay): the offset of the device's last launch that
+  // had one, else the GPU's clock as it is.
+  auto known = kernelMinusGpuNs_.find(launch.device);
+  return known == kernelMinusGpuNs_.end() ? 0 : static_cast<uint64_t>(gpuStart + known->second);
+}
+
 void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launch) {
   if (pastTraceCap(launch)) return;
   TraceSlot parsed;
@@ -397,7 +411,7 @@ void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launc
   for (const Unit &u : parsed.units)
     if (const uint8_t *c = clock.ctaHeader(u.cta))
       earliest = std::min(earliest, clock.sinceBase(c, unitPart(u.header).c0));
-  clock.alignStart(earliest, launch.kernelStartNs);
+  clock.alignStart(earliest, kernelStart(launch, clock.base(), earliest));
   TraceTally tally(table.paths.size());
   beginSlices(launch, table.paths.size());
   for (size_t u = 0; u < parsed.units.size(); ++u)

@@ -174,6 +174,9 @@ class IntraDecoder {
                 uint64_t endNs, uint64_t cycles);
   // Starts a launch's batch (clears the node cache) and files it, one call per session.
   void beginSlices(const IntraLaunch &launch, size_t scopes);
+  // The kernel start a trace launch is aligned to: its record's, or for a launch without one,
+  // its first unit start (base + earliest, by %globaltimer) moved by the device's known offset.
+  uint64_t kernelStart(const IntraLaunch &launch, uint64_t base, double earliest);
   void fileSlices(const IntraLaunch &launch);
   // What a launch's buffers lost, counted in the stats table (in total and per kernel) and
   // reported in one warning per kernel.
@@ -194,6 +197,9 @@ class IntraDecoder {
   std::vector<NodeId> nodes_;  // by target * cachedScopes_ + scope id
   std::vector<uint8_t> resolved_;
   std::set<std::string> warned_;
+  // Per device: a kernel record's start minus its launch's first unit start by %globaltimer,
+  // to place launches that have no record of their own (CUDA graph replays) on the same clock.
+  std::unordered_map<int32_t, int64_t> kernelMinusGpuNs_;
 };
 
 }  // namespace proton::instrumentation

@@ -333,6 +333,32 @@ TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   }
 }
 
+// A launch without a kernel record of its own (a CUDA graph replay) is placed by its
+// %globaltimer readings moved by the offset the device's last launch with a record had, so
+// that its slices land inside its kernel's slice; with none known yet, the GPU's clock stays.
+TEST_F(IntraDecoderTest, TraceLaunchesWithoutARecordTakeTheDevicesKnownOffset) {
+  ScopeTables tables;
+  ScopeTable t = table(0x9a1, true);
+  tables.add(t);
+  auto oneUnit = [&](uint64_t gt0) {
+    std::vector<uint8_t> buf(t.unitBytes, 0);
+    unit(buf, 0, 0x9a1, 1, gt0, 1000, {}, 4);
+    return buf;
+  };
+  IntraDecoder fresh(tables);
+  std::vector<TraceEvent> unaligned = traceOf(fresh, oneUnit(9000), t.unitBytes);
+  ASSERT_EQ(unaligned.size(), 1u);
+  EXPECT_EQ(unaligned[0].beginNs, 9000u);  // nothing known: the GPU's clock
+  IntraDecoder decoder(tables);
+  std::vector<TraceEvent> recorded = traceOf(decoder, oneUnit(5000), t.unitBytes, 70000);
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].beginNs, 70000u);
+  std::vector<TraceEvent> replay = traceOf(decoder, oneUnit(9000), t.unitBytes);
+  ASSERT_EQ(replay.size(), 1u);
+  EXPECT_EQ(replay[0].beginNs, 74000u);  // 4000 ns after the recorded launch's start
+  EXPECT_EQ(replay[0].endNs, 75000u);
+}
+
 // A drain reads back only the event places the units wrote (a short stride): the slices are
 // those of the whole slot; a unit that wrote more places than were read back keeps none.
 TEST_F(IntraDecoderTest, SlotsReadBackWithAShortStrideGiveTheSameSlices) {
@@ -520,11 +546,11 @@ TEST_F(IntraDecoderTest, SlicesArePlacedToTheNanosecondAtRealGlobaltimerReadings
   ScopeTables tables;
   ScopeTable t = table(0x6e5, true);
   tables.add(t);
-  IntraDecoder decoder(tables);
   const uint64_t gt0 = 1795533033480904963ull;  // not a multiple of 256
   std::vector<uint8_t> buf(t.unitBytes, 0);
   unit(buf, 0, 0x6e5, 0, gt0, 1000, {{2, 1100}, {3, 1300}}, 4);  // load [+50 ns, +150 ns)
   for (uint64_t kernelStart : {uint64_t{50919626681}, uint64_t{0}}) {
+    IntraDecoder decoder(tables);  // fresh: no device offset known for the launch without one
     std::vector<TraceEvent> events = traceOf(decoder, buf, t.unitBytes, kernelStart);
     ASSERT_EQ(events.size(), 2u);
     const uint64_t start = kernelStart ? kernelStart : gt0;  // the GPU's clock without a record
