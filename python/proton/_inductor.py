@@ -241,7 +241,7 @@ def _build(kernel, device) -> _Binary:
     if not getattr(kernel, "has_profile_scratch", False):
         raise RuntimeError("its binary takes no profile buffer (a Triton without one)")
     ptx = _ptx_of(kernel, device)
-    new_ptx, shared, slot_bytes = _triton_launcher.instrument(
+    new_ptx, shared, slot_bytes, _table = _triton_launcher.instrument(
         ptx, _patch.config, kernel.shared, _patch.max_shared()
     )
     # torch's loader takes a file (and opts in past 48 KB of shared memory as Triton's

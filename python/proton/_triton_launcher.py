@@ -31,10 +31,10 @@ _DRIVER_MODULE = "triton.backends.nvidia.driver"
 
 def instrument(ptx: str, config: str, shared: int, max_shared: int) -> tuple:
     """Rewrites a kernel's PTX for the configuration and registers its scope table: (PTX,
-    shared memory the kernel needs, bytes of buffer per CTA)."""
+    shared memory the kernel needs, bytes of buffer per CTA, the table)."""
     new_ptx, table, new_shared = _C.instrument_ptx(ptx, config, shared, max_shared)
     _C.register_instrumentation_table(table)
-    return new_ptx, new_shared or shared, int(table.split("\t")[9])
+    return new_ptx, new_shared or shared, int(table.split("\t")[9]), table
 
 
 def cached_ptx(hash: str, name: str) -> str:
@@ -183,7 +183,9 @@ def _build(launcher, kernel, shared) -> _Binary:
         ptx = cached_ptx(kernel.hash, kernel.name)
     from triton.runtime import driver
 
-    new_ptx, new_shared, slot_bytes = instrument(ptx, _patch.config, shared, _patch.max_shared())
+    new_ptx, new_shared, slot_bytes, _table = instrument(
+        ptx, _patch.config, shared, _patch.max_shared()
+    )
     device = driver.active.get_current_device()
     _module, new_function, *_ = driver.active.utils.load_binary(
         kernel.name, new_ptx, new_shared, device

@@ -223,18 +223,19 @@ def _add_ptx_step(stages: dict, config: str) -> None:
         name = metadata.get("name", "?")
         shared = int(metadata.get("shared", 0) or 0)
         try:
-            new_ptx, table, new_shared = _C.instrument_ptx(ptx, config, shared, _max_shared())
+            new_ptx, needed, slot_bytes, table = _triton_launcher.instrument(
+                ptx, config, shared, _max_shared()
+            )
         except _C.ProfilerError as e:
             _warn_once(name, f"[PROTON] kernel {name} runs without instrumentation: {e}")
             return ptx
-        if new_shared:
-            metadata["shared"] = new_shared  # the CTA sums sit past the kernel's own
-        slot_bytes = int(table.split("\t")[9])  # per CTA: its units' records
-        # Triton's launcher asks the profile allocator for grid * this many bytes per launch.
+        if needed != shared:
+            metadata["shared"] = needed  # the CTA sums sit past the kernel's own
+        # Per CTA, its units' records: Triton's launcher asks the profile allocator for
+        # grid * this many bytes per launch.
         metadata["profile_scratch_size"] = slot_bytes
         metadata["profile_scratch_align"] = 256
         metadata[_METADATA_KEY] = table
-        _C.register_instrumentation_table(table)
         return new_ptx
 
     stages["ptx"] = ptx_with_instrumentation

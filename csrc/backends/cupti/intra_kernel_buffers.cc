@@ -443,8 +443,7 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
     }
     slot.offset = ring.used + (c.offset - run[0]->offset);
     slot.bytes = c.bytes;
-    slot.trace =
-        c.trace;  // its slices keep the GPU's clock: a replay's kernel record is not matched
+    slot.trace = c.trace;
     slot.symbol = c.symbol;
     slot.launchName = c.context.kernelName;
   }

@@ -19,8 +19,9 @@
 // together with the context of its capture. Each launch of the executable graph then enqueues,
 // on its stream, a copy of the slot into a fresh ring slot and a clear of the slot: every
 // replay is filed like a launch of its own, under the replay's launch context/<captured_at>/
-// <capture context>/<kernel>, where kernel tracing files the replay's kernel; a trace replay's
-// slices keep the GPU's %globaltimer (its kernel record is not matched to the slot). A launch
+// <capture context>/<kernel>, where kernel tracing files the replay's kernel (a trace replay,
+// whose kernel record is not matched to its slot, is placed by the decoder's known offset
+// between kernel records and %globaltimer). A launch
 // being captured that finds the arena full or no ring yet (nothing is allocated while a
 // stream captures) runs with recording off and is counted; so is a trace replay that finds the
 // ring full (its drain needs the kernel records flushed, which a launch callback cannot do)
@@ -138,7 +139,7 @@ class IntraKernelBuffers {
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
   Ring *existingRing(CUcontext context);                          // mu_ held; null if none
-  // mu_ held, within allocate(): a slot in the graph arena for a tree launch being captured.
+  // mu_ held, within allocate(): a slot in the graph arena for a launch being captured.
   Alloc allocateGraphSlot(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
                           uint64_t *devicePtr);
   // A launch captured into a graph: its slot in the arena and the context of its capture.

@@ -374,19 +374,38 @@ TEST(IntraKernelBuffersAllocate, ALaunchBeingCapturedIsBoundToItsGraphByTheLaunc
 // n launches of one warp that returned with no event (one slice each: its kernel scope) into
 // fresh buffers with a trace cap of `cap` slices; their trace session is `trace`.
 constexpr uint32_t kOneWarpUnitBytes = instrumentation::kTraceUnitHeaderBytes + 8 * 4;
-void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver, Session &trace,
-                         int n, uint64_t cap) {
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, cap, /*traceCapacity=*/4);
+constexpr uint32_t kOneWarpHash = 0x5107;
+// The scope table of a one-warp trace kernel with no scopes of its own.
+void addOneWarpTraceTable(IntraKernelBuffers &buffers) {
   instrumentation::ScopeTable table;
   table.kernel = "one_warp";
-  table.hash = 0x5107;
+  table.hash = kOneWarpHash;
   table.trace = true;
   table.paths = {""};
   table.numWarps = table.unitWarps = table.unitsPerCta = 1;
   table.capacity = 4;
   table.unitBytes = kOneWarpUnitBytes;
   buffers.tables().add(table);
+}
+
+// The one-warp kernel's unit at device address `at` ran and returned: its kernel scope, one
+// slice.
+void oneWarpRan(uint64_t at) {
+  uint8_t *unit = fake::ringMemory.data() + (at - 0x100000);
+  uint64_t gt0 = 1000, gt1 = 2000, c0 = 10, returned = 1u << 31;
+  uint32_t hash = kOneWarpHash;
+  std::memcpy(unit + 8, &gt0, 8);
+  std::memcpy(unit + 16, &gt1, 8);
+  std::memcpy(unit + 24, &hash, 4);
+  std::memcpy(unit + 32, &returned, 4);
+  std::memcpy(unit + 40, &c0, 8);
+}
+
+void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver, Session &trace,
+                         int n, uint64_t cap) {
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, cap, /*traceCapacity=*/4);
+  addOneWarpTraceTable(buffers);
   LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
   fake::ringMemory.assign(uint64_t{1} << 20, 0);
   fake::copiedBytes.clear();
@@ -395,13 +414,7 @@ void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &drive
     ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &ptr),
               IntraKernelBuffers::Alloc::kOk);
     buffers.bindLaunch(300 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
-    uint8_t *unit = fake::ringMemory.data() + (ptr - 0x100000);
-    uint64_t gt0 = 1000, gt1 = 2000, c0 = 10, returned = 1u << 31;
-    std::memcpy(unit + 8, &gt0, 8);
-    std::memcpy(unit + 16, &gt1, 8);
-    std::memcpy(unit + 24, &table.hash, 4);
-    std::memcpy(unit + 32, &returned, 4);
-    std::memcpy(unit + 40, &c0, 8);
+    oneWarpRan(ptr);
   }
 }
 
@@ -599,33 +612,14 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
   buffers.addUser();
   buffers.setLimits(uint64_t{1} << 20, /*maxTraceEvents=*/100, /*traceCapacity=*/4);
   fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
-  fake::copiedBytes.clear();
-  instrumentation::ScopeTable table;
-  table.kernel = "one_warp";
-  table.hash = 0x5107;
-  table.trace = true;
-  table.paths = {""};
-  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
-  table.capacity = 4;
-  table.unitBytes = kOneWarpUnitBytes;
-  buffers.tables().add(table);
+  addOneWarpTraceTable(buffers);
   Session trace{SessionId{34}, traceInstrumentation()};
   LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
-  // One unit that ran and returned: its kernel scope, one slice.
-  auto ran = [&](uint64_t at) {
-    uint8_t *unit = fake::ringMemory.data() + (at - 0x100000);
-    uint64_t gt0 = 1000, gt1 = 2000, c0 = 10, returned = 1u << 31;
-    std::memcpy(unit + 8, &gt0, 8);
-    std::memcpy(unit + 16, &gt1, 8);
-    std::memcpy(unit + 24, &table.hash, 4);
-    std::memcpy(unit + 32, &returned, 4);
-    std::memcpy(unit + 40, &c0, 8);
-  };
   uint64_t eager = 0, captured = 0;
   ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &eager),
             IntraKernelBuffers::Alloc::kOk);  // makes the ring and its arena
   buffers.bindLaunch(400, &entry, 1, "_Z8one_warpPf", StringId{});
-  ran(eager);
+  oneWarpRan(eager);
   fake::capturing = true;
   ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &captured),
             IntraKernelBuffers::Alloc::kOk);
@@ -635,7 +629,7 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
   const auto exec = reinterpret_cast<CUgraphExec>(0x7100);
   buffers.onGraphExecCreated(exec, fake::kGraph);
   for (int replay = 0; replay < 2; ++replay) {
-    ran(captured);
+    oneWarpRan(captured);
     buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
     EXPECT_EQ(fake::ringMemory[captured - 0x100000 + 24], 0);  // cleared for the next replay
   }
