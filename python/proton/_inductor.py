@@ -21,14 +21,11 @@ Thread-safety: the launcher's callers hold the GIL; a kernel's binary may be bui
 threads racing on its first launch, and one of the two is kept.
 """
 
-import importlib.abc
-import importlib.machinery
 import os
-import sys
 import tempfile
 import weakref
 
-from . import _C, _triton_launcher
+from . import _C, _import_hooks, _triton_launcher
 
 _LAUNCHER_MODULE = "torch._inductor.runtime.static_triton_launcher"
 
@@ -122,17 +119,12 @@ def install(config: str, trace: bool, max_shared, warn) -> None:
     it). warn(kernel, message) reports a kernel left uninstrumented."""
     _patch.config, _patch.trace, _patch.warn = config, trace, warn
     _patch.max_shared = max_shared
-    module = sys.modules.get(_LAUNCHER_MODULE)
-    if module is not None:
-        _patch_launcher(module)
-    elif _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
+    _finder.install(_LAUNCHER_MODULE)
 
 
 def uninstall() -> None:
     """The last instrumentation session was finalized: Inductor's launcher runs on its own."""
-    if _finder in sys.meta_path:
-        sys.meta_path.remove(_finder)
+    _finder.remove()
     if _patch.cls is not None:
         _patch.cls.C_impl = _patch.c_impl
         _patch.cls = _patch.c_impl = None
@@ -161,27 +153,8 @@ def _patch_launcher(module) -> None:
     cls.C_impl = property(launcher_of)
 
 
-class _LauncherImport(importlib.abc.MetaPathFinder):
-    """Patches Inductor's launcher module right after it is first imported in a session."""
-
-    def find_spec(self, name, path, target=None):
-        if name != _LAUNCHER_MODULE:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        load = spec.loader.exec_module
-
-        def load_and_patch(module):
-            load(module)
-            if _finder in sys.meta_path:  # the session is still live
-                _patch_launcher(module)
-
-        spec.loader.exec_module = load_and_patch
-        return spec
-
-
-_finder = _LauncherImport()
+# Patches Inductor's launcher module right after it is first imported in a session.
+_finder = _import_hooks.AfterImport(_patch_launcher)
 
 
 def _binary_of(kernel):

@@ -199,3 +199,8 @@ except ImportError:  # no Triton: the names exist, and say what is missing when 
         raise ImportError("[PROTON] proton.language needs Triton: pip install triton")
 
     enter_scope = exit_scope = scope = _missing
+
+# A kernel that uses these names must also compile inside torch.compile (Inductor's copy of it).
+from . import _inductor_source  # noqa: E402
+
+_inductor_source.install()

@@ -308,9 +308,32 @@ def scoped_in_compiled_kernel(x, out, BLOCK: tl.constexpr):
     tl.store(out + offs, v)
 
 
+def test_a_scoped_kernel_inside_the_compiled_graph_compiles_and_records_its_kernel():
+    # Inductor compiles a user's kernel from a copy of its source in a module of its own, which
+    # Proton gives the kernel's pl import (without it: NameError, session or not). The copy
+    # runs the same bits with and without a session and, in one, records its kernel scope.
+    def launch(x):
+        out = torch.empty_like(x)
+        scoped_in_compiled_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
+        return out
+
+    f = torch.compile(lambda x: launch(x + 1.0) * 2.0)
+    x = torch.arange(1 << 16, device="cuda", dtype=torch.float32)
+
+    def run():
+        y = f(x)
+        torch.cuda.synchronize()
+        return [y]
+
+    assert torch.equal(run()[0], (x + 1.0) * 3.0 * 2.0)
+    root = outputs_and_profile("scoped_compiled", run)
+    (node,) = triton_kernel_nodes(root, "scoped_in_compiled_kernel")
+    assert node["metrics"]["normalized_cycles"] > 0, dump(root)
+
+
 def test_a_scoped_kernel_launched_outside_the_compiled_graph_keeps_its_scopes():
-    # Inductor cannot compile a kernel that uses pl (README: Known issues); launched from a
-    # function torch.compile leaves out of its graph, it runs as Triton's JIT kernel does.
+    # Inside the compiled graph such a kernel records its kernel scope only (above); launched
+    # from a function torch.compile leaves out of its graph, it runs as Triton's JIT kernel does.
     @torch.compiler.disable
     def launch(x):
         out = torch.empty_like(x)
