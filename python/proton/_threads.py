@@ -19,7 +19,13 @@ def _start_with_context(self):
         run = self.run
 
         def run_in_context():
-            _C.adopt_context(snapshot)
+            # Adopted, the snapshot is let go: a thread object that outlives the program's end
+            # (a daemon pool's worker) must not hold a binding object past it (nanobind
+            # reports those as leaks at exit).
+            nonlocal snapshot
+            adopted, snapshot = snapshot, None
+            _C.adopt_context(adopted)
+            del adopted
             run()
 
         self.run = run_in_context

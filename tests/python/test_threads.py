@@ -172,3 +172,26 @@ def test_thread_started_outside_a_scope_does_not_inherit_a_later_scope():
         ("main_only", {}, []),
         ("worker", {"n": 1}, []),
     ]
+
+
+DAEMON_AT_EXIT = """
+import threading, proton
+proton.start("daemon")
+started = threading.Event()
+with proton.scope("outer"):
+    worker = threading.Thread(target=lambda: (started.set(), threading.Event().wait()), daemon=True)
+    worker.start()  # a pool's worker: still running when the program ends
+started.wait()
+proton.finalize()
+print("done")
+"""
+
+
+def test_a_daemon_thread_alive_at_exit_leaves_nothing_behind(tmp_path):
+    # Inductor's compile pool keeps daemon threads: a thread started in a session must not
+    # keep the scopes it adopted alive past the program's end (nanobind reports a leak).
+    from proton_test_utils import run_python
+
+    r = run_python(DAEMON_AT_EXIT, tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr
+    assert "leaked" not in r.stderr, r.stderr
