@@ -1,0 +1,154 @@
+"""backend="instrumentation" through the rest of the session API: deactivate and activate,
+in-memory data and phases, the decorator, sessions one after another with other modes, and
+the command line. Counts are exact: one per warp that ran a scope, per recorded launch."""
+
+import os
+import subprocess
+import sys
+
+import proton
+import proton.language as pl
+import pytest
+from gpu_tree import dump
+from proton_test_utils import PYTHON_DIR, find, load_hatchet
+
+torch = pytest.importorskip("torch")
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+
+@triton.jit
+def counted_kernel(out, N: tl.constexpr):
+    v = tl.program_id(0).to(tl.float32)
+    with pl.scope("work"):
+        for _ in tl.static_range(N):
+            v = v * 1.5 + 1.0
+    tl.store(out + tl.program_id(0), v)
+
+
+CTAS, WARPS = 4, 4  # 16 warps per launch
+
+
+def launch(out, times=1):
+    for _ in range(times):
+        counted_kernel[(CTAS,)](out, N=4, num_warps=WARPS)
+    torch.cuda.synchronize()
+
+
+def work_counts(root):
+    kernel = find(root, "counted_kernel")
+    return kernel["metrics"]["count"], find(kernel, "work")["metrics"]["count"]
+
+
+def test_launches_while_deactivated_are_left_out():
+    out = torch.empty(CTAS, device="cuda")
+    proton.start("paused", backend="instrumentation")
+    launch(out, 2)
+    proton.deactivate()
+    launch(out, 3)  # the instrumented binary runs, and nothing of it is filed
+    proton.activate()
+    launch(out, 4)
+    proton.finalize()
+    root = load_hatchet("paused.hatchet")[0]
+    assert work_counts(root) == (6, 6 * CTAS * WARPS), dump(root)
+
+
+def test_in_memory_data_and_phases_carry_the_cycles():
+    out = torch.empty(CTAS, device="cuda")
+    session = proton.start("phased", backend="instrumentation")
+    launch(out, 2)
+    proton.data.advance_phase(session)
+    launch(out, 3)
+    proton.deactivate(session, flushing=True)
+    first, second = proton.data.get(session, 0)[0], proton.data.get(session, 1)[0]
+    assert work_counts(first) == (2, 2 * CTAS * WARPS), dump(first)
+    assert work_counts(second) == (3, 3 * CTAS * WARPS), dump(second)
+    assert find(second, "counted_kernel", "work")["metrics"]["cycles"] > 0
+    assert proton.data.is_phase_complete(session, 0)
+    proton.finalize(session)
+
+
+def test_the_decorator_records_what_runs_inside_it():
+    out = torch.empty(CTAS, device="cuda")
+
+    @proton.profile(name="decorated", backend="instrumentation")
+    def step():
+        launch(out, 5)
+
+    step()
+    proton.finalize()
+    root = load_hatchet("decorated.hatchet")[0]
+    assert work_counts(root) == (5, 5 * CTAS * WARPS), dump(root)
+
+
+def test_sessions_one_after_another_each_get_their_own_mode():
+    out = torch.empty(CTAS, device="cuda")
+    proton.start("first_tree", backend="instrumentation")
+    launch(out, 2)
+    proton.finalize()
+    proton.start(
+        "one_unit",
+        backend="instrumentation",
+        mode=proton.mode.Default(sampling_strategy="selective", sampling_options="1"),
+    )
+    launch(out, 3)
+    proton.finalize()
+    proton.start("then_trace", backend="instrumentation", data="trace")
+    launch(out, 1)
+    proton.finalize()
+    proton.start("tree_again", backend="instrumentation")
+    launch(out, 4)
+    proton.finalize()
+    assert work_counts(load_hatchet("first_tree.hatchet")[0]) == (2, 2 * 16)
+    assert work_counts(load_hatchet("one_unit.hatchet")[0]) == (3, 3 * CTAS)  # warp 1 only
+    trace = load_hatchet("then_trace.chrome_trace")["traceEvents"]
+    slices = [e for e in trace if e.get("ph") == "X" and e.get("name") == "work"]
+    assert len(slices) == CTAS * WARPS, len(slices)
+    assert work_counts(load_hatchet("tree_again.hatchet")[0]) == (4, 4 * 16)
+
+
+PROGRAM = """
+import torch, triton, triton.language as tl
+import proton.language as pl
+
+@triton.jit
+def cli_kernel(out, N: tl.constexpr):
+    v = tl.program_id(0).to(tl.float32)
+    with pl.scope("body"):
+        for _ in tl.static_range(N):
+            v = v * 1.5 + 1.0
+    tl.store(out + tl.program_id(0), v)
+
+out = torch.empty(8, device="cuda")
+for _ in range(3):
+    cli_kernel[(8,)](out, N=4, num_warps=2)
+torch.cuda.synchronize()
+raise SystemExit(7)  # the program's own exit code, kept
+"""
+
+
+@pytest.mark.parametrize("data", ["tree", "trace"])
+def test_the_command_line_instruments_a_whole_program(tmp_path, data):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PROTON_DISABLE", None)
+    r = subprocess.run(
+        [sys.executable, "-m", "proton", "-b", "instrumentation", "-d", data, "-n", "cli"]
+        + ["prog.py"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 7, r.stderr[-3000:]
+    if data == "tree":
+        root = load_hatchet(tmp_path / "cli.hatchet")[0]
+        kernel = find(root, "cli_kernel")
+        assert kernel["metrics"]["count"] == 3, dump(root)
+        assert find(kernel, "body")["metrics"]["count"] == 3 * 8 * 2, dump(root)
+    else:
+        events = load_hatchet(tmp_path / "cli.chrome_trace")["traceEvents"]
+        body = [e for e in events if e.get("ph") == "X" and e.get("name") == "body"]
+        assert len(body) == 3 * 8 * 2
