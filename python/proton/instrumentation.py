@@ -38,11 +38,36 @@ _UNIT_WARPS = {
     "warp_group_4": 16,
     "warp_group_8": 32,
 }
-# Device buffers: GPU memory per device for the launches between two drains; slices kept in a
-# trace (the size cap: beyond it launches run without recording, counted).
-# PROTON_INSTRUMENTATION_TRACE_EVENTS sets the cap.
+# Device buffers: GPU memory per device for the launches between two drains (and an eighth of
+# it more for CUDA graphs' slots); slices kept in a trace (the size cap: beyond it launches run
+# without recording, counted). PROTON_INSTRUMENTATION_RING_MB and
+# PROTON_INSTRUMENTATION_TRACE_EVENTS set them.
 RING_BYTES = 256 << 20
 MAX_TRACE_EVENTS = 1 << 20
+_LIMITS = {
+    "PROTON_INSTRUMENTATION_RING_MB": (RING_BYTES >> 20, 1, 1 << 20),
+    "PROTON_INSTRUMENTATION_TRACE_EVENTS": (MAX_TRACE_EVENTS, 1, 1 << 40),
+}
+
+
+def limit(variable: str) -> int:
+    """The value of one of the _LIMITS environment variables (its default when unset)."""
+    default, low, high = _LIMITS[variable]
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            f"[PROTON] {variable}={text!r}: expected a whole number from {low} to {high} "
+            f"(default {default})"
+        )
+    return value
 
 
 class _State:
@@ -127,6 +152,8 @@ def prepare(mode, data: str) -> tuple:
     """Checks the mode before the session starts: (mode string for the core, typed mode)."""
     m = _as_mode(mode)
     config = config_string(m, data or "tree")
+    for variable in _LIMITS:
+        limit(variable)  # a bad value fails here, before the session exists
     if _state.sessions and config != _state.config:
         from .errors import ConfigError
 
@@ -148,8 +175,11 @@ def activate(session: int, m: _mode.InstrumentationMode, data: str) -> None:
         return
     _state.config = config
     _state.trace = config.split(":")[1] == "trace"
-    cap = int(os.environ.get("PROTON_INSTRUMENTATION_TRACE_EVENTS", "") or MAX_TRACE_EVENTS)
-    _C.set_instrumentation_limits(RING_BYTES, cap, capacity_of(m))
+    _C.set_instrumentation_limits(
+        limit("PROTON_INSTRUMENTATION_RING_MB") << 20,
+        limit("PROTON_INSTRUMENTATION_TRACE_EVENTS"),
+        capacity_of(m),
+    )
     try:
         import triton
         from triton.runtime import _allocation

@@ -127,21 +127,29 @@ raise SystemExit(7)  # the program's own exit code, kept
 """
 
 
-@pytest.mark.parametrize("data", ["tree", "trace"])
-def test_the_command_line_instruments_a_whole_program(tmp_path, data):
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    env = dict(os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.pop("PROTON_DISABLE", None)
-    r = subprocess.run(
-        [sys.executable, "-m", "proton", "-b", "instrumentation", "-d", data, "-n", "cli"]
-        + ["prog.py"],
-        cwd=str(tmp_path),
-        env=env,
+def run_program(folder, program, *before, env=None):
+    """Runs `program` (written to a file: Triton reads its kernels' source) in a fresh process,
+    as `python <before...> -n cli prog.py` when `before` is given."""
+    (folder / "prog.py").write_text(program)
+    full_env = dict(
+        os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", "")
+    )
+    full_env.pop("PROTON_DISABLE", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, *before, *(["-n", "cli"] if before else []), "prog.py"],
+        cwd=str(folder),
+        env=full_env,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+@pytest.mark.parametrize("data", ["tree", "trace"])
+def test_the_command_line_instruments_a_whole_program(tmp_path, data):
+    r = run_program(tmp_path, PROGRAM, "-m", "proton", "-b", "instrumentation", "-d", data)
     assert r.returncode == 7, r.stderr[-3000:]
     if data == "tree":
         root = load_hatchet(tmp_path / "cli.hatchet")[0]
@@ -152,3 +160,44 @@ def test_the_command_line_instruments_a_whole_program(tmp_path, data):
         events = load_hatchet(tmp_path / "cli.chrome_trace")["traceEvents"]
         body = [e for e in events if e.get("ph") == "X" and e.get("name") == "body"]
         assert len(body) == 3 * 8 * 2
+
+
+SMALL_RING = """
+import json, torch, triton, triton.language as tl
+import proton, proton.language as pl
+
+@triton.jit
+def wide_kernel(out, N: tl.constexpr):
+    v = tl.program_id(0).to(tl.float32)
+    with pl.scope("work"):
+        for _ in tl.static_range(N):
+            v = v * 1.5 + 1.0
+    tl.store(out + tl.program_id(0), v)
+
+out = torch.empty(4096, device="cuda")
+for data, ctas, launches in (("tree", 4096, 20), ("trace", 4, 100)):
+    proton.start(f"small_{data}", backend="instrumentation", data=data)
+    for _ in range(launches):
+        wide_kernel[(ctas,)](out, N=4, num_warps=4)
+    torch.cuda.synchronize()
+    proton.finalize()
+print("ok")
+"""
+
+
+def test_a_small_ring_drains_often_and_loses_nothing(tmp_path):
+    # PROTON_INSTRUMENTATION_RING_MB=1: the tree's 20 launches of 4096 CTAs (a CTA record
+    # each) and the trace's 100 launches of 16 warps fill the ring several times over; every
+    # launch is still recorded, exactly.
+    r = run_program(tmp_path, SMALL_RING, env={"PROTON_INSTRUMENTATION_RING_MB": "1"})
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    root = load_hatchet(tmp_path / "small_tree.hatchet")[0]
+    kernel = find(root, "wide_kernel")
+    assert kernel["metrics"]["count"] == 20, dump(root)
+    assert find(kernel, "work")["metrics"]["count"] == 20 * 4096 * 4, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("instrumentation_ring_full_wait_us", 0) > 0, stats
+    assert stats.get("instrumentation_launches_unrecorded", 0) == 0, stats
+    trace = load_hatchet(tmp_path / "small_trace.chrome_trace")
+    work = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "work"]
+    assert len(work) == 100 * 4 * 4

@@ -97,6 +97,50 @@ def test_bad_instrumentation_mode_strings_raise_config_error(mode, message):
     assert _C.live_sessions() == []
 
 
+@pytest.mark.parametrize(
+    "variable, value, message",
+    [
+        (
+            "PROTON_INSTRUMENTATION_RING_MB",
+            "lots",
+            "[PROTON] PROTON_INSTRUMENTATION_RING_MB='lots': expected a whole number from 1 to "
+            "1048576 (default 256)",
+        ),
+        (
+            "PROTON_INSTRUMENTATION_RING_MB",
+            "0",
+            "[PROTON] PROTON_INSTRUMENTATION_RING_MB='0': expected a whole number from 1 to "
+            "1048576 (default 256)",
+        ),
+        (
+            "PROTON_INSTRUMENTATION_TRACE_EVENTS",
+            "1e6",
+            "[PROTON] PROTON_INSTRUMENTATION_TRACE_EVENTS='1e6': expected a whole number from 1 "
+            "to 1099511627776 (default 1048576)",
+        ),
+    ],
+)
+def test_bad_instrumentation_limits_raise_config_error_before_a_session(
+    monkeypatch, variable, value, message
+):
+    # Checked before anything else (before: a ValueError from int() once the session had
+    # started on the GPU, which then stayed live).
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(proton.ConfigError) as info:
+        proton.start("bad_limit", backend="instrumentation")
+    assert str(info.value) == message
+    assert _C.live_sessions() == []
+
+
+def test_instrumentation_limits_read_their_variables(monkeypatch):
+    from proton import instrumentation
+
+    monkeypatch.delenv("PROTON_INSTRUMENTATION_RING_MB", raising=False)
+    assert instrumentation.limit("PROTON_INSTRUMENTATION_RING_MB") == 256
+    monkeypatch.setenv("PROTON_INSTRUMENTATION_RING_MB", " 64 ")
+    assert instrumentation.limit("PROTON_INSTRUMENTATION_RING_MB") == 64
+
+
 def test_mode_of_the_wrong_type_raises_type_error():
     with pytest.raises(TypeError, match="mode must be a str or a proton.mode object, got int"):
         proton.start("m", mode=5)

@@ -154,7 +154,8 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   if (driver.memAlloc(&ring.base, ring.capacity) != CUDA_SUCCESS) {
     std::fprintf(stderr,
                  "[PROTON] could not allocate %zu MB of GPU memory for intra-kernel buffers; "
-                 "kernels run without recording (stat instrumentation_launches_unrecorded).\n",
+                 "kernels run without recording (stat instrumentation_launches_unrecorded). "
+                 "PROTON_INSTRUMENTATION_RING_MB sets a smaller size.\n",
                  ring.capacity >> 20);
     return nullptr;
   }
@@ -290,12 +291,13 @@ void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, size_t r
     if (!tooLargeWarned_.insert(name).second) return;
   }
   constexpr double kMb = 1024.0 * 1024.0;
-  std::fprintf(stderr,
-               "[PROTON] kernel %s: a launch needs %.1f MB of intra-kernel buffer, more than the "
-               "%.1f MB Proton keeps per device; such launches run without recording (stat "
-               "instrumentation_launches_unrecorded)%s.\n",
-               name.c_str(), static_cast<double>(bytes) / kMb, static_cast<double>(ringBytes) / kMb,
-               trace ? "; a smaller buffer_size or data='tree' records them" : "");
+  std::fprintf(
+      stderr,
+      "[PROTON] kernel %s: a launch needs %.1f MB of intra-kernel buffer, more than the "
+      "%.1f MB Proton keeps per device (PROTON_INSTRUMENTATION_RING_MB); such launches run "
+      "without recording (stat instrumentation_launches_unrecorded)%s.\n",
+      name.c_str(), static_cast<double>(bytes) / kMb, static_cast<double>(ringBytes) / kMb,
+      trace ? "; a smaller buffer_size or data='tree' records them" : "");
 }
 
 void IntraKernelBuffers::setDriver(const CudaDriverApi *driver) {
