@@ -55,7 +55,9 @@ class AfterImport(importlib.abc.MetaPathFinder):
 
         def load_and_patch(module):
             load(module)
-            if self.waiting:  # not removed meanwhile (a session that ended, say)
+            # Not removed meanwhile (a session that ended, say), and this module: a loader
+            # object may serve several.
+            if self.waiting and getattr(module, "__name__", None) == self.name:
                 self.remove()
                 self._apply(module)
 

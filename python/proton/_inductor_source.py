@@ -72,8 +72,8 @@ def _patch_wrapper(module) -> None:
     if getattr(closure, "_proton_imports", False):
         return
 
-    def closure_with_proton_imports(kernel):
-        source = closure(kernel)
+    def closure_with_proton_imports(kernel, *args, **kwargs):
+        source = closure(kernel, *args, **kwargs)
         try:
             lines = import_lines(kernel)
         except Exception:  # noqa: BLE001 - Inductor's source as it was; never its failure
