@@ -36,6 +36,8 @@ def import_lines(kernel) -> list:
 
     def visit(jit_function) -> None:
         fn = getattr(jit_function, "fn", None)
+        while fn is not None and not hasattr(fn, "__code__"):  # an autotuner's JITFunction
+            fn = getattr(fn, "fn", None)
         if fn is None or id(fn) in visited:
             return
         visited.add(id(fn))

@@ -96,6 +96,8 @@ def test_the_copy_gets_the_imports_of_the_kernel_s_proton_names(wrapper):
         "\n\nimport proton.language as pl\nfrom proton.language import scope as sc\n"
     )
     assert _inductor_source.import_lines(doubled) == ["from proton.language import scope as sc"]
+    tuned = triton.autotune(configs=[triton.Config({})], key=[])(user_kernel)
+    assert _inductor_source.import_lines(tuned) == _inductor_source.import_lines(user_kernel)
 
 
 def test_without_the_imports_the_copy_does_not_compile(wrapper):
