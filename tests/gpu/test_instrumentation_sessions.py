@@ -201,3 +201,40 @@ def test_a_small_ring_drains_often_and_loses_nothing(tmp_path):
     trace = load_hatchet(tmp_path / "small_trace.chrome_trace")
     work = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "work"]
     assert len(work) == 100 * 4 * 4
+
+
+def find_kernel_path(node, name, path=()):
+    """The names from the root to the first node called `name`, and that node."""
+    for child in node["children"]:
+        here = (*path, child["frame"]["name"])
+        if child["frame"]["name"] == name:
+            return here, child
+        found = find_kernel_path(child, name, here)
+        if found:
+            return found
+    return None
+
+
+def test_scopes_go_under_the_launch_s_python_frames_and_proton_scopes():
+    out = torch.empty(CTAS, device="cuda")
+    launch(out)  # compiled before the sessions
+
+    def step():
+        launch(out, 2)
+
+    proton.start("py_frames", backend="instrumentation", context="python")
+    step()
+    proton.finalize()
+    path, kernel = find_kernel_path(load_hatchet("py_frames.hatchet")[0], "counted_kernel")
+    assert any(p.endswith("@step") for p in path[:-1]), path
+    assert kernel["metrics"]["count"] == 2
+    assert find(kernel, "work")["metrics"]["count"] == 2 * CTAS * WARPS
+
+    proton.start("shadow_scopes", backend="instrumentation")
+    with proton.scope("outer"), proton.scope("inner"):
+        launch(out, 3)
+    proton.finalize()
+    root = load_hatchet("shadow_scopes.hatchet")[0]
+    kernel = find(root, "outer", "inner", "counted_kernel")
+    assert kernel["metrics"]["count"] == 3, dump(root)
+    assert find(kernel, "work")["metrics"]["count"] == 3 * CTAS * WARPS, dump(root)
