@@ -238,3 +238,51 @@ def test_scopes_go_under_the_launch_s_python_frames_and_proton_scopes():
     kernel = find(root, "outer", "inner", "counted_kernel")
     assert kernel["metrics"]["count"] == 3, dump(root)
     assert find(kernel, "work")["metrics"]["count"] == 3 * CTAS * WARPS, dump(root)
+
+
+FIRST_LAUNCH_CAPTURED = """
+import ctypes, json, sys, torch, triton, triton.language as tl
+import proton, proton.language as pl
+
+@triton.jit
+def graphed(x, out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("body"):
+        v = tl.load(x + offs) * 2.0 + 1.0
+    tl.store(out + offs, v)
+
+x = torch.arange(4096, device="cuda", dtype=torch.float32)
+out = torch.zeros_like(x)
+if sys.argv[1] == "blocking":  # a stream that waits for the legacy one, as CUDA's default flags make
+    handle = ctypes.c_void_p()
+    assert ctypes.CDLL("libcuda.so.1").cuStreamCreate(ctypes.byref(handle), 0) == 0
+    stream = torch.cuda.ExternalStream(handle.value)
+else:
+    stream = torch.cuda.Stream()
+proton.start("first_capture", backend="instrumentation")
+graphed.warmup(x, out, BLOCK=1024, grid=(4,), num_warps=4)  # compiled for the session only
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g, stream=stream):
+    graphed[(4,)](x, out, BLOCK=1024, num_warps=4)  # the process's first instrumented launch
+for _ in range(3):
+    g.replay()
+torch.cuda.synchronize()
+proton.finalize()
+assert torch.equal(out, x * 2 + 1)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("stream", ["pytorch", "blocking"])
+def test_a_graph_captured_before_any_instrumented_launch_records_its_replays(tmp_path, stream):
+    # Nothing was allocated while a stream captured, so a GPU's first instrumented launch
+    # being captured ran unrecorded at every replay. The ring is now allocated then, without
+    # touching the stream being captured (which, when blocking, the legacy stream waits for).
+    r = run_program(tmp_path, FIRST_LAUNCH_CAPTURED.replace("sys.argv[1]", repr(stream)))
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    root = load_hatchet(tmp_path / "first_capture.hatchet")[0]
+    _, kernel = find_kernel_path(root, "graphed")
+    assert kernel["metrics"]["count"] == 3, dump(root)
+    assert find(kernel, "body")["metrics"]["count"] == 3 * 4 * 4, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("instrumentation_graph_launches_unrecorded", 0) == 0, stats

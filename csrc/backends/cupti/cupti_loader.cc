@@ -130,6 +130,10 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memsetD8Async, "cuMemsetD8Async", &missing);
   resolve(handle, api->pointerGetAttribute, "cuPointerGetAttribute", &missing);
   resolve(handle, api->exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode", &missing);
+  resolve(handle, api->streamCreate, "cuStreamCreate", &missing);
+  resolve(handle, api->streamSynchronize, "cuStreamSynchronize", &missing);
+  resolve(handle, api->streamDestroy, "cuStreamDestroy_v2", &missing);
+  resolve(handle, api->memFree, "cuMemFree_v2", &missing);
   resolve(handle, api->streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", nullptr);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,

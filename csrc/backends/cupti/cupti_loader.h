@@ -101,11 +101,36 @@ struct CudaDriverApi {
   decltype(&::cuMemsetD8Async) memsetD8Async = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
   decltype(&::cuThreadExchangeStreamCaptureMode) exchangeCaptureMode = nullptr;
+  // Zeroing a new ring on a stream of Proton's own (intra_kernel_buffers.cc), and freeing one
+  // that could not be set up.
+  decltype(&::cuStreamCreate) streamCreate = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&::cuStreamDestroy_v2) streamDestroy = nullptr;
+  decltype(&::cuMemFree_v2) memFree = nullptr;
   // cuStreamGetCaptureInfo_v2 (CUDA 11.3+; declared here: newer headers hide it).
   using StreamGetCaptureInfoV2 = CUresult(CUDAAPI *)(CUstream, CUstreamCaptureStatus *,
                                                      cuuint64_t *, CUgraph *, const CUgraphNode **,
                                                      size_t *);
   StreamGetCaptureInfoV2 streamGetCaptureInfo = nullptr;
+};
+
+// Relaxed stream-capture mode for the calling thread while it lives: allocating device memory
+// (and synchronising a stream of Proton's own) is then legal while a stream captures a CUDA
+// graph, this thread's or, in global mode, another's. As PyTorch's allocator does.
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(const CudaDriverApi &driver) : driver_(driver) {
+    if (driver_.exchangeCaptureMode) driver_.exchangeCaptureMode(&mode_);
+  }
+  ~RelaxedCaptureMode() {
+    if (driver_.exchangeCaptureMode) driver_.exchangeCaptureMode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
+  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
+
+ private:
+  const CudaDriverApi &driver_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;  // the thread's, while relaxed
 };
 
 // The CUPTI major this copy of the backend was compiled for.

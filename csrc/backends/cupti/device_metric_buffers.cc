@@ -46,16 +46,13 @@ bool DeviceMetricBuffers::capturing(const DeviceTensor &tensor) {
 }
 
 bool DeviceMetricBuffers::allocate(CUcontext context, CUdeviceptr *out, size_t bytes) {
-  // Relaxed capture mode: allocating is legal even while this thread captures a graph.
-  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-  driver_->exchangeCaptureMode(&mode);
+  RelaxedCaptureMode relaxed(*driver_);  // legal even while this thread captures a graph
   bool ok = driver_->ctxPushCurrent(context) == CUDA_SUCCESS;
   if (ok) {
     ok = driver_->memAlloc(out, bytes) == CUDA_SUCCESS;
     CUcontext popped;
     driver_->ctxPopCurrent(&popped);
   }
-  driver_->exchangeCaptureMode(&mode);
   return ok;
 }
 

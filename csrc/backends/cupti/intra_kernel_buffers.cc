@@ -78,6 +78,17 @@ class ContextScope {
   bool ok_;
 };
 
+// Zeroes new device memory on a stream of Proton's own, created non-blocking: the legacy
+// stream would wait for every blocking stream, and break a capture under way on one.
+bool zeroed(const CudaDriverApi &driver, CUdeviceptr at, size_t bytes) {
+  CUstream stream = nullptr;
+  if (driver.streamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return false;
+  bool ok = driver.memsetD8Async(at, 0, bytes, stream) == CUDA_SUCCESS &&
+            driver.streamSynchronize(stream) == CUDA_SUCCESS;
+  driver.streamDestroy(stream);
+  return ok;
+}
+
 }  // namespace
 
 IntraKernelBuffers &IntraKernelBuffers::global() {
@@ -151,6 +162,9 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   int khz = 0;
   if (driver.deviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device) == CUDA_SUCCESS)
     ring.cyclesPerNs = khz / 1e6;
+  // The process's first instrumented launch on this GPU may be one being captured into a CUDA
+  // graph: nothing here may touch a stream that captures, or make the capture illegal.
+  RelaxedCaptureMode relaxed(driver);
   if (driver.memAlloc(&ring.base, ring.capacity) != CUDA_SUCCESS) {
     std::fprintf(stderr,
                  "[PROTON] could not allocate %zu MB of GPU memory for intra-kernel buffers; "
@@ -159,12 +173,18 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
                  ring.capacity >> 20);
     return nullptr;
   }
-  if (driver.memsetD8(ring.base, 0, ring.capacity) != CUDA_SUCCESS) return nullptr;
-  // The graph arena is allocated with the ring: nothing may be allocated while a stream
-  // captures. Without one, launches being captured run unrecorded (counted).
+  if (!zeroed(driver, ring.base, ring.capacity)) {
+    driver.memFree(ring.base);  // not kept: the next launch tries again
+    return nullptr;
+  }
+  // The graph arena is allocated with the ring. Without one, launches being captured run
+  // unrecorded (counted).
   size_t arena = ring.capacity / kGraphArenaDivisor;
   if (driver.memAlloc(&ring.graphBase, arena) == CUDA_SUCCESS) {
-    if (driver.memsetD8(ring.graphBase, 0, arena) == CUDA_SUCCESS) ring.graphCapacity = arena;
+    if (zeroed(driver, ring.graphBase, arena))
+      ring.graphCapacity = arena;
+    else
+      driver.memFree(ring.graphBase), ring.graphBase = 0;
   } else {
     ring.graphBase = 0;
   }
@@ -182,10 +202,17 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriver
                                                                 size_t bytes, bool trace,
                                                                 uint64_t stream,
                                                                 uint64_t *devicePtr) {
-  CUcontext context = nullptr;
-  if (driver.ctxGetCurrent(&context) != CUDA_SUCCESS || !context)
-    context = launchContext(driver, stream);
+  CUcontext current = nullptr;
+  if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+  CUcontext context = current ? current : launchContext(driver, stream);
+  // The GPU's first instrumented launch may be this one: a tree's ring and arena are allocated
+  // now. A trace replay's slices are placed with the offset between kernel records and
+  // %globaltimer that an eager launch showed; with no eager launch yet, none (counted below).
   Ring *ring = context ? existingRing(context) : nullptr;
+  if (!ring && context && !trace) {
+    ContextScope scope(driver, context, context == current);
+    if (scope.ok()) ring = ringFor(driver, context);
+  }
   size_t raw = trace ? bytes : bytes + instrumentation::kTreeHeaderBytes;
   size_t need = (raw + kAlign - 1) / kAlign * kAlign;
   CUgraph graph = nullptr;

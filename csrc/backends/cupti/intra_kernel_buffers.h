@@ -22,10 +22,12 @@
 // <capture context>/<kernel>, where kernel tracing files the replay's kernel (a trace replay,
 // whose kernel record is not matched to its slot, is placed by the decoder's known offset
 // between kernel records and %globaltimer). A launch
-// being captured that finds the arena full or no ring yet (nothing is allocated while a
-// stream captures) runs with recording off and is counted; so is a trace replay that finds the
-// ring full (its drain needs the kernel records flushed, which a launch callback cannot do)
-// or the trace at its cap.
+// being captured that finds the arena full runs with recording off and is counted; so is a
+// trace replay that finds the ring full (its drain needs the kernel records flushed, which a
+// launch callback cannot do) or the trace at its cap. The ring and arena are allocated at a
+// GPU's first instrumented launch, in relaxed capture mode and zeroed on a stream of Proton's
+// own, so that nothing touches a stream being captured; a trace launch being captured before
+// any eager one on its GPU finds none and is counted (its replays could not be placed).
 //
 // Thread-safe: one mutex, taken by instrumented launches and by drains only; the decoder has
 // its own, taken by drains (tree) and by the thread that files trace slots.

@@ -120,8 +120,11 @@ CUresult attribute(int *value, CUdevice_attribute, CUdevice) {
   *value = 1980000;
   return CUDA_SUCCESS;
 }
+CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // the calling thread's
+size_t allocationsInGlobalMode = 0;
 CUresult memAlloc(CUdeviceptr *ptr, size_t bytes) {
   if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (captureMode == CU_STREAM_CAPTURE_MODE_GLOBAL) ++allocationsInGlobalMode;
   allocatedIn = current;
   *ptr = 0x100000 + allocated;
   allocated += bytes;
@@ -137,6 +140,11 @@ CUresult memset(CUdeviceptr at, unsigned char value, size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult memsetAsync(CUdeviceptr at, unsigned char value, size_t bytes, CUstream) {
+  return memset(at, value, bytes);
+}
+size_t syncMemsets = 0;  // on the legacy stream
+CUresult syncMemset(CUdeviceptr at, unsigned char value, size_t bytes) {
+  ++syncMemsets;
   return memset(at, value, bytes);
 }
 size_t asyncCopies = 0;
@@ -170,6 +178,26 @@ CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
   return CUDA_SUCCESS;
 }
 CUresult synchronize() { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+size_t ownStreams = 0;  // created by Proton, and not yet destroyed
+CUresult exchangeMode(CUstreamCaptureMode *mode) {
+  std::swap(captureMode, *mode);
+  return CUDA_SUCCESS;
+}
+const auto kOwnStream = reinterpret_cast<CUstream>(0x9000);
+CUresult streamCreate(CUstream *stream, unsigned int flags) {
+  if (!current || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  *stream = kOwnStream;
+  ++ownStreams;
+  return CUDA_SUCCESS;
+}
+CUresult streamSync(CUstream stream) {
+  return stream == kOwnStream ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult streamDestroy(CUstream stream) {
+  --ownStreams;
+  return stream == kOwnStream ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult memFree(CUdeviceptr) { return CUDA_SUCCESS; }
 
 CudaDriverApi driver() {
   CudaDriverApi d;
@@ -183,7 +211,7 @@ CudaDriverApi driver() {
   d.ctxGetDevice = contextDevice;
   d.deviceGetAttribute = attribute;
   d.memAlloc = memAlloc;
-  d.memsetD8 = memset;
+  d.memsetD8 = syncMemset;
   d.memcpyDtoH = copyBack;
   d.memcpy2D = copyBack2D;
   d.ctxSynchronize = synchronize;
@@ -191,6 +219,11 @@ CudaDriverApi driver() {
   d.streamGetCaptureInfo = captureInfo;
   d.memcpyDtoDAsync = copyAsync;
   d.memsetD8Async = memsetAsync;
+  d.exchangeCaptureMode = exchangeMode;
+  d.streamCreate = streamCreate;
+  d.streamSynchronize = streamSync;
+  d.streamDestroy = streamDestroy;
+  d.memFree = memFree;
   return d;
 }
 
@@ -201,6 +234,8 @@ void reset(CUcontext now) {
   allocated = 0;
   asyncCopies = 0;
   capturing = false;
+  captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  allocationsInGlobalMode = syncMemsets = ownStreams = 0;
   streamsHaveContexts = primaryAvailable = true;
 }
 }  // namespace fake
@@ -325,6 +360,47 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
 // The launch callback binds a slot handed out while its stream captured to the graph being
 // captured (with the context of the capture), not to the launch: the launch never runs, and
 // it is each launch of the executable graph that copies the slot out.
+// A GPU's first instrumented launch may be one being captured into a CUDA graph, with no
+// eager launch before it. Its ring and arena are allocated then, in relaxed capture mode, and
+// zeroed on a stream of Proton's own, not the legacy one (which would wait for the stream being
+// captured, and break the capture). Before, such launches ran unrecorded (counted).
+TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlotInItsArena) {
+  CudaDriverApi driver = fake::driver();
+  const auto fresh = reinterpret_cast<CUcontext>(0x5000);  // no ring for it yet
+  fake::reset(fresh);
+  fake::ringMemory.assign(uint64_t{3} << 20, 0xAB);  // what the memory held before
+  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  fake::capturing = true;
+  uint64_t ptr = 0;
+  ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
+  EXPECT_TRUE(buffers.pendingCapture());
+  EXPECT_EQ(fake::allocatedIn, fresh);
+  EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
+  EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's mode, put back
+  EXPECT_EQ(fake::syncMemsets, 0u);
+  EXPECT_EQ(fake::ownStreams, 0u);  // each one destroyed
+  // The slot is the arena's first, right past the 1 MB ring; ring and arena (128 KB) zeroed.
+  EXPECT_EQ(ptr, uint64_t{0x100000} + (uint64_t{1} << 20));
+  size_t both = (size_t{1} << 20) + (size_t{1} << 17);
+  EXPECT_TRUE(std::all_of(fake::ringMemory.begin(), fake::ringMemory.begin() + both,
+                          [](uint8_t b) { return b == 0; }));
+  EXPECT_EQ(fake::ringMemory[both], 0xAB);
+  // A trace launch captured on another GPU before any eager one there: no ring is made for it
+  // (its replays could not be placed on the kernels' clock), and it is counted.
+  const auto traceOnly = reinterpret_cast<CUcontext>(0x5100);
+  fake::current = traceOnly;
+  uint64_t before = Stats::global().counter("instrumentation_graph_launches_unrecorded").value();
+  EXPECT_EQ(buffers.allocate(driver, 64, true, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOff);
+  EXPECT_EQ(Stats::global().counter("instrumentation_graph_launches_unrecorded").value(),
+            before + 1);
+  EXPECT_EQ(fake::allocatedIn, fresh);  // nothing allocated for it
+  fake::capturing = false;
+  buffers.removeUser();
+}
+
 TEST(IntraKernelBuffersAllocate, ALaunchBeingCapturedIsBoundToItsGraphByTheLaunchCallback) {
   CudaDriverApi driver = fake::driver();
   fake::reset(fake::kOther);
