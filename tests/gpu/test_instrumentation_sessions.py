@@ -286,3 +286,38 @@ def test_a_graph_captured_before_any_instrumented_launch_records_its_replays(tmp
     assert find(kernel, "body")["metrics"]["count"] == 3 * 4 * 4, dump(root)
     stats = dict(root["proton_metadata"]["stats"])
     assert stats.get("instrumentation_graph_launches_unrecorded", 0) == 0, stats
+
+
+def test_the_intra_kernel_example_writes_what_the_readme_shows(tmp_path):
+    # examples/intra_kernel.py, as the README runs it: a vector add (its kernel scope) and a
+    # matmul with "load" and "mma" in its K loop (16 iterations, 8 warps, 64 CTAs), as a tree
+    # and as a timeline; then proton-viewer -m normalized_cycles on the tree.
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "intra_kernel.py")
+    with open(example) as f:
+        r = run_program(tmp_path, f.read())
+    assert r.returncode == 0, r.stderr[-3000:]
+    root = load_hatchet(tmp_path / "intra_tree.hatchet")[0]
+    step = find(root, "step")
+    assert find(step, "vadd")["metrics"]["cycles"] > 0, dump(root)
+    matmul = find(step, "matmul")
+    assert [find(matmul, s)["metrics"]["count"] for s in ("load", "mma")] == [8192, 8192]
+    events = load_hatchet(tmp_path / "intra_trace.chrome_trace")["traceEvents"]
+    slices = [e["name"] for e in events if e.get("ph") == "X"]
+    assert slices.count("load") == slices.count("mma") == 8192
+    viewer = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proton.viewer.main",
+            "-m",
+            "normalized_cycles",
+            "intra_tree.hatchet",
+        ],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert viewer.returncode == 0, viewer.stderr
+    assert "mma" in viewer.stdout and "load" in viewer.stdout and "vadd" in viewer.stdout
