@@ -304,16 +304,8 @@ def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> 
             _C.register_instrumentation_table(table)
 
 
-class _Buffer:
-    __slots__ = ("ptr",)
-
-    def __init__(self, ptr: int):
-        self.ptr = ptr
-
-    def data_ptr(self) -> int:
-        return self.ptr
-
-
 def _allocate(size: int, alignment: int, stream):
-    ptr = _C.instrumentation_alloc(size, _state.trace, int(stream or 0))
-    return _Buffer(ptr) if ptr else None
+    """Triton's profile allocator: the launch's buffer, as the device address itself. Triton's
+    launcher takes an int as it is; an object with data_ptr() would cost it a Python call and a
+    cuPointerGetAttribute at every launch. 0 (no buffer, counted): the launch records nothing."""
+    return _C.instrumentation_alloc(size, _state.trace, int(stream or 0))
