@@ -166,6 +166,7 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   // graph: nothing here may touch a stream that captures, or make the capture illegal.
   RelaxedCaptureMode relaxed(driver);
   if (driver.memAlloc(&ring.base, ring.capacity) != CUDA_SUCCESS) {
+    if (std::exchange(allocationFailureSaid_, true)) return nullptr;  // said once; retried
     std::fprintf(stderr,
                  "[PROTON] could not allocate %zu MB of GPU memory for intra-kernel buffers; "
                  "kernels run without recording (stat instrumentation_launches_unrecorded). "

@@ -196,8 +196,9 @@ class IntraKernelBuffers {
   uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
-  CUcontext primary_ = nullptr;  // device 0's primary context, retained once when needed
-  std::mutex warnedMu_;          // not mu_: bindLaunch may run under it (a drain's launch)
+  CUcontext primary_ = nullptr;         // device 0's primary context, retained once when needed
+  bool allocationFailureSaid_ = false;  // a ring that could not be allocated, said once
+  std::mutex warnedMu_;                 // not mu_: bindLaunch may run under it (a drain's launch)
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   const CudaDriverApi *driver_ = nullptr;

@@ -122,8 +122,10 @@ CUresult attribute(int *value, CUdevice_attribute, CUdevice) {
 }
 CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // the calling thread's
 size_t allocationsInGlobalMode = 0;
+bool outOfMemory = false;
 CUresult memAlloc(CUdeviceptr *ptr, size_t bytes) {
   if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (outOfMemory) return CUDA_ERROR_OUT_OF_MEMORY;
   if (captureMode == CU_STREAM_CAPTURE_MODE_GLOBAL) ++allocationsInGlobalMode;
   allocatedIn = current;
   *ptr = 0x100000 + allocated;
@@ -233,7 +235,7 @@ void reset(CUcontext now) {
   allocatedIn = nullptr;
   allocated = 0;
   asyncCopies = 0;
-  capturing = false;
+  capturing = outOfMemory = false;
   captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   allocationsInGlobalMode = syncMemsets = ownStreams = 0;
   streamsHaveContexts = primaryAvailable = true;
@@ -360,6 +362,39 @@ TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
 // The launch callback binds a slot handed out while its stream captured to the graph being
 // captured (with the context of the capture), not to the launch: the launch never runs, and
 // it is each launch of the executable graph that copies the slot out.
+// A ring that cannot be allocated (the GPU's memory is full): each launch runs unrecorded and
+// counted, the next one tries again, and the message is said once, not at every launch.
+TEST(IntraKernelBuffersAllocate, ARingThatCannotBeAllocatedIsSaidOnceAndTriedAgain) {
+  CudaDriverApi driver = fake::driver();
+  const auto full = reinterpret_cast<CUcontext>(0x5200);  // no ring for it yet
+  fake::reset(full);
+  fake::ringMemory.assign(uint64_t{3} << 20, 0);
+  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  uint64_t before = unrecorded.value();
+  fake::outOfMemory = true;
+  testing::internal::CaptureStderr();
+  uint64_t ptr = 0;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(buffers.allocate(driver, 64, false, 0, &ptr), IntraKernelBuffers::Alloc::kOff);
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(unrecorded.value(), before + 3);
+  size_t first = said.find("could not allocate 1 MB of GPU memory");
+  ASSERT_NE(first, std::string::npos) << said;
+  EXPECT_EQ(said.find("could not allocate", first + 1), std::string::npos) << said;
+  EXPECT_NE(said.find("PROTON_INSTRUMENTATION_RING_MB"), std::string::npos) << said;
+  fake::outOfMemory = false;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(buffers.allocate(driver, 64, false, 0, &ptr), IntraKernelBuffers::Alloc::kOk);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(fake::allocatedIn, full);
+  buffers.drain(driver);
+  buffers.removeUser();
+}
+
 // A GPU's first instrumented launch may be one being captured into a CUDA graph, with no
 // eager launch before it. Its ring and arena are allocated then, in relaxed capture mode, and
 // zeroed on a stream of Proton's own, not the legacy one (which would wait for the stream being
