@@ -54,7 +54,7 @@ namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
 
 struct CudaDriverApi;
-struct TraceJob;  // a trace slot read back (intra_kernel_buffers.cc)
+struct TraceJob;  // a trace slot read back (intra_kernel_trace_drain.cc)
 
 // Where a launch's intra-kernel data goes: the kernel's own node in each instrumentation
 // session that recorded the launch (not in kernel-tracing sessions beside them), where kernel
@@ -174,7 +174,8 @@ class IntraKernelBuffers {
   void drainTree(const CudaDriverApi &driver, Ring &ring, std::vector<uint8_t> &host);
 
   // mu_ held, ring's context current: read back every trace slot the trace can still keep,
-  // count its slices (the cap) and post it to the filing thread.
+  // count its slices (the cap) and post it to the filing thread (this and the three below:
+  // intra_kernel_trace_drain.cc).
   void drainTrace(const CudaDriverApi &driver, const Ring &ring);
   // mu_ held: a slot read back, or null (past the cap, or not read back: counted).
   std::shared_ptr<TraceJob> readTraceSlot(const CudaDriverApi &driver, const Ring &ring,
