@@ -21,3 +21,13 @@ def scoped_matmul_kernel(a, b, c, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.
         acc = tl.dot(x, y, acc)
         pl.exit_scope("mma")
     tl.store(c + offs_m[:, None] * K + offs_n[None, :], acc)
+
+
+@triton.jit
+def counted_kernel(out, N: tl.constexpr):
+    # N dependent multiply-adds in one scope, one program per CTA: exact counts per warp.
+    v = tl.program_id(0).to(tl.float32)
+    with pl.scope("work"):
+        for _ in tl.static_range(N):
+            v = v * 1.5 + 1.0
+    tl.store(out + tl.program_id(0), v)

@@ -10,6 +10,7 @@ import proton
 import pytest
 from gpu_tree import kernels_under, total_count
 from proton_test_utils import PYTHON_DIR, find, load_hatchet
+from proton_test_utils import run_program as shared_run_program
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -37,28 +38,12 @@ proton.finalize()
 
 
 def run_program(code, tmp_path, *args, env=None):
-    (tmp_path / "prog.py").write_text(code)
-    import subprocess
-
-    full_env = dict(
-        os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", "")
-    )
-    for key in (
-        "PROTON_DISABLE",
-        "PROTON_ENABLE_NVTX",
-        "TRITON_ENABLE_NVTX",
-        "TRITON_PROTON_DISABLE",
-    ):
-        full_env.pop(key, None)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "prog.py", *args],
-        cwd=str(tmp_path),
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return shared_run_program(
+        code,
+        tmp_path,
+        after=args,
+        env=env,
+        drop=("PROTON_ENABLE_NVTX", "TRITON_ENABLE_NVTX", "TRITON_PROTON_DISABLE"),
     )
 
 

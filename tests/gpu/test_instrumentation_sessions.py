@@ -3,27 +3,18 @@ in-memory data and phases, the decorator, sessions one after another with other 
 the command line. Counts are exact: one per warp that ran a scope, per recorded launch."""
 
 import os
-import subprocess
-import sys
 
 import proton
-import proton.language as pl
 import pytest
 from gpu_tree import dump
-from proton_test_utils import PYTHON_DIR, find, load_hatchet
+from proton_test_utils import find, load_hatchet, run_interpreter, run_program
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
+from scoped_kernels import counted_kernel  # noqa: E402 - after the skips above
 
-
-@triton.jit
-def counted_kernel(out, N: tl.constexpr):
-    v = tl.program_id(0).to(tl.float32)
-    with pl.scope("work"):
-        for _ in tl.static_range(N):
-            v = v * 1.5 + 1.0
-    tl.store(out + tl.program_id(0), v)
+GPU_TESTS = os.path.dirname(os.path.abspath(__file__))  # scoped_kernels, for the programs
 
 
 CTAS, WARPS = 4, 4  # 16 warps per launch
@@ -33,6 +24,12 @@ def launch(out, times=1):
     for _ in range(times):
         counted_kernel[(CTAS,)](out, N=4, num_warps=WARPS)
     torch.cuda.synchronize()
+
+
+def slice_names(chrome_trace_path):
+    """The names of a trace file's slices ("X" events), in file order."""
+    events = load_hatchet(chrome_trace_path)["traceEvents"]
+    return [e["name"] for e in events if e.get("ph") == "X"]
 
 
 def work_counts(root):
@@ -101,84 +98,43 @@ def test_sessions_one_after_another_each_get_their_own_mode():
     proton.finalize()
     assert work_counts(load_hatchet("first_tree.hatchet")[0]) == (2, 2 * 16)
     assert work_counts(load_hatchet("one_unit.hatchet")[0]) == (3, 3 * CTAS)  # warp 1 only
-    trace = load_hatchet("then_trace.chrome_trace")["traceEvents"]
-    slices = [e for e in trace if e.get("ph") == "X" and e.get("name") == "work"]
-    assert len(slices) == CTAS * WARPS, len(slices)
+    assert slice_names("then_trace.chrome_trace").count("work") == CTAS * WARPS
     assert work_counts(load_hatchet("tree_again.hatchet")[0]) == (4, 4 * 16)
 
 
 PROGRAM = """
-import torch, triton, triton.language as tl
-import proton.language as pl
-
-@triton.jit
-def cli_kernel(out, N: tl.constexpr):
-    v = tl.program_id(0).to(tl.float32)
-    with pl.scope("body"):
-        for _ in tl.static_range(N):
-            v = v * 1.5 + 1.0
-    tl.store(out + tl.program_id(0), v)
+import torch
+from scoped_kernels import counted_kernel
 
 out = torch.empty(8, device="cuda")
 for _ in range(3):
-    cli_kernel[(8,)](out, N=4, num_warps=2)
+    counted_kernel[(8,)](out, N=4, num_warps=2)
 torch.cuda.synchronize()
 raise SystemExit(7)  # the program's own exit code, kept
 """
 
 
-def run_program(folder, program, *before, env=None):
-    """Runs `program` (written to a file: Triton reads its kernels' source) in a fresh process,
-    as `python <before...> -n cli prog.py` when `before` is given."""
-    (folder / "prog.py").write_text(program)
-    full_env = dict(
-        os.environ, PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", "")
-    )
-    full_env.pop("PROTON_DISABLE", None)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, *before, *(["-n", "cli"] if before else []), "prog.py"],
-        cwd=str(folder),
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("data", ["tree", "trace"])
 def test_the_command_line_instruments_a_whole_program(tmp_path, data):
-    r = run_program(tmp_path, PROGRAM, "-m", "proton", "-b", "instrumentation", "-d", data)
+    command = ("-m", "proton", "-b", "instrumentation", "-d", data, "-n", "cli")
+    r = run_program(PROGRAM, tmp_path, before=command, paths=(GPU_TESTS,))
     assert r.returncode == 7, r.stderr[-3000:]
     if data == "tree":
         root = load_hatchet(tmp_path / "cli.hatchet")[0]
-        kernel = find(root, "cli_kernel")
-        assert kernel["metrics"]["count"] == 3, dump(root)
-        assert find(kernel, "body")["metrics"]["count"] == 3 * 8 * 2, dump(root)
+        assert work_counts(root) == (3, 3 * 8 * 2), dump(root)
     else:
-        events = load_hatchet(tmp_path / "cli.chrome_trace")["traceEvents"]
-        body = [e for e in events if e.get("ph") == "X" and e.get("name") == "body"]
-        assert len(body) == 3 * 8 * 2
+        assert slice_names(tmp_path / "cli.chrome_trace").count("work") == 3 * 8 * 2
 
 
 SMALL_RING = """
-import json, torch, triton, triton.language as tl
-import proton, proton.language as pl
-
-@triton.jit
-def wide_kernel(out, N: tl.constexpr):
-    v = tl.program_id(0).to(tl.float32)
-    with pl.scope("work"):
-        for _ in tl.static_range(N):
-            v = v * 1.5 + 1.0
-    tl.store(out + tl.program_id(0), v)
+import torch, proton
+from scoped_kernels import counted_kernel
 
 out = torch.empty(4096, device="cuda")
 for data, ctas, launches in (("tree", 4096, 20), ("trace", 4, 100)):
     proton.start(f"small_{data}", backend="instrumentation", data=data)
     for _ in range(launches):
-        wide_kernel[(ctas,)](out, N=4, num_warps=4)
+        counted_kernel[(ctas,)](out, N=4, num_warps=4)
     torch.cuda.synchronize()
     proton.finalize()
 print("ok")
@@ -189,18 +145,15 @@ def test_a_small_ring_drains_often_and_loses_nothing(tmp_path):
     # PROTON_INSTRUMENTATION_RING_MB=1: the tree's 20 launches of 4096 CTAs (a CTA record
     # each) and the trace's 100 launches of 16 warps fill the ring several times over; every
     # launch is still recorded, exactly.
-    r = run_program(tmp_path, SMALL_RING, env={"PROTON_INSTRUMENTATION_RING_MB": "1"})
+    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
+    r = run_program(SMALL_RING, tmp_path, env=ring, paths=(GPU_TESTS,))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
     root = load_hatchet(tmp_path / "small_tree.hatchet")[0]
-    kernel = find(root, "wide_kernel")
-    assert kernel["metrics"]["count"] == 20, dump(root)
-    assert find(kernel, "work")["metrics"]["count"] == 20 * 4096 * 4, dump(root)
+    assert work_counts(root) == (20, 20 * 4096 * 4), dump(root)
     stats = dict(root["proton_metadata"]["stats"])
     assert stats.get("instrumentation_ring_full_wait_us", 0) > 0, stats
     assert stats.get("instrumentation_launches_unrecorded", 0) == 0, stats
-    trace = load_hatchet(tmp_path / "small_trace.chrome_trace")
-    work = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("name") == "work"]
-    assert len(work) == 100 * 4 * 4
+    assert slice_names(tmp_path / "small_trace.chrome_trace").count("work") == 100 * 4 * 4
 
 
 def find_kernel_path(node, name, path=()):
@@ -278,7 +231,7 @@ def test_a_graph_captured_before_any_instrumented_launch_records_its_replays(tmp
     # Nothing was allocated while a stream captured, so a GPU's first instrumented launch
     # being captured ran unrecorded at every replay. The ring is now allocated then, without
     # touching the stream being captured (which, when blocking, the legacy stream waits for).
-    r = run_program(tmp_path, FIRST_LAUNCH_CAPTURED.replace("sys.argv[1]", repr(stream)))
+    r = run_program(FIRST_LAUNCH_CAPTURED, tmp_path, after=(stream,))
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
     root = load_hatchet(tmp_path / "first_capture.hatchet")[0]
     _, kernel = find_kernel_path(root, "graphed")
@@ -294,30 +247,17 @@ def test_the_intra_kernel_example_writes_what_the_readme_shows(tmp_path):
     # and as a timeline; then proton-viewer -m normalized_cycles on the tree.
     example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "intra_kernel.py")
     with open(example) as f:
-        r = run_program(tmp_path, f.read())
+        r = run_program(f.read(), tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     root = load_hatchet(tmp_path / "intra_tree.hatchet")[0]
     step = find(root, "step")
     assert find(step, "vadd")["metrics"]["cycles"] > 0, dump(root)
     matmul = find(step, "matmul")
     assert [find(matmul, s)["metrics"]["count"] for s in ("load", "mma")] == [8192, 8192]
-    events = load_hatchet(tmp_path / "intra_trace.chrome_trace")["traceEvents"]
-    slices = [e["name"] for e in events if e.get("ph") == "X"]
+    slices = slice_names(tmp_path / "intra_trace.chrome_trace")
     assert slices.count("load") == slices.count("mma") == 8192
-    viewer = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "proton.viewer.main",
-            "-m",
-            "normalized_cycles",
-            "intra_tree.hatchet",
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    viewer = run_interpreter(
+        ["-m", "proton.viewer.main", "-m", "normalized_cycles", "intra_tree.hatchet"], tmp_path
     )
     assert viewer.returncode == 0, viewer.stderr
     assert "mma" in viewer.stdout and "load" in viewer.stdout and "vadd" in viewer.stdout

@@ -41,15 +41,18 @@ def load_hatchet(path):
         return json.load(f)
 
 
-def run_python(code: str, cwd, env=None, timeout=60):
-    """Runs code in a fresh interpreter with the proton package importable."""
+def run_interpreter(argv, cwd, env=None, timeout=120, drop=(), paths=()):
+    """argv run by this interpreter in cwd, with the proton package (and `paths`) importable
+    and PROTON_DISABLE (and `drop`) unset."""
     full_env = dict(os.environ)
-    full_env.pop("PROTON_DISABLE", None)
-    full_env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + full_env.get("PYTHONPATH", "")
-    if env:
-        full_env.update(env)
+    for key in ("PROTON_DISABLE", *drop):
+        full_env.pop(key, None)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [PYTHON_DIR, *map(str, paths), full_env.get("PYTHONPATH", "")]
+    )
+    full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, *argv],
         cwd=str(cwd),
         env=full_env,
         capture_output=True,
@@ -57,6 +60,18 @@ def run_python(code: str, cwd, env=None, timeout=60):
         timeout=timeout,
         check=False,
     )
+
+
+def run_python(code: str, cwd, env=None, timeout=60):
+    """Runs code in a fresh interpreter with the proton package importable."""
+    return run_interpreter(["-c", code], cwd, env, timeout)
+
+
+def run_program(code: str, cwd, *, before=(), after=(), env=None, drop=(), paths=(), timeout=300):
+    """Runs code written to cwd/prog.py (Triton reads its kernels' source from a file) as
+    `python <before...> prog.py <after...>` in a fresh interpreter."""
+    (Path(cwd) / "prog.py").write_text(code)
+    return run_interpreter([*before, "prog.py", *after], cwd, env, timeout, drop, paths)
 
 
 def leftover_tmp_files(directory):

@@ -242,6 +242,14 @@ void reset(CUcontext now) {
 }
 }  // namespace fake
 
+// Buffers recording for one user into 1 MB rings, through `driver` (which outlives them).
+void startRecording(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
+                    uint64_t maxTraceEvents = 0, uint32_t traceCapacity = 256) {
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, maxTraceEvents, traceCapacity);
+}
+
 // Triton asks for a launch's buffer before its launcher makes a context current, so a
 // thread's first launch finds none (a thread that launched nothing before). Its buffer comes
 // from the context the launch runs in, and the thread's context is left as it was. (Before,
@@ -370,9 +378,7 @@ TEST(IntraKernelBuffersAllocate, ARingThatCannotBeAllocatedIsSaidOnceAndTriedAga
   fake::reset(full);
   fake::ringMemory.assign(uint64_t{3} << 20, 0);
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
-  buffers.setDriver(&driver);
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  startRecording(buffers, driver);
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   uint64_t before = unrecorded.value();
   fake::outOfMemory = true;
@@ -405,9 +411,7 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlo
   fake::reset(fresh);
   fake::ringMemory.assign(uint64_t{3} << 20, 0xAB);  // what the memory held before
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
-  buffers.setDriver(&driver);
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  startRecording(buffers, driver);
   fake::capturing = true;
   uint64_t ptr = 0;
   ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
@@ -441,9 +445,7 @@ TEST(IntraKernelBuffersAllocate, ALaunchBeingCapturedIsBoundToItsGraphByTheLaunc
   fake::reset(fake::kOther);
   fake::ringMemory.assign((uint64_t{1} << 21), 0);
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
-  buffers.setDriver(&driver);
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, 0, 256);
+  startRecording(buffers, driver);
   LaunchTable table(64);
   CaptureRegistry captures;
   LaunchTracker tracker(table, captures);
@@ -603,9 +605,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   CudaDriverApi driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
-  buffers.setDriver(&driver);
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, 0, 4);
+  startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
   fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
   instrumentation::ScopeTable table;
   table.kernel = "graphed";
@@ -719,9 +719,7 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
   CudaDriverApi driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
-  buffers.setDriver(&driver);
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, /*maxTraceEvents=*/100, /*traceCapacity=*/4);
+  startRecording(buffers, driver, /*maxTraceEvents=*/100, /*traceCapacity=*/4);
   fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
   addOneWarpTraceTable(buffers);
   Session trace{SessionId{34}, traceInstrumentation()};
