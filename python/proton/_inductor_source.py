@@ -12,8 +12,8 @@ bound to in the kernel's own module:
 
 The patch goes in when Inductor's wrapper module is first imported (or at once, if it is
 already), from `import proton.language`; nothing of PyTorch's is imported for it.
-What such a kernel records in a session: its implicit kernel scope (Inductor compiles it with
-options of its own, which turn its `pl` calls into nothing; see _inductor.py).
+Inductor compiles the copy with options of its own, which turn its `pl` calls into nothing; in
+a session, its first launch has it compiled again with the session's (_triton_launcher.py).
 Thread-safety: the patched function runs where Inductor's runs, under the GIL.
 """
 

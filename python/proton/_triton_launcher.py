@@ -9,12 +9,18 @@ CudaLauncher, whose call Inductor's launchers bound before any session. While an
 instrumentation session is live, Proton stands in front of CudaLauncher.__call__:
 - a launcher whose binary takes a profile buffer (compiled in the session) runs as it is;
 - for any other, the kernel is found by its function handle (the kernels loaded in the
-  session through Triton's load hook, those loaded before it by one look over the live
-  CompiledKernels, once per session), its PTX is rewritten with the session's configuration
-  (the implicit kernel scope: a binary compiled outside a session carries no scope markers)
-  and loaded, and the launch runs that binary with its slice of Proton's buffer, handed out
-  by Triton's profile allocator as for a kernel compiled in the session;
-- a kernel whose PTX cannot be found, rewritten or loaded runs as it was, with one warning.
+  session through Triton's load hook and CompiledKernel._init_handles, those loaded before
+  it by one look over the live CompiledKernels, once per session) and gets a binary that
+  records, which the launch runs with its slice of Proton's buffer, handed out by Triton's
+  profile allocator as for a kernel compiled in the session:
+  - a kernel whose source uses proton.language (a user's kernel inside torch.compile, or
+    compiled by hand) is compiled again from its source, with the options it was compiled
+    with and the session's configuration, so its scopes record as in a JIT launch (a binary
+    compiled outside a session carries no scope markers);
+  - any other has its PTX rewritten with the session's configuration (the implicit kernel
+    scope) and loaded;
+- a kernel whose PTX cannot be found, rewritten or loaded runs as it was, with one warning; one
+  whose source cannot be compiled again records its kernel scope, with one warning.
 The binaries are kept per function handle and configuration, so later sessions reuse them;
 finalize() puts the launcher back.
 Thread-safety: launches hold the GIL; a kernel's binary may be built twice by two threads
@@ -22,9 +28,11 @@ racing on its first launch, and one of the two is kept.
 """
 
 import copy
+import dataclasses
 import gc
+import weakref
 
-from . import _C
+from . import _C, _inductor_source
 
 _DRIVER_MODULE = "triton.backends.nvidia.driver"
 
@@ -51,28 +59,33 @@ def cached_ptx(hash: str, name: str) -> str:
 
 
 class _Kernel:
-    """What a loaded kernel's function handle leads to: where its PTX is."""
+    """What a loaded kernel's function handle leads to: where its PTX is, and its
+    CompiledKernel (a weak reference; None where only the load hook saw it)."""
 
-    __slots__ = ("hash", "name", "ptx_path")
+    __slots__ = ("compiled", "hash", "name", "ptx_path")
 
-    def __init__(self, name, hash, ptx_path):
+    def __init__(self, name, hash, ptx_path, compiled=None):
         self.name, self.hash, self.ptx_path = name, hash, ptx_path
+        self.compiled = compiled
 
 
 class _Binary:
     """An instrumented binary of one kernel for one configuration, and the launcher that runs
     it: the kernel's own, asking Triton's profile allocator for `slot_bytes` per CTA."""
 
-    __slots__ = ("function", "launcher", "shared")
+    __slots__ = ("compiled", "function", "launcher", "shared")
 
-    def __init__(self, function, shared, launcher):
+    def __init__(self, function, shared, launcher, compiled=None):
         self.function, self.shared, self.launcher = function, shared, launcher
+        self.compiled = compiled  # the CompiledKernel compiled again, kept with its binary
 
 
 class _Patch:
     def __init__(self):
         self.cls = None  # CudaLauncher, while a session is live
         self.call = None  # its own __call__
+        self.compiled_cls = None  # CompiledKernel, while a session is live
+        self.init_handles = None  # its own _init_handles
         self.config = ""
         self.warn = None
         self.max_shared = None
@@ -116,6 +129,27 @@ def install(config: str, max_shared, warn) -> None:
             return call(self, gridX, gridY, gridZ, stream, function, *args)
 
     cls.__call__ = proton_call
+    _watch_loads()
+
+
+def _watch_loads() -> None:
+    """A kernel loaded in the session is known by its CompiledKernel too (the load hook gives
+    its function handle and files only), so that its source can be compiled again."""
+    try:
+        from triton.compiler.compiler import CompiledKernel
+
+        init_handles = CompiledKernel.__dict__["_init_handles"]
+    except Exception:  # noqa: BLE001 - another Triton's: such kernels record their kernel scope
+        return
+    _patch.compiled_cls, _patch.init_handles = CompiledKernel, init_handles
+
+    def proton_init_handles(self):
+        init_handles(self)
+        kernel = _patch.kernels.get(getattr(self, "function", None))
+        if kernel is not None and kernel.compiled is None:
+            kernel.compiled = weakref.ref(self)
+
+    CompiledKernel._init_handles = proton_init_handles
 
 
 def uninstall() -> None:
@@ -123,13 +157,18 @@ def uninstall() -> None:
     if _patch.cls is not None:
         _patch.cls.__call__ = _patch.call
         _patch.cls = _patch.call = None
+    if _patch.compiled_cls is not None:
+        _patch.compiled_cls._init_handles = _patch.init_handles
+        _patch.compiled_cls = _patch.init_handles = None
     _patch.kernels.clear()
 
 
-def note_loaded(function, name, metadata_group, hash) -> None:
-    """Triton loaded a kernel during the session (its load hook)."""
+def note_loaded(function, name, metadata_group, hash, compiled=None) -> None:
+    """Triton loaded a kernel during the session (its load hook), or before it (compiled: the
+    CompiledKernel, found by the look over the live ones)."""
     ptx = next((p for f, p in (metadata_group or {}).items() if str(f).endswith(".ptx")), None)
-    _patch.kernels[function] = _Kernel(name, hash, ptx)
+    reference = weakref.ref(compiled) if compiled is not None else None
+    _patch.kernels[function] = _Kernel(name, hash, ptx, reference)
 
 
 def _kernel_of(function):
@@ -143,7 +182,7 @@ def _kernel_of(function):
         for obj in gc.get_objects():
             # type(), not isinstance(): a weak proxy's __class__ raises once its object died.
             if issubclass(type(obj), CompiledKernel) and obj.module is not None:
-                note_loaded(obj.function, obj.name, obj.metadata_group, obj.hash)
+                note_loaded(obj.function, obj.name, obj.metadata_group, obj.hash, obj)
         kernel = _patch.kernels.get(function)
     return kernel
 
@@ -175,7 +214,55 @@ def _forget(function, reason: str) -> None:
     _patch.warn(name, f"[PROTON] kernel {name} runs without instrumentation: {reason}")
 
 
+def compile_with_scopes(compiled, config: str):
+    """The CompiledKernel `compiled` compiled again from its source, with the options it was
+    compiled with and the instrumentation configuration `config`; not loaded. None when its
+    source uses nothing of proton.language (its PTX rewrite records all it can)."""
+    src = getattr(compiled, "src", None)
+    fn = getattr(src, "fn", None)
+    if fn is None or not hasattr(src, "signature") or not _inductor_source.import_lines(fn):
+        return None
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    metadata = compiled.metadata
+    target = metadata.target
+    if isinstance(target, dict):  # metadata as JSON keeps it
+        target = GPUTarget(**target)
+    names = [f.name for f in dataclasses.fields(make_backend(target).parse_options({}))]
+    options = {n: _as_tuples(getattr(metadata, n)) for n in names if hasattr(metadata, n)}
+    options["instrumentation_mode"] = config
+    again = triton.compile(src, target=target, options=options)
+    if not getattr(again.metadata, "profile_scratch_size", 0):
+        raise RuntimeError("compiled again, it has no instrumentation")
+    return again
+
+
+def _as_tuples(value):
+    """An option as Triton's options hold it: metadata read back from JSON has lists."""
+    if isinstance(value, list):
+        return tuple(_as_tuples(v) for v in value)
+    return value
+
+
 def _build(launcher, kernel, shared) -> _Binary:
+    compiled = kernel.compiled() if kernel.compiled is not None else None
+    try:
+        again = compile_with_scopes(compiled, _patch.config)
+    except Exception as e:  # noqa: BLE001 - its PTX rewrite still records its kernel scope
+        again = None
+        _patch.warn(
+            kernel.name,
+            f"[PROTON] kernel {kernel.name} records its kernel scope only: its source did "
+            f"not compile again with its scopes: {e}",
+        )
+    if again is not None:
+        again._init_handles()  # loads it (the load hook registers its scope table)
+        runner = copy.copy(launcher)  # the kernel's launch code, with a buffer to ask for
+        runner.profile_scratch_size = again.metadata.profile_scratch_size
+        runner.profile_scratch_align = again.metadata.profile_scratch_align
+        return _Binary(again.function, again.metadata.shared, runner, again)
     if kernel.ptx_path is not None:
         with open(kernel.ptx_path) as f:
             ptx = f.read()

@@ -308,10 +308,11 @@ def scoped_in_compiled_kernel(x, out, BLOCK: tl.constexpr):
     tl.store(out + offs, v)
 
 
-def test_a_scoped_kernel_inside_the_compiled_graph_compiles_and_records_its_kernel():
+def test_a_scoped_kernel_inside_the_compiled_graph_records_its_scopes():
     # Inductor compiles a user's kernel from a copy of its source in a module of its own, which
-    # Proton gives the kernel's pl import (without it: NameError, session or not). The copy
-    # runs the same bits with and without a session and, in one, records its kernel scope.
+    # Proton gives the kernel's pl import (without it: NameError, session or not), and without
+    # the session's options: in a session Proton compiles that copy again with them, so the
+    # kernel records its scopes. It runs the same bits with and without a session.
     def launch(x):
         out = torch.empty_like(x)
         scoped_in_compiled_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
@@ -328,12 +329,48 @@ def test_a_scoped_kernel_inside_the_compiled_graph_compiles_and_records_its_kern
     assert torch.equal(run()[0], (x + 1.0) * 3.0 * 2.0)
     root = outputs_and_profile("scoped_compiled", run)
     (node,) = triton_kernel_nodes(root, "scoped_in_compiled_kernel")
-    assert node["metrics"]["normalized_cycles"] > 0, dump(root)
+    assert scope_counts(root, node["frame"]["name"], "user_scope") == [256 * 4], dump(root)
+
+
+def test_a_scoped_kernel_first_compiled_in_the_session_records_its_scopes():
+    # Compiled by Inductor inside the session (loaded there: known by its load), launched in it.
+    def launch(x):
+        out = torch.empty_like(x)
+        scoped_in_compiled_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
+        return out
+
+    f = torch.compile(lambda x: launch(x - 1.0) + 5.0)
+    x = torch.arange(1 << 15, device="cuda", dtype=torch.float32)
+    proton.start("scoped_compiled_in_session", backend="instrumentation")
+    y = f(x)
+    y = f(x)
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert torch.equal(y, (x - 1.0) * 3.0 + 5.0) and torch.equal(f(x), y)
+    root = load_hatchet("scoped_compiled_in_session.hatchet")[0]
+    (node,) = [c for c in root["children"] if c["frame"]["name"].startswith("scoped_in")]
+    assert node["metrics"]["count"] == 2, dump(root)
+    assert find(node, "user_scope")["metrics"]["count"] == 2 * 128 * 4, dump(root)
+
+
+def test_a_scoped_kernel_compiled_and_launched_by_hand_records_its_scopes():
+    x = torch.arange(1 << 14, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+    compiled = scoped_in_compiled_kernel.warmup(x, out, BLOCK=256, grid=(64,), num_warps=4)
+
+    def by_hand():
+        compiled[(64, 1, 1)](x, out, 256)
+        torch.cuda.synchronize()
+        return [out.clone()]
+
+    root = outputs_and_profile("scoped_by_hand", by_hand)
+    assert torch.equal(by_hand()[0], x * 3.0)
+    assert scope_counts(root, "scoped_in_compiled_kernel", "user_scope") == [64 * 4], dump(root)
 
 
 def test_a_scoped_kernel_launched_outside_the_compiled_graph_keeps_its_scopes():
-    # Inside the compiled graph such a kernel records its kernel scope only (above); launched
-    # from a function torch.compile leaves out of its graph, it runs as Triton's JIT kernel does.
+    # Launched from a function torch.compile leaves out of its graph, such a kernel runs as
+    # Triton's JIT kernel does.
     @torch.compiler.disable
     def launch(x):
         out = torch.empty_like(x)

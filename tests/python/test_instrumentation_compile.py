@@ -107,6 +107,57 @@ def test_cta_sums_take_shared_memory_past_the_kernels_own_and_one_record_per_cta
     assert kernel.metadata.shared == ((plain_shared + 15) // 16) * 16 + 4 * (16 + 16 * 3)
 
 
+def test_a_kernel_compiled_outside_the_session_compiles_again_with_its_scopes(session):
+    # A user's kernel that Inductor (or the user, by hand) compiled without the session and
+    # launches through its CompiledKernel: Proton compiles its source again with the options
+    # it was compiled with and the session's configuration, so its scopes record.
+    from proton import _triton_launcher
+
+    plain = compile_for_hopper("")
+    assert "%pt_" not in plain.asm["ptx"]
+    again = _triton_launcher.compile_with_scopes(plain, session)
+    assert again.asm["ptx"].count("// @proton:E:") == 2 and "%pt_lead" in again.asm["ptx"]
+    assert table_paths(again.metadata.proton_instrumentation.split("\t")) == ["", "load", "math"]
+    assert again.metadata.profile_scratch_size == plain.metadata.num_warps * 64
+    assert again.metadata.instrumentation_mode == session
+    for option in ("num_warps", "num_stages", "num_ctas", "enable_fp_fusion", "arch", "debug"):
+        assert getattr(again.metadata, option) == getattr(plain.metadata, option), option
+    # Options as Inductor's compile gave them, read back from JSON (lists for tuples).
+    wide = triton.compile(
+        plain.src,
+        target=plain.metadata.target,
+        options={"num_warps": 8, "num_stages": 2, "enable_fp_fusion": False},
+    )
+    as_json = type(plain.metadata)(
+        **{
+            **wide.metadata._asdict(),
+            "supported_fp8_dtypes": list(wide.metadata.supported_fp8_dtypes),
+        }
+    )
+    wide.metadata = as_json
+    again = _triton_launcher.compile_with_scopes(wide, session)
+    assert (again.metadata.num_warps, again.metadata.num_stages) == (8, 2)
+    assert again.metadata.enable_fp_fusion is False
+    assert again.metadata.profile_scratch_size == 8 * 64
+
+
+def test_a_kernel_without_scopes_is_not_compiled_again(session):
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from proton import _triton_launcher
+
+    @triton.jit
+    def unscoped(x, out, N: tl.constexpr):
+        offs = tl.arange(0, N)
+        tl.store(out + offs, tl.load(x + offs) + 1.0)
+
+    src = ASTSource(unscoped, signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
+                    constexprs={"N": 128})  # fmt: skip
+    plain = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    assert _triton_launcher.compile_with_scopes(plain, session) is None  # its PTX is rewritten
+
+
 def test_without_a_session_the_scopes_compile_to_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     ptx = compile_for_hopper("").asm["ptx"]

@@ -36,6 +36,12 @@ class FakeCompiledKernel:
         self.module = object()
         self.metadata_group = {f"{name}.json": "/x.json", f"{name}.ptx": str(ptx_path)}
         self.run = launcher
+        self.loads = 0
+
+    def _init_handles(self):
+        # As Triton's: loads the binary, then calls the load hook (function handle and files).
+        self.loads += 1
+        launcher_mod.note_loaded(self.function, self.name, self.metadata_group, self.hash)
 
 
 @pytest.fixture
@@ -158,3 +164,65 @@ def test_after_the_session_the_launcher_is_triton_s_own(fake_triton):
     assert FakeCudaLauncher.__dict__["__call__"] is own
     launch(kernel)
     assert [f for f, *_ in kernel.run.launches] == [0x5] and fake_triton.loaded == []
+
+
+class Recompiled:
+    """What compile_with_scopes gives for a kernel whose source has scopes: a CompiledKernel
+    compiled in the session, loaded by _init_handles."""
+
+    def __init__(self):
+        self.function = None
+        self.metadata = types.SimpleNamespace(
+            shared=1024, profile_scratch_size=192, profile_scratch_align=256
+        )
+
+    def _init_handles(self):
+        self.function = 0xC0DE
+
+
+def test_a_kernel_with_scopes_runs_compiled_again_from_its_source(fake_triton, monkeypatch):
+    # Loaded in the session: the load hook gives its handle and files, CompiledKernel's
+    # _init_handles (patched while the session is live) the CompiledKernel, whose source is
+    # compiled again with the session's configuration.
+    sources = []
+
+    def compile_with_scopes(compiled, config):
+        sources.append((compiled, config))
+        return Recompiled()
+
+    monkeypatch.setattr(launcher_mod, "compile_with_scopes", compile_with_scopes)
+    own = FakeCompiledKernel.__dict__["_init_handles"]
+    fake_triton.install()
+    kernel = FakeCompiledKernel("scoped_kernel", 0x6, fake_triton.ptx, FakeCudaLauncher())
+    kernel._init_handles()
+    launch(kernel, metadata=(4, 1, 0, "rest"))
+    launch(kernel, metadata=(4, 1, 0, "rest"))
+    assert sources == [(kernel, launcher_mod._patch.config)] and kernel.loads == 1
+    assert fake_triton.loaded == [] and fake_triton.warned == []  # no PTX rewrite
+    binary = launcher_mod._patch.binaries[(0x6, launcher_mod._patch.config)]
+    assert (
+        binary.launcher.profile_scratch_size == 192 and binary.launcher.profile_scratch_align == 256
+    )
+    for function, _grid, _stream, args, per_cta in kernel.run.launches:
+        # Its binary, its shared memory, the kernel's other metadata and arguments.
+        assert function == 0xC0DE and per_cta == 192
+        assert args == ((4, 1, 1024, "rest"), None, None, None, "x", "y", "out", 8)
+    launcher_mod.uninstall()
+    assert FakeCompiledKernel.__dict__["_init_handles"] is own
+
+
+def test_a_kernel_whose_source_does_not_compile_again_records_its_kernel_scope(
+    fake_triton, monkeypatch
+):
+    def compile_with_scopes(compiled, config):
+        raise RuntimeError("ptxas error")
+
+    monkeypatch.setattr(launcher_mod, "compile_with_scopes", compile_with_scopes)
+    kernel = FakeCompiledKernel("scoped_kernel", 0x7, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    launch(kernel)
+    ((name, ptx, _shared, _device),) = fake_triton.loaded  # its PTX rewritten instead
+    assert name == "scoped_kernel" and "proton: instrumentation prologue" in ptx
+    assert [f for f, *_ in kernel.run.launches] == [0xF01]
+    (message,) = fake_triton.warned
+    assert "scoped_kernel records its kernel scope only" in message and "ptxas error" in message
