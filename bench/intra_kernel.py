@@ -14,7 +14,8 @@ buffer_type="global": one record per warp), `proton_trace` (data="trace"),
 `cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
 `triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).
 Prints a table with the median over rounds and the geometric mean over the first four
-kernels (the set of BENCHMARKS.md).
+kernels (the set of BENCHMARKS.md), with the 95% bootstrap interval of the median of the
+rounds' geometric means (BENCHMARKS.md, "Resolving 1%"); the JSON has each kernel's too.
 """
 
 import argparse
@@ -26,6 +27,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from overhead import bootstrap_ci
 
 KERNELS = ("vadd", "softmax", "matmul", "attention", "attention_mh")
 SET = KERNELS[:4]  # the geometric mean is over these; attention_mh: the same kernel, 32 heads
@@ -250,6 +253,44 @@ def _geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def summarize_rounds(rounds):
+    """{config: [round, ...]} (a round: {kernel: {kernel_ratio, wall_ratio, ...}}) -> per
+    config, each kernel's median ratios with their range and 95% bootstrap interval of the
+    median (overhead.py's), and the geometric mean over the set: of the kernels' medians, and
+    the median and interval of each round's own geometric mean (rounds that ran the whole set)."""
+    table = {}
+    for config, runs_of_config in rounds.items():
+        if not runs_of_config:
+            continue
+        row = {}
+        for k in KERNELS:
+            runs = [r[k] for r in runs_of_config if k in r]
+            if not runs:
+                row[k] = {"kernel_ratio": float("nan"), "wall_ratio": float("nan")}
+                continue
+            kernel = [r["kernel_ratio"] for r in runs]
+            row[k] = {
+                "kernel_ratio": statistics.median(kernel),
+                "wall_ratio": statistics.median(r["wall_ratio"] for r in runs),
+                "kernel_ratio_range": [min(kernel), max(kernel)],
+                "kernel_ratio_ci": list(bootstrap_ci(kernel)),
+                "profile_bytes": runs[-1]["profile_bytes"],
+                "finalize_s": runs[-1]["finalize_s"],
+            }
+        per_round = [
+            _geomean([r[k]["kernel_ratio"] for k in SET])
+            for r in runs_of_config
+            if all(k in r for k in SET)
+        ]
+        table[config] = {
+            "kernels": row,
+            "kernel_geomean": _geomean([row[k]["kernel_ratio"] for k in SET]),
+            "kernel_geomean_rounds": per_round,
+            "kernel_geomean_ci": list(bootstrap_ci(per_round)) if per_round else [math.nan] * 2,
+        }
+    return table
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -282,35 +323,20 @@ def main():
                 print(f"[{c} round {r}] failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
                 continue
             rounds[c].append(json.load(open(out)))
-    table = {}
+    table = summarize_rounds(rounds)
     print(f"{'config':14s} " + " ".join(f"{k:>20s}" for k in KERNELS) + "   geomean(kernel, 4)")
     for c in configs:
-        if not rounds[c]:
+        if c not in table:
             print(f"{c:14s} (did not run)")
             continue
-        row = {}
-        for k in KERNELS:
-            runs = [r[k] for r in rounds[c] if k in r]
-            if not runs:
-                row[k] = {"kernel_ratio": float("nan"), "wall_ratio": float("nan")}
-                continue
-            row[k] = {
-                "kernel_ratio": statistics.median(r["kernel_ratio"] for r in runs),
-                "wall_ratio": statistics.median(r["wall_ratio"] for r in runs),
-                "kernel_ratio_range": [
-                    min(r["kernel_ratio"] for r in runs),
-                    max(r["kernel_ratio"] for r in runs),
-                ],
-                "profile_bytes": runs[-1]["profile_bytes"],
-                "finalize_s": runs[-1]["finalize_s"],
-            }
-        gm = _geomean([row[k]["kernel_ratio"] for k in SET])
-        table[c] = {"kernels": row, "kernel_geomean": gm}
+        row, gm = table[c]["kernels"], table[c]["kernel_geomean"]
         cells = " ".join(
             f"{row[k]['kernel_ratio']:8.3f}/{row[k]['wall_ratio']:8.3f}  " for k in KERNELS
         )
-        print(f"{c:14s} {cells}   {gm:.3f}")
-    print("cells: kernel-time ratio / wall-time ratio of a loop of launches (median of rounds)")
+        lo, hi = table[c]["kernel_geomean_ci"]
+        print(f"{c:14s} {cells}   {gm:.3f} [{lo:.3f}, {hi:.3f}]")
+    print("cells: kernel-time ratio / wall-time ratio of a loop of launches (median of rounds);")
+    print("geomean: median over rounds of each round's geometric mean, [95% bootstrap interval]")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
