@@ -231,7 +231,13 @@ def deactivate(session=None) -> None:
     knobs.compilation.instrumentation_mode = _state.saved["mode"]
     knobs.runtime.add_stages_inspection_hook = _state.saved["stages"]
     knobs.runtime.kernel_load_end_hook.remove(_on_kernel_load)
-    _allocation.set_profile_allocator(_state.saved["allocator"])
+    allocator = _state.saved["allocator"]
+    if isinstance(allocator, _allocation.NullAllocator):
+        # A binary compiled in the session (a CompiledKernel the program kept) asks for a
+        # profile buffer at every launch; Triton's null allocator would raise there. It gets
+        # none: its recording is off (the buffer's address is checked in the kernel).
+        allocator = _no_buffer
+    _allocation.set_profile_allocator(allocator)
     _inductor.uninstall()
     _triton_launcher.uninstall()
     _state.saved = {}
@@ -302,6 +308,11 @@ def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> 
             continue
         if table:
             _C.register_instrumentation_table(table)
+
+
+def _no_buffer(size: int, alignment: int, stream):
+    """The profile allocator once no instrumentation session is live (Triton had none)."""
+    return 0
 
 
 def _allocate(size: int, alignment: int, stream):

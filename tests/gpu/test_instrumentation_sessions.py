@@ -78,6 +78,24 @@ def test_the_decorator_records_what_runs_inside_it():
     assert work_counts(root) == (5, 5 * CTAS * WARPS), dump(root)
 
 
+def test_a_binary_compiled_in_a_session_still_launches_after_it():
+    # The JIT returns the CompiledKernel it launched; a program may keep it and launch it by
+    # hand. Compiled in the session, it asks for a profile buffer at every launch, which
+    # Triton's own null allocator refuses with an exception after finalize(): it gets none.
+    out = torch.zeros(CTAS, device="cuda")
+    proton.start("kept_binary", backend="instrumentation")
+    compiled = counted_kernel[(CTAS,)](out, N=4, num_warps=WARPS)
+    torch.cuda.synchronize()
+    proton.finalize()
+    assert compiled.metadata.profile_scratch_size > 0
+    expected = out.clone()
+    out.zero_()
+    compiled[(CTAS, 1, 1)](out, 4)
+    torch.cuda.synchronize()
+    assert torch.equal(out, expected) and expected[1] != 0
+    assert work_counts(load_hatchet("kept_binary.hatchet")[0]) == (1, CTAS * WARPS)
+
+
 def test_sessions_one_after_another_each_get_their_own_mode():
     out = torch.empty(CTAS, device="cuda")
     proton.start("first_tree", backend="instrumentation")

@@ -228,3 +228,38 @@ def test_semantics_can_be_named_as_in_triton_profiler_and_turned_off(session):
     assert compile_for_hopper(session).asm["ptx"].count("// @proton:E:") == 2
     with pytest.raises(ValueError, match="Allowed values: triton, gluon"):
         pl.enable_semantic("cuda")
+
+
+def test_after_the_session_a_binary_compiled_in_it_gets_no_buffer_rather_than_an_error():
+    # A CompiledKernel compiled in the session and kept by the program asks Triton's profile
+    # allocator for a buffer at every launch, after finalize() too; Triton 3.6's own raises
+    # ("no allocator was set"). Proton leaves one that hands out none (recording off).
+    from triton.runtime import _allocation
+
+    mode = _mode.Default()
+    _allocation.set_profile_allocator(None)
+    instrumentation.prepare(mode, "tree")
+    instrumentation.activate(777, mode, "tree")
+    instrumentation.deactivate(777)
+    try:
+        assert _allocation._profile_allocator.get()(4096, 256, 0) == 0
+    finally:
+        _allocation.set_profile_allocator(None)
+
+
+def test_after_the_session_the_program_s_own_profile_allocator_is_back():
+    from triton.runtime import _allocation
+
+    def own(size, alignment, stream):
+        return 0x1000
+
+    mode = _mode.Default()
+    _allocation.set_profile_allocator(own)
+    try:
+        instrumentation.prepare(mode, "tree")
+        instrumentation.activate(778, mode, "tree")
+        assert _allocation._profile_allocator.get() is not own
+        instrumentation.deactivate(778)
+        assert _allocation._profile_allocator.get() is own
+    finally:
+        _allocation.set_profile_allocator(None)
