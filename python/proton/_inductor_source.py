@@ -14,9 +14,15 @@ The patch goes in when Inductor's wrapper module is first imported (or at once, 
 already), from `import proton.language`; nothing of PyTorch's is imported for it.
 Inductor compiles the copy with options of its own, which turn its `pl` calls into nothing; in
 a session, its first launch has it compiled again with the session's (_triton_launcher.py).
+A copy compiled in one of Inductor's worker processes comes back without its Python function
+(Inductor drops it for pickling): the names of the kernels given imports are kept here, and
+such a kernel's function is loaded again through the CachingAutotuner that holds it, as
+Inductor itself does when it must compile in the parent process (live_function).
 Thread-safety: the patched function runs where Inductor's runs, under the GIL.
 """
 
+import gc
+import sys
 import types
 
 from . import _import_hooks
@@ -25,6 +31,11 @@ _WRAPPER_MODULE = "torch._inductor.codegen.wrapper"
 _CLOSURE = "user_defined_triton_kernel_transitive_closure_source_code"
 _PACKAGE = "proton"
 _LANGUAGE = "proton.language"
+_HEURISTICS = "torch._inductor.runtime.triton_heuristics"
+
+# Names of the user kernels whose copies got proton imports (a name, not the kernel object:
+# what a worker process's copy still has).
+scoped_kernel_names = set()
 
 
 def import_lines(kernel) -> list:
@@ -82,10 +93,32 @@ def _patch_wrapper(module) -> None:
             return source
         if not lines:
             return source
+        scoped_kernel_names.add(getattr(kernel, "__name__", ""))
         return source.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
 
     closure_with_proton_imports._proton_imports = True
     setattr(module, _CLOSURE, closure_with_proton_imports)
+
+
+def live_function(compiled):
+    """The JITFunction of `compiled` (a CompiledKernel) with its Python function, when Inductor
+    compiled it in a worker process, which drops the function for pickling: loaded again from
+    the kernel's module through the CachingAutotuner that holds `compiled` (one look over the
+    live objects). None when it cannot be, or when its name is not one of a kernel that got
+    proton imports (then it uses no proton scopes)."""
+    fn = compiled.src.fn
+    heuristics = sys.modules.get(_HEURISTICS)
+    if heuristics is None or getattr(fn, "__name__", None) not in scoped_kernel_names:
+        return None
+    autotuner_cls = getattr(heuristics, "CachingAutotuner", None)
+    for obj in gc.get_objects() if autotuner_cls is not None else ():
+        # type(), not isinstance(): a weak proxy's __class__ raises once its object died.
+        if not issubclass(type(obj), autotuner_cls):
+            continue
+        if any(getattr(r, "kernel", None) is compiled for r in obj.compile_results):
+            reload = getattr(obj, "_reload_kernel", None)
+            return reload().fn if callable(reload) else None
+    return None
 
 
 _hook = _import_hooks.AfterImport(_patch_wrapper)

@@ -30,6 +30,7 @@ racing on its first launch, and one of the two is kept.
 import copy
 import dataclasses
 import gc
+import warnings
 import weakref
 
 from . import _C, _inductor_source
@@ -163,9 +164,16 @@ def uninstall() -> None:
     _patch.kernels.clear()
 
 
-def note_loaded(function, name, metadata_group, hash, compiled=None) -> None:
-    """Triton loaded a kernel during the session (its load hook), or before it (compiled: the
-    CompiledKernel, found by the look over the live ones)."""
+def note_loaded(function, name, metadata_group, hash) -> None:
+    """Triton loaded a kernel during the session (its load hook). A binary built for another
+    kernel loaded under the same function handle before (Triton 3.7 and later unload a
+    kernel's module with its CompiledKernel) is not this one's."""
+    for key in [k for k in _patch.binaries if k[0] == function]:
+        del _patch.binaries[key]
+    _note(function, name, metadata_group, hash, None)
+
+
+def _note(function, name, metadata_group, hash, compiled) -> None:
     ptx = next((p for f, p in (metadata_group or {}).items() if str(f).endswith(".ptx")), None)
     reference = weakref.ref(compiled) if compiled is not None else None
     _patch.kernels[function] = _Kernel(name, hash, ptx, reference)
@@ -182,7 +190,7 @@ def _kernel_of(function):
         for obj in gc.get_objects():
             # type(), not isinstance(): a weak proxy's __class__ raises once its object died.
             if issubclass(type(obj), CompiledKernel) and obj.module is not None:
-                note_loaded(obj.function, obj.name, obj.metadata_group, obj.hash, obj)
+                _note(obj.function, obj.name, obj.metadata_group, obj.hash, obj)
         kernel = _patch.kernels.get(function)
     return kernel
 
@@ -217,20 +225,34 @@ def _forget(function, reason: str) -> None:
 def compile_with_scopes(compiled, config: str):
     """The CompiledKernel `compiled` compiled again from its source, with the options it was
     compiled with and the instrumentation configuration `config`; not loaded. None when its
-    source uses nothing of proton.language (its PTX rewrite records all it can)."""
+    source uses nothing of proton.language (its PTX rewrite records all it can), or when it
+    was compiled for another instrumentation (a sanitizer's, which the rewrite leaves be)."""
     src = getattr(compiled, "src", None)
     fn = getattr(src, "fn", None)
-    if fn is None or not hasattr(src, "signature") or not _inductor_source.import_lines(fn):
+    if fn is None or not hasattr(src, "signature"):
+        return None
+    metadata = compiled.metadata
+    if getattr(metadata, "instrumentation_mode", "") not in ("", None):
+        return None
+    if getattr(fn, "fn", True) is None:  # compiled in one of Inductor's worker processes
+        live = _inductor_source.live_function(compiled)
+        if live is None:
+            return None
+        src = copy.copy(src)
+        src.fn = live
+    if not _inductor_source.import_lines(src.fn):
         return None
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import make_backend
 
-    metadata = compiled.metadata
     target = metadata.target
     if isinstance(target, dict):  # metadata as JSON keeps it
         target = GPUTarget(**target)
-    names = [f.name for f in dataclasses.fields(make_backend(target).parse_options({}))]
+    with warnings.catch_warnings():  # defaults' notices (FP fusion) are the compile's to give
+        warnings.simplefilter("ignore")
+        defaults = make_backend(target).parse_options({})
+    names = [f.name for f in dataclasses.fields(defaults)]
     options = {n: _as_tuples(getattr(metadata, n)) for n in names if hasattr(metadata, n)}
     options["instrumentation_mode"] = config
     again = triton.compile(src, target=target, options=options)
@@ -250,19 +272,18 @@ def _build(launcher, kernel, shared) -> _Binary:
     compiled = kernel.compiled() if kernel.compiled is not None else None
     try:
         again = compile_with_scopes(compiled, _patch.config)
+        if again is not None:
+            again._init_handles()  # loads it (the load hook registers its scope table)
+            runner = again.run  # the launch code of its own metadata (buffer sizes included)
+            if not isinstance(runner, _patch.cls):
+                raise RuntimeError(f"its launcher is a {type(runner).__name__}")
+            return _Binary(again.function, again.metadata.shared, runner, again)
     except Exception as e:  # noqa: BLE001 - its PTX rewrite still records its kernel scope
-        again = None
         _patch.warn(
-            kernel.name,
+            f"{kernel.name} (compiled again)",
             f"[PROTON] kernel {kernel.name} records its kernel scope only: its source did "
             f"not compile again with its scopes: {e}",
         )
-    if again is not None:
-        again._init_handles()  # loads it (the load hook registers its scope table)
-        runner = copy.copy(launcher)  # the kernel's launch code, with a buffer to ask for
-        runner.profile_scratch_size = again.metadata.profile_scratch_size
-        runner.profile_scratch_align = again.metadata.profile_scratch_align
-        return _Binary(again.function, again.metadata.shared, runner, again)
     if kernel.ptx_path is not None:
         with open(kernel.ptx_path) as f:
             ptx = f.read()

@@ -12,7 +12,9 @@ While an instrumentation session is live:
 - kernels that torch.compile generated, and Triton kernels launched with a binary loaded
   before the session, run instrumented binaries of their own (_inductor.py,
   _triton_launcher.py).
-Everything is put back as it was when the last instrumentation session is finalized.
+Everything is put back as it was when the last instrumentation session is finalized, but on
+Triton 3.6, whose null profile allocator raises, the allocator then hands out no buffer (so a
+CompiledKernel compiled in a session and kept by the program still launches).
 """
 
 import dataclasses
@@ -232,9 +234,11 @@ def deactivate(session=None) -> None:
     knobs.runtime.add_stages_inspection_hook = _state.saved["stages"]
     knobs.runtime.kernel_load_end_hook.remove(_on_kernel_load)
     allocator = _state.saved["allocator"]
-    if isinstance(allocator, _allocation.NullAllocator):
+    null = isinstance(allocator, _allocation.NullAllocator)
+    if null and not hasattr(_allocation, "has_profile_allocator"):
         # A binary compiled in the session (a CompiledKernel the program kept) asks for a
-        # profile buffer at every launch; Triton's null allocator would raise there. It gets
+        # profile buffer at every launch, and Triton 3.6's launcher calls the null allocator,
+        # which raises (later Tritons allocate a default buffer when none is set). It gets
         # none: its recording is off (the buffer's address is checked in the kernel).
         allocator = _no_buffer
     _allocation.set_profile_allocator(allocator)
@@ -311,7 +315,7 @@ def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> 
 
 
 def _no_buffer(size: int, alignment: int, stream):
-    """The profile allocator once no instrumentation session is live (Triton had none)."""
+    """The profile allocator once no instrumentation session is live (Triton 3.6 had none)."""
     return 0
 
 

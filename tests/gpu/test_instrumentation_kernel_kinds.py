@@ -10,7 +10,7 @@ import proton
 import proton.language as pl
 import pytest
 from gpu_tree import dump
-from proton_test_utils import find, load_hatchet, run_python
+from proton_test_utils import find, load_hatchet, run_program, run_python
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -351,6 +351,57 @@ def test_a_scoped_kernel_first_compiled_in_the_session_records_its_scopes():
     (node,) = [c for c in root["children"] if c["frame"]["name"].startswith("scoped_in")]
     assert node["metrics"]["count"] == 2, dump(root)
     assert find(node, "user_scope")["metrics"]["count"] == 2 * 128 * 4, dump(root)
+
+
+WORKER_COMPILED = """
+import gc, json, torch, triton, triton.language as tl, proton, proton.language as pl
+import torch._inductor.config as inductor_config
+from torch._inductor.async_compile import AsyncCompile
+from triton.compiler.compiler import CompiledKernel
+
+
+@triton.jit
+def worker_kernel(x, out, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("user_scope"):
+        v = tl.load(x + offs) * 3.0
+    tl.store(out + offs, v)
+
+
+def launch(x):
+    out = torch.empty_like(x)
+    worker_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
+    return out
+
+
+inductor_config.compile_threads = 4
+AsyncCompile.warm_pool()
+AsyncCompile.use_process_pool()
+AsyncCompile.wait_pool_ready()
+f = torch.compile(lambda x: launch(x + 1.0) * 2.0)
+x = torch.arange(1 << 15, device="cuda", dtype=torch.float32)
+y = f(x)
+torch.cuda.synchronize()
+ks = [o for o in gc.get_objects() if type(o) is CompiledKernel and o.name == "worker_kernel"]
+proton.start("worker", backend="instrumentation")
+inside = f(x)
+torch.cuda.synchronize()
+proton.finalize()
+assert torch.equal(y, (x + 1.0) * 6.0) and torch.equal(inside, y) and torch.equal(f(x), y)
+root = json.load(open("worker.hatchet"))[0]
+(node,) = [c for c in root["children"] if c["frame"]["name"] == "worker_kernel"]
+print(json.dumps({"dropped": [k.src.fn.fn is None for k in ks], "count": node["metrics"]["count"],
+                  "scopes": {c["frame"]["name"]: c["metrics"]["count"] for c in node["children"]}}))
+"""
+
+
+def test_a_scoped_kernel_compiled_in_an_inductor_worker_records_its_scopes(tmp_path):
+    # Once Inductor's pool of worker processes is up, it compiles kernels there and the copy
+    # comes back without its Python function: Proton loads it again through its autotuner.
+    r = run_program(WORKER_COMPILED, tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result == {"dropped": [True], "count": 1, "scopes": {"user_scope": 128 * 4}}, r.stdout
 
 
 def test_a_scoped_kernel_compiled_and_launched_by_hand_records_its_scopes():

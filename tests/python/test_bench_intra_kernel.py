@@ -43,13 +43,29 @@ def test_each_round_s_geometric_mean_gets_a_median_and_an_interval(intra):
     assert vadd["wall_ratio"] == 1.5
     # attention_mh was not run: its cells are NaN and the set's mean does not need it.
     assert math.isnan(row["kernels"]["attention_mh"]["kernel_ratio"])
-    assert row["kernel_geomean"] == pytest.approx((1.08 * 1.07 * 1.00 * 1.14) ** 0.25)
+    assert row["kernel_geomean_of_medians"] == pytest.approx((1.08 * 1.07 * 1.00 * 1.14) ** 0.25)
     expected = [(1.08 * 1.07 * 1.00 * 1.14) ** 0.25, (1.10 * 1.06 * 1.01 * 1.15) ** 0.25,
                 (1.06 * 1.08 * 0.99 * 1.13) ** 0.25]  # fmt: skip
     assert row["kernel_geomean_rounds"] == pytest.approx(expected)
     per_round = sorted(row["kernel_geomean_rounds"])
     lo, hi = row["kernel_geomean_ci"]
     assert per_round[0] <= lo <= per_round[1] <= hi <= per_round[2] and lo < hi
+    assert row["kernel_geomean"] == per_round[1]  # the figure the interval is of
+
+
+def test_the_printed_mean_is_the_median_of_the_rounds_means_not_the_mean_of_medians(intra):
+    # Each kernel's median comes from another round: the two statistics part, and the
+    # interval belongs to the rounds' means.
+    rounds = [
+        round_of(1.0, 1.0, 1.0, 1.3),
+        round_of(1.3, 1.3, 1.0, 1.0),
+        round_of(1.0, 1.3, 1.3, 1.0),
+    ]
+    row = intra.summarize_rounds({"proton": rounds})["proton"]
+    assert row["kernel_geomean_of_medians"] == pytest.approx(1.3**0.25)
+    assert row["kernel_geomean"] == pytest.approx(1.3**0.5)
+    lo, hi = row["kernel_geomean_ci"]
+    assert lo <= row["kernel_geomean"] <= hi
 
 
 def test_rounds_missing_a_kernel_of_the_set_stay_out_of_the_interval(intra):

@@ -3,6 +3,8 @@ proton.language scopes for sm_90 offline, through Proton's compile step; markers
 recording code, the scope table lands in the kernel's metadata, and everything Proton set in
 Triton is put back afterwards."""
 
+import dataclasses
+
 import pytest
 
 triton = pytest.importorskip("triton")
@@ -137,8 +139,74 @@ def test_a_kernel_compiled_outside_the_session_compiles_again_with_its_scopes(se
     wide.metadata = as_json
     again = _triton_launcher.compile_with_scopes(wide, session)
     assert (again.metadata.num_warps, again.metadata.num_stages) == (8, 2)
+    # Inductor's metadata, read back in its own way, can keep the target as a dict.
+    wide.metadata = wide.metadata._replace(target=dataclasses.asdict(wide.metadata.target))
+    again = _triton_launcher.compile_with_scopes(wide, session)
+    assert (again.metadata.num_warps, again.metadata.target.arch) == (8, 90)
     assert again.metadata.enable_fp_fusion is False
     assert again.metadata.profile_scratch_size == 8 * 64
+
+
+def worker_compiled(plain, monkeypatch, names):
+    """`plain` as Inductor's parent process holds a kernel compiled in a worker: its
+    JITFunction without its Python function, the CachingAutotuner that holds it able to load
+    it again. Returns the list of those loads."""
+    import copy
+    import sys
+    import types
+
+    from proton import _inductor_source
+
+    plain.src = copy.copy(plain.src)
+    plain.src.fn = types.SimpleNamespace(fn=None, __name__="scoped_kernel")
+    reloads = []
+
+    class CachingAutotuner:
+        def __init__(self, kernel):
+            self.compile_results = [types.SimpleNamespace(kernel=kernel)]
+
+        def _reload_kernel(self):
+            reloads.append(self)
+            return types.SimpleNamespace(fn=scoped_kernel)
+
+    module = types.ModuleType(_inductor_source._HEURISTICS)
+    module.CachingAutotuner = CachingAutotuner
+    module.holders = [CachingAutotuner(object()), CachingAutotuner(plain)]
+    monkeypatch.setitem(sys.modules, _inductor_source._HEURISTICS, module)
+    monkeypatch.setattr(_inductor_source, "scoped_kernel_names", set(names))
+    return reloads
+
+
+def test_a_kernel_compiled_in_an_inductor_worker_compiles_again_from_its_reloaded_function(
+    session, monkeypatch
+):
+    from proton import _triton_launcher
+
+    plain = compile_for_hopper("")
+    reloads = worker_compiled(plain, monkeypatch, {"scoped_kernel"})
+    again = _triton_launcher.compile_with_scopes(plain, session)
+    assert len(reloads) == 1 and reloads[0].compile_results[0].kernel is plain
+    assert table_paths(again.metadata.proton_instrumentation.split("\t")) == ["", "load", "math"]
+
+
+def test_a_worker_compiled_kernel_that_got_no_proton_imports_is_not_reloaded(session, monkeypatch):
+    # Inductor's own kernels (and user kernels without scopes) come from workers too: no look
+    # over the live objects, no reload, for a name that never got proton imports.
+    from proton import _triton_launcher
+
+    plain = compile_for_hopper("")
+    reloads = worker_compiled(plain, monkeypatch, {"another_kernel"})
+    assert _triton_launcher.compile_with_scopes(plain, session) is None and reloads == []
+
+
+def test_a_kernel_compiled_for_another_instrumentation_is_left_to_the_rewrite(session):
+    # A sanitizer's binary (Triton's instrumentation_mode "consan") is not compiled again
+    # without its sanitizer.
+    from proton import _triton_launcher
+
+    plain = compile_for_hopper("")
+    plain.metadata = plain.metadata._replace(instrumentation_mode="consan")
+    assert _triton_launcher.compile_with_scopes(plain, session) is None
 
 
 def test_a_kernel_without_scopes_is_not_compiled_again(session):
@@ -232,8 +300,10 @@ def test_semantics_can_be_named_as_in_triton_profiler_and_turned_off(session):
 
 def test_after_the_session_a_binary_compiled_in_it_gets_no_buffer_rather_than_an_error():
     # A CompiledKernel compiled in the session and kept by the program asks Triton's profile
-    # allocator for a buffer at every launch, after finalize() too; Triton 3.6's own raises
-    # ("no allocator was set"). Proton leaves one that hands out none (recording off).
+    # allocator for a buffer at every launch, after finalize() too. Triton 3.6's launcher
+    # calls the null allocator, which raises ("no allocator was set"): Proton leaves one that
+    # hands out none (recording off). Later Tritons allocate a default buffer when none is
+    # set: theirs is put back as it was.
     from triton.runtime import _allocation
 
     mode = _mode.Default()
@@ -242,7 +312,12 @@ def test_after_the_session_a_binary_compiled_in_it_gets_no_buffer_rather_than_an
     instrumentation.activate(777, mode, "tree")
     instrumentation.deactivate(777)
     try:
-        assert _allocation._profile_allocator.get()(4096, 256, 0) == 0
+        after = _allocation._profile_allocator.get()
+        if hasattr(_allocation, "has_profile_allocator"):
+            assert isinstance(after, _allocation.NullAllocator)
+            assert not _allocation.has_profile_allocator()
+        else:
+            assert after(4096, 256, 0) == 0
     finally:
         _allocation.set_profile_allocator(None)
 

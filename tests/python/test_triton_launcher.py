@@ -171,13 +171,12 @@ class Recompiled:
     compiled in the session, loaded by _init_handles."""
 
     def __init__(self):
-        self.function = None
-        self.metadata = types.SimpleNamespace(
-            shared=1024, profile_scratch_size=192, profile_scratch_align=256
-        )
+        self.function = self.run = None
+        self.metadata = types.SimpleNamespace(shared=1024)
 
     def _init_handles(self):
-        self.function = 0xC0DE
+        # Loaded, with its own launch code (sized for its profile buffer).
+        self.function, self.run = 0xC0DE, FakeCudaLauncher(profile_scratch_size=192)
 
 
 def test_a_kernel_with_scopes_runs_compiled_again_from_its_source(fake_triton, monkeypatch):
@@ -200,10 +199,9 @@ def test_a_kernel_with_scopes_runs_compiled_again_from_its_source(fake_triton, m
     assert sources == [(kernel, launcher_mod._patch.config)] and kernel.loads == 1
     assert fake_triton.loaded == [] and fake_triton.warned == []  # no PTX rewrite
     binary = launcher_mod._patch.binaries[(0x6, launcher_mod._patch.config)]
-    assert (
-        binary.launcher.profile_scratch_size == 192 and binary.launcher.profile_scratch_align == 256
-    )
-    for function, _grid, _stream, args, per_cta in kernel.run.launches:
+    assert binary.launcher is binary.compiled.run and kernel.run.launches == []
+    assert len(binary.launcher.launches) == 2
+    for function, _grid, _stream, args, per_cta in binary.launcher.launches:
         # Its binary, its shared memory, the kernel's other metadata and arguments.
         assert function == 0xC0DE and per_cta == 192
         assert args == ((4, 1, 1024, "rest"), None, None, None, "x", "y", "out", 8)
@@ -226,3 +224,15 @@ def test_a_kernel_whose_source_does_not_compile_again_records_its_kernel_scope(
     assert [f for f, *_ in kernel.run.launches] == [0xF01]
     (message,) = fake_triton.warned
     assert "scoped_kernel records its kernel scope only" in message and "ptxas error" in message
+
+
+def test_a_kernel_loaded_anew_under_a_handle_seen_before_gets_its_own_binary(fake_triton):
+    # Triton 3.7 and later unload a kernel's module with its CompiledKernel: a kernel loaded
+    # later may get the same function handle, and must not run the other kernel's binary.
+    fake_triton.install()
+    ptx = str(fake_triton.ptx)
+    launcher_mod.note_loaded(0x8, "first_kernel", {"first_kernel.ptx": ptx}, "h1")
+    launch(types.SimpleNamespace(function=0x8, run=FakeCudaLauncher()))
+    launcher_mod.note_loaded(0x8, "second_kernel", {"second_kernel.ptx": ptx}, "h2")
+    launch(types.SimpleNamespace(function=0x8, run=FakeCudaLauncher()))
+    assert [name for name, *_ in fake_triton.loaded] == ["first_kernel", "second_kernel"]
