@@ -26,6 +26,7 @@ constexpr size_t kReduceChunk = 4096;
 // The graph arena beside each ring: CUDA graph slots, never reused (a graph may replay any
 // time while the process lives).
 constexpr size_t kGraphArenaDivisor = 8;
+// tree_reduce.cu is built for blocks of this many threads (its kThreads).
 constexpr uint32_t kReduceThreads = 256;
 
 // The GPU tree reduction (tree_reduce.cu), as PTX.
@@ -540,8 +541,7 @@ bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
   return true;
 }
 
-void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
-                                   std::vector<uint8_t> &host) {
+void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   std::vector<const SlotRecord *> tree;
   for (const SlotRecord &slot : ring.slots)
     if (!slot.trace) tree.push_back(&slot);
@@ -549,7 +549,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
   if (!loadReduce(driver, ring)) {
     // Host fallback: copy the slots back and reduce them here.
-    host.resize(ring.used);
+    std::vector<uint8_t> host(ring.used);
     if (driver.memcpyDtoH(host.data(), ring.base, ring.used) != CUDA_SUCCESS) {
       stat("instrumentation_launches_unrecorded").add(tree.size());
       return;
@@ -562,7 +562,8 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
     return;
   }
   std::vector<SlotDesc> descs;
-  host.resize(kReduceChunk * kOut);
+  std::vector<uint8_t> &host = reduced_;
+  host.resize(std::min(kReduceChunk, tree.size()) * kOut);
   for (size_t first = 0; first < tree.size(); first += kReduceChunk) {
     size_t n = std::min(kReduceChunk, tree.size() - first);
     descs.clear();
@@ -588,7 +589,6 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring,
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
   std::lock_guard lock(mu_);
-  std::vector<uint8_t> host;
   for (Ring &ring : rings_) {
     if (ring.used == 0) continue;
     stat("instrumentation_ring_drains").add();
@@ -597,7 +597,7 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) 
     driver.ctxSynchronize();  // every launch that wrote into the ring has finished
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
-    drainTree(driver, ring, host);
+    drainTree(driver, ring);
     if (anyTrace) drainTrace(driver, ring);
     // Units that do not record never write: the next launches must find zeros there. The
     // clear is ordered before them (legacy default stream, then the context synchronised).
