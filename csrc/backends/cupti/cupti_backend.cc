@@ -248,13 +248,14 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   if (result != Alloc::kFull) return {};
   // The ring is full. Tree slots are filed from the launch callback's context alone: wait
   // for the GPU and reduce. Trace slices are aligned to their kernels' records: flush those.
-  // The launching thread waits meanwhile (counted: it is the trace's cost to the program),
-  // but not for trace slots to be decoded: that goes on beside the program.
+  // The launching thread waits meanwhile (counted: it is the instrumentation's cost to the
+  // program), but not for the slots read back to be decoded and filed: that goes on beside
+  // the program.
   uint64_t t0 = monotonicNs();
   if (trace)
     flush(/*waitForFiling=*/false);
   else
-    buffers.drain(*driver_);
+    buffers.drain(*driver_, /*waitForFiling=*/false);
   statCounter("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
   if (buffers.allocate(*driver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
     statCounter("instrumentation_launches_unrecorded").add();

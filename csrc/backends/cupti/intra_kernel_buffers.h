@@ -103,9 +103,9 @@ class IntraKernelBuffers {
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
   // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
   // need nothing from kernel records; trace slots need their kernel's start, so a trace
-  // drain follows a CUPTI flush. Trace slots are decoded and filed on a thread of their own;
-  // with waitForFiling the drain returns once they are (a flush), else at once (a full ring,
-  // on the launching thread).
+  // drain follows a CUPTI flush. Trace slots are decoded, and tree slots' reduced sums filed,
+  // on a thread of their own; with waitForFiling the drain returns once they are (a flush),
+  // else at once (a full ring, on the launching thread).
   void drain(const CudaDriverApi &driver, bool waitForFiling = true);
   void waitForFiling();
 
@@ -169,6 +169,11 @@ class IntraKernelBuffers {
   static instrumentation::IntraLaunch launchOf(const Ring &ring, const SlotRecord &slot,
                                                instrumentation::IntraTarget *targets);
   void fileTreeSlot(const Ring &ring, const SlotRecord &slot, const uint8_t *reduced);
+  void fileReduced(const uint8_t *reduced, const instrumentation::IntraLaunch &launch);
+  // mu_ held: `reduced` (one reduced slot per slot of `slots`) filed on the filing thread, so
+  // that a full ring's drain does not wait for it (a flush waits for the filing thread).
+  struct TreeJob;
+  void postTreeJob(const Ring &ring, const SlotRecord *const *slots, std::vector<uint8_t> reduced);
   // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
   // read back are counted as unrecorded launches).
   void drainTree(const CudaDriverApi &driver, Ring &ring);
@@ -211,9 +216,9 @@ class IntraKernelBuffers {
   // they are decoded.
   uint64_t reservedSlices_ = 0;
   std::vector<uint8_t> headers_;  // a drain's trace unit headers, read back first
-  // A drain's reduced tree slots, read back. Kept from drain to drain: a fresh 4 MB buffer,
-  // zeroed and faulted in at every drain, took 2 ms of a full ring's 3.5 ms drain (H100).
-  std::vector<uint8_t> reduced_;
+  // The buffer a tree job read back into, given back by the filing thread for the next drain.
+  std::mutex spareMu_;
+  std::vector<uint8_t> spareReduced_;
   std::mutex decoderMu_;  // the decoder: drains (tree) and the filing thread (trace)
   instrumentation::IntraDecoder decoder_{tables_};
   BackgroundWorker filer_{size_t{512} << 20};  // last: its jobs use the members above
