@@ -1,0 +1,259 @@
+// A CUDA driver with no GPU, for the tests of IntraKernelBuffers: contexts are tags, device
+// memory is a host vector, and Proton's GPU tree reduction runs as reduceTreeSlot() does on
+// the host. Test-only; one copy of its state for the test binary (inline variables).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backends/cupti/cupti_loader.h"
+#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/instrumentation/intra_decoder.h"
+
+namespace proton::cupti {
+
+// A driver with no GPU: contexts are tags, one context stack, allocations remember the
+// context that was current when they were made.
+namespace fake {
+inline CUcontext current = nullptr;
+inline std::vector<CUcontext> stack;
+inline CUcontext allocatedIn = nullptr;
+inline bool streamsHaveContexts = true;
+inline bool primaryAvailable = true;
+inline const auto kPrimary = reinterpret_cast<CUcontext>(0x1000);
+inline const auto kStreamContext = reinterpret_cast<CUcontext>(0x2000);
+inline const auto kOther = reinterpret_cast<CUcontext>(0x3000);
+
+inline bool capturing = false;  // every stream is being captured into a CUDA graph
+inline size_t allocated = 0;    // device memory handed out: allocations follow one another
+inline CUresult isCapturing(CUstream, CUstreamCaptureStatus *status) {
+  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+inline CUresult noModule(CUmodule *, const void *) { return CUDA_ERROR_NOT_SUPPORTED; }
+inline const auto kGraph = reinterpret_cast<CUgraph>(0x6000);
+inline CUresult captureInfo(CUstream, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+                            const CUgraphNode **, size_t *) {
+  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  *id = 1;
+  *graph = capturing ? kGraph : nullptr;
+  return CUDA_SUCCESS;
+}
+inline CUresult getCurrent(CUcontext *context) {
+  *context = current;
+  return CUDA_SUCCESS;
+}
+inline CUresult push(CUcontext context) {
+  stack.push_back(current);
+  current = context;
+  return CUDA_SUCCESS;
+}
+inline CUresult pop(CUcontext *context) {
+  *context = current;
+  current = stack.back();
+  stack.pop_back();
+  return CUDA_SUCCESS;
+}
+inline CUresult streamContext(CUstream, CUcontext *context) {
+  *context = streamsHaveContexts ? kStreamContext : nullptr;
+  return streamsHaveContexts ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+inline CUresult deviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+inline CUresult retainPrimary(CUcontext *context, CUdevice) {
+  *context = primaryAvailable ? kPrimary : nullptr;
+  return primaryAvailable ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+inline CUresult contextDevice(CUdevice *device) {
+  *device = 0;
+  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+inline CUresult attribute(int *value, CUdevice_attribute, CUdevice) {
+  *value = 1980000;
+  return CUDA_SUCCESS;
+}
+inline CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // the calling thread's
+inline size_t allocationsInGlobalMode = 0;
+inline bool outOfMemory = false;
+inline CUresult memAlloc(CUdeviceptr *ptr, size_t bytes) {
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (outOfMemory) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (captureMode == CU_STREAM_CAPTURE_MODE_GLOBAL) ++allocationsInGlobalMode;
+  allocatedIn = current;
+  *ptr = 0x100000 + allocated;
+  allocated += bytes;
+  return CUDA_SUCCESS;
+}
+// Device memory: what was allocated from 0x100000 on (the ring, then its graph arena) is this
+// vector, as far as it reaches.
+inline std::vector<uint8_t> ringMemory;
+inline CUresult memset(CUdeviceptr at, unsigned char value, size_t bytes) {
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  if (at >= 0x100000 && at - 0x100000 + bytes <= ringMemory.size())
+    std::memset(ringMemory.data() + (at - 0x100000), value, bytes);
+  return CUDA_SUCCESS;
+}
+inline CUresult memsetAsync(CUdeviceptr at, unsigned char value, size_t bytes, CUstream) {
+  return memset(at, value, bytes);
+}
+inline size_t syncMemsets = 0;  // on the legacy stream
+inline CUresult syncMemset(CUdeviceptr at, unsigned char value, size_t bytes) {
+  ++syncMemsets;
+  return memset(at, value, bytes);
+}
+inline size_t asyncCopies = 0;
+inline CUresult copyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream) {
+  ++asyncCopies;
+  if (!current || to < 0x100000 || from < 0x100000 || to - 0x100000 + bytes > ringMemory.size() ||
+      from - 0x100000 + bytes > ringMemory.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memmove(ringMemory.data() + (to - 0x100000), ringMemory.data() + (from - 0x100000), bytes);
+  return CUDA_SUCCESS;
+}
+inline std::vector<size_t> copiedBytes;
+inline CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
+  if (!current || from < 0x100000 || from - 0x100000 + bytes > ringMemory.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(host, ringMemory.data() + (from - 0x100000), bytes);
+  copiedBytes.push_back(bytes);
+  return CUDA_SUCCESS;
+}
+// Rows of a unit-strided slot, as a drain reads back trace units' written parts.
+inline CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
+  if (!current || c->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
+      c->dstMemoryType != CU_MEMORYTYPE_HOST || c->WidthInBytes > c->srcPitch ||
+      c->WidthInBytes > c->dstPitch || c->srcDevice < 0x100000 ||
+      c->srcDevice - 0x100000 + c->srcPitch * c->Height > ringMemory.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t row = 0; row < c->Height; ++row)
+    std::memcpy(static_cast<uint8_t *>(c->dstHost) + row * c->dstPitch,
+                ringMemory.data() + (c->srcDevice - 0x100000) + row * c->srcPitch, c->WidthInBytes);
+  copiedBytes.push_back(c->WidthInBytes * c->Height);
+  return CUDA_SUCCESS;
+}
+inline CUresult synchronize() { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+inline size_t ownStreams = 0;  // created by Proton, and not yet destroyed
+inline CUresult exchangeMode(CUstreamCaptureMode *mode) {
+  std::swap(captureMode, *mode);
+  return CUDA_SUCCESS;
+}
+inline const auto kOwnStream = reinterpret_cast<CUstream>(0x9000);
+inline CUresult streamCreate(CUstream *stream, unsigned int flags) {
+  if (!current || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  *stream = kOwnStream;
+  ++ownStreams;
+  return CUDA_SUCCESS;
+}
+inline CUresult streamSync(CUstream stream) {
+  return stream == kOwnStream ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+inline CUresult streamDestroy(CUstream stream) {
+  --ownStreams;
+  return stream == kOwnStream ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+inline CUresult memFree(CUdeviceptr) { return CUDA_SUCCESS; }
+
+inline CudaDriverApi driver() {
+  CudaDriverApi d;
+  d.streamIsCapturing = isCapturing;
+  d.ctxGetCurrent = getCurrent;
+  d.ctxPushCurrent = push;
+  d.ctxPopCurrent = pop;
+  d.streamGetCtx = streamContext;
+  d.deviceGet = deviceGet;
+  d.devicePrimaryCtxRetain = retainPrimary;
+  d.ctxGetDevice = contextDevice;
+  d.deviceGetAttribute = attribute;
+  d.memAlloc = memAlloc;
+  d.memsetD8 = syncMemset;
+  d.memcpyDtoH = copyBack;
+  d.memcpy2D = copyBack2D;
+  d.ctxSynchronize = synchronize;
+  d.moduleLoadData = noModule;  // sums are added up on the host
+  d.streamGetCaptureInfo = captureInfo;
+  d.memcpyDtoDAsync = copyAsync;
+  d.memsetD8Async = memsetAsync;
+  d.exchangeCaptureMode = exchangeMode;
+  d.streamCreate = streamCreate;
+  d.streamSynchronize = streamSync;
+  d.streamDestroy = streamDestroy;
+  d.memFree = memFree;
+  return d;
+}
+
+// Proton's GPU tree reduction (tree_reduce.cu), run as its host twin: for each descriptor
+// { slot address, bytes } at `descs`, the reduced slot at out + i * kReducedTreeBytes.
+inline size_t reductions = 0;  // launches of it
+inline const auto kReduceFunction = reinterpret_cast<CUfunction>(0xAEDC);
+inline CUresult loadModule(CUmodule *module, const void *) {
+  *module = reinterpret_cast<CUmodule>(0xA0D);
+  return CUDA_SUCCESS;
+}
+inline CUresult getFunction(CUfunction *function, CUmodule, const char *name) {
+  *function = kReduceFunction;
+  return std::strcmp(name, "proton_tree_reduce") == 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+inline uint8_t *deviceBytes(CUdeviceptr at, size_t bytes) {
+  if (at < 0x100000 || at - 0x100000 + bytes > ringMemory.size()) return nullptr;
+  return ringMemory.data() + (at - 0x100000);
+}
+inline CUresult copyIn(CUdeviceptr to, const void *host, size_t bytes) {
+  uint8_t *device = current ? deviceBytes(to, bytes) : nullptr;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  std::memcpy(device, host, bytes);
+  return CUDA_SUCCESS;
+}
+inline CUresult launch(CUfunction function, unsigned blocks, unsigned, unsigned, unsigned, unsigned,
+                       unsigned, unsigned, CUstream, void **args, void **) {
+  if (function != kReduceFunction || !current) return CUDA_ERROR_INVALID_VALUE;
+  ++reductions;
+  CUdeviceptr descs = *static_cast<CUdeviceptr *>(args[0]);
+  CUdeviceptr out = *static_cast<CUdeviceptr *>(args[1]);
+  constexpr size_t kOut = instrumentation::kReducedTreeBytes;
+  for (unsigned i = 0; i < blocks; ++i) {
+    uint64_t desc[2];
+    const uint8_t *at = deviceBytes(descs + 16 * i, 16);
+    uint8_t *reduced = deviceBytes(out + kOut * i, kOut);
+    if (!at || !reduced) return CUDA_ERROR_INVALID_VALUE;
+    std::memcpy(desc, at, 16);
+    const uint8_t *slot = deviceBytes(desc[0], desc[1]);
+    if (!slot) return CUDA_ERROR_INVALID_VALUE;
+    instrumentation::reduceTreeSlot(slot, desc[1], reduced);
+  }
+  return CUDA_SUCCESS;
+}
+// driver(), with the GPU tree reduction loadable.
+inline CudaDriverApi driverWithReduction() {
+  CudaDriverApi d = driver();
+  d.moduleLoadData = loadModule;
+  d.moduleGetFunction = getFunction;
+  d.memcpyHtoD = copyIn;
+  d.launchKernel = launch;
+  return d;
+}
+
+inline void reset(CUcontext now) {
+  current = now;
+  stack.clear();
+  allocatedIn = nullptr;
+  allocated = 0;
+  asyncCopies = 0;
+  capturing = outOfMemory = false;
+  captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  allocationsInGlobalMode = syncMemsets = ownStreams = reductions = 0;
+  streamsHaveContexts = primaryAvailable = true;
+}
+}  // namespace fake
+
+// Buffers recording for one user into 1 MB rings, through `driver` (which outlives them).
+inline void startRecording(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
+                           uint64_t maxTraceEvents = 0, uint32_t traceCapacity = 256) {
+  buffers.setDriver(&driver);
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, maxTraceEvents, traceCapacity);
+}
+
+}  // namespace proton::cupti
