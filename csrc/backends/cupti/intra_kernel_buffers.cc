@@ -414,7 +414,7 @@ void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, s
       // flushed first, which a launch callback cannot do; the replay goes unrecorded.
       lock.unlock();
       uint64_t t0 = monotonicNs();
-      drain(*driver_);
+      drain(*driver_, /*waitForFiling=*/false);  // its sums are filed beside the program
       stat("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
       continue;
     }
