@@ -134,6 +134,9 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->streamSynchronize, "cuStreamSynchronize", &missing);
   resolve(handle, api->streamDestroy, "cuStreamDestroy_v2", &missing);
   resolve(handle, api->memFree, "cuMemFree_v2", &missing);
+  resolve(handle, api->memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", &missing);
+  resolve(handle, api->memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", &missing);
+  resolve(handle, api->memcpy2DAsync, "cuMemcpy2DAsync_v2", &missing);
   resolve(handle, api->streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", nullptr);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,

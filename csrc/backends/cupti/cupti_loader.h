@@ -107,6 +107,12 @@ struct CudaDriverApi {
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuStreamDestroy_v2) streamDestroy = nullptr;
   decltype(&::cuMemFree_v2) memFree = nullptr;
+  // Drains copy on a stream of Proton's own, not the legacy one, whose synchronous copies a
+  // CUDA graph being captured on another thread (global mode) or on a blocking stream cannot
+  // live with.
+  decltype(&::cuMemcpyHtoDAsync_v2) memcpyHtoDAsync = nullptr;
+  decltype(&::cuMemcpyDtoHAsync_v2) memcpyDtoHAsync = nullptr;
+  decltype(&::cuMemcpy2DAsync_v2) memcpy2DAsync = nullptr;
   // cuStreamGetCaptureInfo_v2 (CUDA 11.3+; declared here: newer headers hide it).
   using StreamGetCaptureInfoV2 = CUresult(CUDAAPI *)(CUstream, CUstreamCaptureStatus *,
                                                      cuuint64_t *, CUgraph *, const CUgraphNode **,

@@ -586,7 +586,9 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   if (!loadReduce(driver, ring)) {
     // Host fallback: copy the slots back and reduce them here.
     std::vector<uint8_t> host(ring.used);
-    if (driver.memcpyDtoH(host.data(), ring.base, ring.used) != CUDA_SUCCESS) {
+    if (driver.memcpyDtoHAsync(host.data(), ring.base, ring.used, ring.drainStream) !=
+            CUDA_SUCCESS ||
+        driver.streamSynchronize(ring.drainStream) != CUDA_SUCCESS) {
       stat("instrumentation_launches_unrecorded").add(tree.size());
       return;
     }
@@ -612,15 +614,17 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
     for (size_t i = 0; i < n; ++i)
       descs.push_back({ring.base + tree[first + i]->offset, tree[first + i]->bytes});
     void *args[] = {&ring.reduceDescs, &ring.reduceOut};
-    bool ok =
-        driver.memcpyHtoD(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc)) == CUDA_SUCCESS;
+    CUstream stream = ring.drainStream;  // the copies and the reduction, in order
+    bool ok = driver.memcpyHtoDAsync(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc),
+                                     stream) == CUDA_SUCCESS;
     if (ok) {
       InternalLaunchGuard internal;  // not a kernel of the user's: filed in no session
       ok = driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
-                               nullptr, args, nullptr) == CUDA_SUCCESS;
+                               stream, args, nullptr) == CUDA_SUCCESS;
     }
-    // The copy waits for the reduction (both on the legacy default stream).
-    ok = ok && driver.memcpyDtoH(host.data(), ring.reduceOut, n * kOut) == CUDA_SUCCESS;
+    ok = ok &&
+         driver.memcpyDtoHAsync(host.data(), ring.reduceOut, n * kOut, stream) == CUDA_SUCCESS &&
+         driver.streamSynchronize(stream) == CUDA_SUCCESS;
     if (!ok) {  // these launches and the ones after them cannot be filed
       stat("instrumentation_launches_unrecorded").add(tree.size() - first);
       return;
@@ -631,20 +635,30 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
   std::lock_guard lock(mu_);
+  // Relaxed capture mode, and nothing on the legacy stream (which waits for blocking streams,
+  // one being captured among them). The wait for the ring's launches is still a context
+  // synchronisation, which a capture on another thread does not survive (README, known
+  // issues): the launches' streams are not known to be alive at a drain.
+  RelaxedCaptureMode relaxed(driver);
   for (Ring &ring : rings_) {
     if (ring.used == 0) continue;
     stat("instrumentation_ring_drains").add();
     ContextScope scope(driver, ring.context, /*current=*/false);
     if (!scope.ok()) continue;
+    if (!ring.drainStreamTried) {
+      ring.drainStreamTried = true;
+      if (driver.streamCreate(&ring.drainStream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        ring.drainStream = nullptr;
+    }
     driver.ctxSynchronize();  // every launch that wrote into the ring has finished
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
     drainTree(driver, ring);
     if (anyTrace) drainTrace(driver, ring);
     // Units that do not record never write: the next launches must find zeros there. The
-    // clear is ordered before them (legacy default stream, then the context synchronised).
-    driver.memsetD8(ring.base, 0, ring.used);
-    driver.ctxSynchronize();
+    // clear is done before they are enqueued.
+    driver.memsetD8Async(ring.base, 0, ring.used, ring.drainStream);
+    driver.streamSynchronize(ring.drainStream);
     ring.slots.clear();
     ring.used = 0;
   }

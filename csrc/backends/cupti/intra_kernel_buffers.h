@@ -137,6 +137,10 @@ class IntraKernelBuffers {
     bool reduceTried = false;
     CUdeviceptr reduceDescs = 0;
     CUdeviceptr reduceOut = 0;
+    // Proton's own non-blocking stream, for drains (null: none could be made, the legacy
+    // stream is used).
+    CUstream drainStream = nullptr;
+    bool drainStreamTried = false;
   };
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
@@ -187,7 +191,8 @@ class IntraKernelBuffers {
                                           const SlotRecord &slot);
   // mu_ held: copies a trace slot's units back into job (their headers, then the event places
   // written); false if a copy failed.
-  bool readWritten(const CudaDriverApi &driver, CUdeviceptr slot, size_t bytes, TraceJob &job);
+  bool readWritten(const CudaDriverApi &driver, CUstream stream, CUdeviceptr slot, size_t bytes,
+                   TraceJob &job);
   // mu_ held: the slices read back reach the decoder's cap (set under mu_ and decoderMu_, so
   // mu_ alone reads it).
   bool traceCapReached() const { return reservedSlices_ >= decoder_.maxTraceEvents(); }

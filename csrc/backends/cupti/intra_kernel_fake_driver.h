@@ -114,15 +114,20 @@ inline CUresult copyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstre
   return CUDA_SUCCESS;
 }
 inline std::vector<size_t> copiedBytes;
-inline CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
+inline size_t legacyCopies = 0;  // synchronous copies: on the legacy stream
+inline CUresult copyBackAsync(void *host, CUdeviceptr from, size_t bytes, CUstream) {
   if (!current || from < 0x100000 || from - 0x100000 + bytes > ringMemory.size())
     return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(host, ringMemory.data() + (from - 0x100000), bytes);
   copiedBytes.push_back(bytes);
   return CUDA_SUCCESS;
 }
+inline CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
+  ++legacyCopies;
+  return copyBackAsync(host, from, bytes, nullptr);
+}
 // Rows of a unit-strided slot, as a drain reads back trace units' written parts.
-inline CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
+inline CUresult copyBack2DAsync(const CUDA_MEMCPY2D *c, CUstream) {
   if (!current || c->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
       c->dstMemoryType != CU_MEMORYTYPE_HOST || c->WidthInBytes > c->srcPitch ||
       c->WidthInBytes > c->dstPitch || c->srcDevice < 0x100000 ||
@@ -134,7 +139,16 @@ inline CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
   copiedBytes.push_back(c->WidthInBytes * c->Height);
   return CUDA_SUCCESS;
 }
-inline CUresult synchronize() { return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+inline CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
+  ++legacyCopies;
+  return copyBack2DAsync(c, nullptr);
+}
+// The calling thread's capture mode at each context synchronisation.
+inline std::vector<CUstreamCaptureMode> modesAtSync;
+inline CUresult synchronize() {
+  modesAtSync.push_back(captureMode);
+  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
 inline size_t ownStreams = 0;  // created by Proton, and not yet destroyed
 inline CUresult exchangeMode(CUstreamCaptureMode *mode) {
   std::swap(captureMode, *mode);
@@ -171,6 +185,8 @@ inline CudaDriverApi driver() {
   d.memsetD8 = syncMemset;
   d.memcpyDtoH = copyBack;
   d.memcpy2D = copyBack2D;
+  d.memcpyDtoHAsync = copyBackAsync;
+  d.memcpy2DAsync = copyBack2DAsync;
   d.ctxSynchronize = synchronize;
   d.moduleLoadData = noModule;  // sums are added up on the host
   d.streamGetCaptureInfo = captureInfo;
@@ -200,11 +216,15 @@ inline uint8_t *deviceBytes(CUdeviceptr at, size_t bytes) {
   if (at < 0x100000 || at - 0x100000 + bytes > ringMemory.size()) return nullptr;
   return ringMemory.data() + (at - 0x100000);
 }
-inline CUresult copyIn(CUdeviceptr to, const void *host, size_t bytes) {
+inline CUresult copyInAsync(CUdeviceptr to, const void *host, size_t bytes, CUstream) {
   uint8_t *device = current ? deviceBytes(to, bytes) : nullptr;
   if (!device) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(device, host, bytes);
   return CUDA_SUCCESS;
+}
+inline CUresult copyIn(CUdeviceptr to, const void *host, size_t bytes) {
+  ++legacyCopies;
+  return copyInAsync(to, host, bytes, nullptr);
 }
 inline CUresult launch(CUfunction function, unsigned blocks, unsigned, unsigned, unsigned, unsigned,
                        unsigned, unsigned, CUstream, void **args, void **) {
@@ -231,6 +251,7 @@ inline CudaDriverApi driverWithReduction() {
   d.moduleLoadData = loadModule;
   d.moduleGetFunction = getFunction;
   d.memcpyHtoD = copyIn;
+  d.memcpyHtoDAsync = copyInAsync;
   d.launchKernel = launch;
   return d;
 }
@@ -243,7 +264,8 @@ inline void reset(CUcontext now) {
   asyncCopies = 0;
   capturing = outOfMemory = false;
   captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-  allocationsInGlobalMode = syncMemsets = ownStreams = reductions = 0;
+  allocationsInGlobalMode = syncMemsets = ownStreams = reductions = legacyCopies = 0;
+  modesAtSync.clear();
   streamsHaveContexts = primaryAvailable = true;
 }
 }  // namespace fake

@@ -104,22 +104,25 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
       Stats::global().counter("instrumentation_launches_past_trace_cap").add();
       return nullptr;
     }
-    if (readWritten(driver, ring.base + slot.offset, slot.bytes, *job)) return job;
+    if (readWritten(driver, ring.drainStream, ring.base + slot.offset, slot.bytes, *job))
+      return job;
   } catch (const std::exception &) {
   }
   Stats::global().counter("instrumentation_launches_unrecorded").add();
   return nullptr;
 }
 
-bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUdeviceptr slot, size_t bytes,
-                                     TraceJob &job) {
+bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUstream stream, CUdeviceptr slot,
+                                     size_t bytes, TraceJob &job) {
   // A unit's buffer holds buffer_size events; most units write far fewer (a vector add's
   // warps two of 256). Its header first, then as many event places as any unit wrote.
   const uint32_t unitBytes = traceUnitBytes_, header = instrumentation::kTraceUnitHeaderBytes;
   size_t units = bytes / unitBytes;
   if (units == 0) return false;
   auto copyUnits = [&](void *to, uint32_t width) {
-    if (width == unitBytes) return driver.memcpyDtoH(to, slot, units * unitBytes) == CUDA_SUCCESS;
+    if (width == unitBytes)
+      return driver.memcpyDtoHAsync(to, slot, units * unitBytes, stream) == CUDA_SUCCESS &&
+             driver.streamSynchronize(stream) == CUDA_SUCCESS;
     CUDA_MEMCPY2D copy{};
     copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
     copy.srcDevice = slot;
@@ -129,7 +132,8 @@ bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUdeviceptr sl
     copy.dstPitch = width;
     copy.WidthInBytes = width;
     copy.Height = units;
-    return driver.memcpy2D(&copy) == CUDA_SUCCESS;
+    return driver.memcpy2DAsync(&copy, stream) == CUDA_SUCCESS &&
+           driver.streamSynchronize(stream) == CUDA_SUCCESS;
   };
   headers_.resize(units * header);
   if (!copyUnits(headers_.data(), header)) return false;
