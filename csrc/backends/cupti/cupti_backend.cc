@@ -644,7 +644,13 @@ GpuBackend *backend() { return &CuptiBackend::instance(); }
 
 Status allocateInstrumentationBuffer(size_t bytes, bool trace, uint64_t stream,
                                      uint64_t *devicePtr) {
-  return CuptiBackend::instance().allocateInstrumented(bytes, trace, stream, devicePtr);
+  try {  // called from Triton's launcher: nothing may reach the program's launch
+    return CuptiBackend::instance().allocateInstrumented(bytes, trace, stream, devicePtr);
+  } catch (const std::exception &) {  // no memory in a drain: this launch records nothing
+    *devicePtr = 0;
+    statCounter("instrumentation_launches_unrecorded").add();
+    return {};
+  }
 }
 
 Status registerInstrumentationTable(std::string_view text) {
