@@ -542,18 +542,25 @@ void IntraKernelBuffers::postTreeJob(const Ring &ring, const SlotRecord *const *
   for (size_t i = 0; i < job->launches.size(); ++i)
     job->launches[i].launch = launchOf(ring, *slots[i], job->launches[i].targets);
   job->reduced = std::move(reduced);
-  size_t bytes = job->reduced.size();
+  auto file = [this, job] {
+    for (size_t i = 0; i < job->launches.size(); ++i)
+      fileReduced(job->reduced.data() + i * kOut, job->launches[i].launch);
+  };
   try {
-    filer_.post(bytes, [this, job] {
-      for (size_t i = 0; i < job->launches.size(); ++i)
-        fileReduced(job->reduced.data() + i * kOut, job->launches[i].launch);
+    filer_.post(job->reduced.size(), [this, job, file] {
+      file();
       std::lock_guard spare(spareMu_);  // the buffer, for the next drain's read-back
       if (job->reduced.capacity() > spareReduced_.capacity()) spareReduced_.swap(job->reduced);
     });
   } catch (const std::exception &) {  // no filing thread: filed here
-    for (size_t i = 0; i < job->launches.size(); ++i)
-      fileReduced(job->reduced.data() + i * kOut, job->launches[i].launch);
+    file();
   }
+}
+
+bool IntraKernelBuffers::readBack(const CudaDriverApi &driver, CUstream stream, void *to,
+                                  CUdeviceptr from, size_t bytes) {
+  return driver.memcpyDtoHAsync(to, from, bytes, stream) == CUDA_SUCCESS &&
+         driver.streamSynchronize(stream) == CUDA_SUCCESS;
 }
 
 bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
@@ -586,9 +593,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   if (!loadReduce(driver, ring)) {
     // Host fallback: copy the slots back and reduce them here.
     std::vector<uint8_t> host(ring.used);
-    if (driver.memcpyDtoHAsync(host.data(), ring.base, ring.used, ring.drainStream) !=
-            CUDA_SUCCESS ||
-        driver.streamSynchronize(ring.drainStream) != CUDA_SUCCESS) {
+    if (!readBack(driver, ring.drainStream, host.data(), ring.base, ring.used)) {
       stat("instrumentation_launches_unrecorded").add(tree.size());
       return;
     }
@@ -622,9 +627,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
       ok = driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
                                stream, args, nullptr) == CUDA_SUCCESS;
     }
-    ok = ok &&
-         driver.memcpyDtoHAsync(host.data(), ring.reduceOut, n * kOut, stream) == CUDA_SUCCESS &&
-         driver.streamSynchronize(stream) == CUDA_SUCCESS;
+    ok = ok && readBack(driver, stream, host.data(), ring.reduceOut, n * kOut);
     if (!ok) {  // these launches and the ones after them cannot be filed
       stat("instrumentation_launches_unrecorded").add(tree.size() - first);
       return;

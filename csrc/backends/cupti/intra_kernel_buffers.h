@@ -193,6 +193,9 @@ class IntraKernelBuffers {
   // written); false if a copy failed.
   bool readWritten(const CudaDriverApi &driver, CUstream stream, CUdeviceptr slot, size_t bytes,
                    TraceJob &job);
+  // `bytes` at `from` copied into `to` on `stream` (a drain's own), and waited for.
+  static bool readBack(const CudaDriverApi &driver, CUstream stream, void *to, CUdeviceptr from,
+                       size_t bytes);
   // mu_ held: the slices read back reach the decoder's cap (set under mu_ and decoderMu_, so
   // mu_ alone reads it).
   bool traceCapReached() const { return reservedSlices_ >= decoder_.maxTraceEvents(); }

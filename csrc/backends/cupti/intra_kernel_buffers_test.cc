@@ -17,14 +17,6 @@
 namespace proton::cupti {
 namespace {
 
-StringId S(const std::string &s) { return StringTable::global().intern(s); }
-
-SessionOptions instrumentation() {
-  SessionOptions options;
-  options.backend = BackendKind::kInstrumentation;
-  return options;
-}
-
 // A launch's intra-kernel data goes under the frame kernel tracing files the kernel at: the
 // launch metadata's name for entries that hook="triton" named, the kernel's own otherwise.
 // (Before, a named entry's data went to the launch's context itself, beside the kernel.)
@@ -481,18 +473,6 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   replay(stepA);
   replay(stepB);
   buffers.drain(driver);
-  auto metric = [&](NodeId node, const char *name) -> double {
-    double value = -1;
-    tree.readPhase(PhaseId{0}, [&](const PhaseData &p) {
-      const FlexMetrics *f = p.flex(node);
-      const NamedMetric *m = f ? f->find(S(name)) : nullptr;
-      if (m)
-        value = std::holds_alternative<double>(m->value)
-                    ? std::get<double>(m->value)
-                    : static_cast<double>(std::get<int64_t>(m->value));
-    });
-    return value;
-  };
   auto kernelUnder = [&](NodeId replayContext) {
     NodeId at = tree.child(PhaseId{0}, replayContext, S("<captured_at>"));
     return tree.child(PhaseId{0}, tree.child(PhaseId{0}, at, S("captured_in")), S("graphed"));
@@ -502,9 +482,9 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   for (auto [context, launches] : {std::pair{stepA, 4}, std::pair{stepB, 2}}) {
     NodeId kernel = kernelUnder(context);
     NodeId body = tree.child(PhaseId{0}, kernel, S("body"));
-    EXPECT_EQ(metric(kernel, "cycles"), 100 * launches);
-    EXPECT_EQ(metric(kernel, "normalized_cycles"), 100 * launches);
-    EXPECT_EQ(metric(body, "count"), 2 * launches);
+    EXPECT_EQ(metric(tree, kernel, "cycles"), 100 * launches);
+    EXPECT_EQ(metric(tree, kernel, "normalized_cycles"), 100 * launches);
+    EXPECT_EQ(metric(tree, body, "count"), 2 * launches);
   }
   // The kernel-tracing session beside it made no node for it.
   tracing.readPhase(PhaseId{0}, [&](const PhaseData &p) {
@@ -516,7 +496,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   replay(stepA);
   buffers.addUser();
   buffers.drain(driver);
-  EXPECT_EQ(metric(tree.child(PhaseId{0}, kernelUnder(stepA), S("body")), "count"), 8);
+  EXPECT_EQ(metric(tree, tree.child(PhaseId{0}, kernelUnder(stepA), S("body")), "count"), 8);
   buffers.removeUser();
   testing::internal::GetCapturedStderr();
 }

@@ -3,38 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <string>
-#include <variant>
 
 #include "backends/cupti/intra_kernel_buffers.h"
 #include "backends/cupti/intra_kernel_fake_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
-#include "core/string_table.h"
 
 namespace proton::cupti {
 namespace {
-
-StringId S(const std::string &s) { return StringTable::global().intern(s); }
-
-SessionOptions instrumentation() {
-  SessionOptions options;
-  options.backend = BackendKind::kInstrumentation;
-  return options;
-}
-
-double metric(Session &session, NodeId node, const char *name) {
-  double value = -1;
-  session.readPhase(PhaseId{0}, [&](const PhaseData &p) {
-    const FlexMetrics *f = p.flex(node);
-    const NamedMetric *m = f ? f->find(S(name)) : nullptr;
-    if (m)
-      value = std::holds_alternative<double>(m->value)
-                  ? std::get<double>(m->value)
-                  : static_cast<double>(std::get<int64_t>(m->value));
-  });
-  return value;
-}
 
 // A one-warp tree kernel with one scope of its own, "body".
 instrumentation::ScopeTable summedTable() {
@@ -62,10 +38,23 @@ void summedRan(const instrumentation::ScopeTable &table, uint64_t ptr) {
   std::memcpy(slot + 56, bodyCount, 8);
 }
 
-// Device memory for a 1 MB ring, its graph arena, then the reduction's descriptors and output.
-void deviceMemory() {
+// `buffers` recording through `driver` into a 1 MB ring (device memory for it, its graph
+// arena, then the reduction's descriptors and output), with the summed kernel's table.
+instrumentation::ScopeTable startSummed(IntraKernelBuffers &buffers, const CudaDriverApi &driver) {
+  fake::reset(fake::kOther);
+  startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
   fake::ringMemory.assign((size_t{1} << 20) + (size_t{1} << 17) + 4096 * (16 + kOut), 0);
+  instrumentation::ScopeTable table = summedTable();
+  buffers.tables().add(table);
+  return table;
+}
+
+// One launch of the summed kernel filed under `entry`, once its slot was handed out.
+void launchSummed(IntraKernelBuffers &buffers, const instrumentation::ScopeTable &table,
+                  uint64_t ptr, uint32_t correlation, const LaunchEntry &entry) {
+  buffers.bindLaunch(correlation, &entry, 1, "summed", StringId{});
+  summedRan(table, ptr);
 }
 
 // Launches that fill the 1 MB ring several times over, each drained as the backend does when
@@ -73,12 +62,8 @@ void deviceMemory() {
 // the GPU, read back and filed (on the filing thread), none twice, none lost.
 TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFiled) {
   CudaDriverApi driver = fake::driverWithReduction();
-  fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
-  startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
-  deviceMemory();
-  instrumentation::ScopeTable table = summedTable();
-  buffers.tables().add(table);
+  instrumentation::ScopeTable table = startSummed(buffers, driver);
   Session tree{SessionId{51}, instrumentation()};
   LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
   Counter &onHost = Stats::global().counter("instrumentation_tree_reduced_on_host");
@@ -95,8 +80,7 @@ TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFil
       got = buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr);
     }
     ASSERT_EQ(got, IntraKernelBuffers::Alloc::kOk) << i;
-    buffers.bindLaunch(1000 + i, &entry, 1, "summed", StringId{});
-    summedRan(table, ptr);
+    launchSummed(buffers, table, ptr, 1000 + i, entry);
   }
   buffers.drain(driver);  // a flush: waits for the filing thread
   EXPECT_EQ(drains, 2);
@@ -118,20 +102,15 @@ TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFil
 TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) {
   for (bool gpuReduction : {true, false}) {
     CudaDriverApi driver = gpuReduction ? fake::driverWithReduction() : fake::driver();
-    fake::reset(fake::kOther);
     IntraKernelBuffers buffers;
-    startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
-    deviceMemory();
-    instrumentation::ScopeTable table = summedTable();
-    buffers.tables().add(table);
+    instrumentation::ScopeTable table = startSummed(buffers, driver);
     Session tree{SessionId{52}, instrumentation()};
     LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
     for (int i = 0; i < 3; ++i) {
       uint64_t ptr = 0;
       ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
                 IntraKernelBuffers::Alloc::kOk);
-      buffers.bindLaunch(2000 + i, &entry, 1, "summed", StringId{});
-      summedRan(table, ptr);
+      launchSummed(buffers, table, ptr, 2000 + i, entry);
     }
     fake::legacyCopies = fake::syncMemsets = 0;
     fake::modesAtSync.clear();

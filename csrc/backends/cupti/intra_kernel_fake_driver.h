@@ -1,17 +1,44 @@
 // A CUDA driver with no GPU, for the tests of IntraKernelBuffers: contexts are tags, device
 // memory is a host vector, and Proton's GPU tree reduction runs as reduceTreeSlot() does on
-// the host. Test-only; one copy of its state for the test binary (inline variables).
+// the host; and what those tests read their sessions with. Test-only; one copy of its state
+// for the test binary (inline variables).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "backends/cupti/cupti_loader.h"
 #include "backends/cupti/intra_kernel_buffers.h"
 #include "backends/instrumentation/intra_decoder.h"
+#include "core/session.h"
+#include "core/string_table.h"
 
 namespace proton::cupti {
+
+inline StringId S(const std::string &s) { return StringTable::global().intern(s); }
+
+inline SessionOptions instrumentation() {
+  SessionOptions options;
+  options.backend = BackendKind::kInstrumentation;
+  return options;
+}
+
+// A node's metric in phase 0 (-1: none).
+inline double metric(Session &session, NodeId node, const char *name) {
+  double value = -1;
+  session.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    const FlexMetrics *f = p.flex(node);
+    const NamedMetric *m = f ? f->find(S(name)) : nullptr;
+    if (m)
+      value = std::holds_alternative<double>(m->value)
+                  ? std::get<double>(m->value)
+                  : static_cast<double>(std::get<int64_t>(m->value));
+  });
+  return value;
+}
 
 // A driver with no GPU: contexts are tags, one context stack, allocations remember the
 // context that was current when they were made.

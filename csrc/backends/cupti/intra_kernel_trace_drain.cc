@@ -120,9 +120,7 @@ bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUstream strea
   size_t units = bytes / unitBytes;
   if (units == 0) return false;
   auto copyUnits = [&](void *to, uint32_t width) {
-    if (width == unitBytes)
-      return driver.memcpyDtoHAsync(to, slot, units * unitBytes, stream) == CUDA_SUCCESS &&
-             driver.streamSynchronize(stream) == CUDA_SUCCESS;
+    if (width == unitBytes) return readBack(driver, stream, to, slot, units * unitBytes);
     CUDA_MEMCPY2D copy{};
     copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
     copy.srcDevice = slot;
