@@ -2,6 +2,7 @@
 in-memory data and phases, the decorator, sessions one after another with other modes, and
 the command line. Counts are exact: one per warp that ran a scope, per recorded launch."""
 
+import json
 import os
 
 import proton
@@ -172,6 +173,84 @@ def test_a_small_ring_drains_often_and_loses_nothing(tmp_path):
     assert stats.get("instrumentation_ring_full_wait_us", 0) > 0, stats
     assert stats.get("instrumentation_launches_unrecorded", 0) == 0, stats
     assert slice_names(tmp_path / "small_trace.chrome_trace").count("work") == 100 * 4 * 4
+
+
+CROSS_THREAD_CAPTURE = """
+import json, threading, torch, proton
+from scoped_kernels import counted_kernel
+
+CAPTURES = 40
+small, big = torch.empty(4, device="cuda"), torch.empty(4096, device="cuda")
+counted_kernel[(4,)](small, N=4, num_warps=4)  # compiled before the session
+torch.cuda.synchronize()
+proton.start("cross_thread", backend="instrumentation")
+results, graphs, done = [], [], threading.Event()
+
+def capturer():
+    # Each round: an eager launch on the capture stream, a capture of the kernel on it (global
+    # mode, PyTorch's default) and a replay, while the main thread's launches fill the ring.
+    stream = torch.cuda.Stream()
+    try:
+        with proton.scope("capturer"):
+            for _ in range(CAPTURES):
+                with torch.cuda.stream(stream):
+                    counted_kernel[(4,)](small, N=4, num_warps=4)
+                g = torch.cuda.CUDAGraph()
+                try:
+                    with torch.cuda.graph(g, stream=stream):
+                        counted_kernel[(4,)](small, N=4, num_warps=4)
+                    g.replay()
+                    graphs.append(g)
+                    results.append("ok")
+                except RuntimeError as e:
+                    results.append(str(e).splitlines()[0])
+    finally:
+        done.set()
+
+thread = threading.Thread(target=capturer)
+thread.start()  # outside "launcher": a thread takes the scopes open where it starts
+launches = 0
+with proton.scope("launcher"):
+    while not done.is_set():
+        counted_kernel[(4096,)](big, N=4, num_warps=4)
+        launches += 1
+thread.join()
+torch.cuda.synchronize()
+proton.finalize()
+print(json.dumps({"results": results, "launches": launches}))
+"""
+
+
+def summed(node, name, metric="count"):
+    """The sum of `metric` over every node called `name` at or below node."""
+    own = node["metrics"].get(metric, 0) if node["frame"]["name"] == name else 0
+    return own + sum(summed(c, name, metric) for c in node["children"])
+
+
+def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path):
+    # One thread captures CUDA graphs (PyTorch's global mode) while another fills a 1 MB ring
+    # again and again. A drain synchronised the context, which ends a capture under way on
+    # any thread: an H200 probe saw 0 of 300 captures survive. Drains now wait for the
+    # launches' streams, and for a mark recorded on the capture stream as its capture began.
+    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
+    r = run_program(CROSS_THREAD_CAPTURE, tmp_path, env=ring, paths=(GPU_TESTS,))
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["results"] == ["ok"] * 40, out["results"][:3]
+    root = load_hatchet(tmp_path / "cross_thread.hatchet")[0]
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats["instrumentation_ring_drains"] > 40, stats
+    assert stats["instrumentation_drains_waiting_for_context"] == 0, stats
+    assert stats["instrumentation_launches_unrecorded"] == 0, stats
+    assert stats["instrumentation_graph_launches_unrecorded"] == 0, stats
+    # Every launch and replay filed once: 40 eager and 40 replayed launches of 4 CTAs on the
+    # capture stream, the main thread's of 4096 CTAs; 4 warps each.
+    launches = out["launches"]
+    assert summed(root, "counted_kernel") == 80 + launches, dump(root)
+    assert summed(root, "work") == (80 * 4 + launches * 4096) * 4, dump(root)
+    capturer = find(root, "capturer")
+    assert summed(capturer, "counted_kernel") == 80, dump(root)
+    assert summed(find(root, "launcher"), "counted_kernel") == launches, dump(root)
 
 
 def find_kernel_path(node, name, path=()):

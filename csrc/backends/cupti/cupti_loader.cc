@@ -132,8 +132,10 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode", &missing);
   resolve(handle, api->streamCreate, "cuStreamCreate", &missing);
   resolve(handle, api->streamSynchronize, "cuStreamSynchronize", &missing);
-  resolve(handle, api->streamDestroy, "cuStreamDestroy_v2", &missing);
   resolve(handle, api->memFree, "cuMemFree_v2", &missing);
+  resolve(handle, api->eventCreate, "cuEventCreate", &missing);
+  resolve(handle, api->eventRecord, "cuEventRecord", &missing);
+  resolve(handle, api->eventSynchronize, "cuEventSynchronize", &missing);
   resolve(handle, api->memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", &missing);
   resolve(handle, api->memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", &missing);
   resolve(handle, api->memcpy2DAsync, "cuMemcpy2DAsync_v2", &missing);

@@ -105,8 +105,12 @@ struct CudaDriverApi {
   // that could not be set up.
   decltype(&::cuStreamCreate) streamCreate = nullptr;
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
-  decltype(&::cuStreamDestroy_v2) streamDestroy = nullptr;
   decltype(&::cuMemFree_v2) memFree = nullptr;
+  // A drain waits for the streams its ring's launches ran on, and for a mark recorded on each
+  // one that began a capture or was destroyed since, not for the context.
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
+  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
   // Drains copy on a stream of Proton's own, not the legacy one, whose synchronous copies a
   // CUDA graph being captured on another thread (global mode) or on a blocking stream cannot
   // live with.

@@ -1,5 +1,6 @@
 #include "backends/cupti/cupti_translate.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <iterator>
 
@@ -79,6 +80,36 @@ const CUpti_CallbackId kDriverLaunchCallbacks[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 const size_t kNumDriverLaunchCallbacks = std::size(kDriverLaunchCallbacks);
+
+const CUpti_CallbackId kRuntimeCaptureBeginCallbacks[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
+    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+};
+const size_t kNumRuntimeCaptureBeginCallbacks = std::size(kRuntimeCaptureBeginCallbacks);
+
+const CUpti_CallbackId kDriverCaptureBeginCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+};
+const size_t kNumDriverCaptureBeginCallbacks = std::size(kDriverCaptureBeginCallbacks);
+
+bool isCaptureBegin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const CUpti_CallbackId *first = nullptr, *last = nullptr;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    first = std::begin(kRuntimeCaptureBeginCallbacks);
+    last = std::end(kRuntimeCaptureBeginCallbacks);
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    first = std::begin(kDriverCaptureBeginCallbacks);
+    last = std::end(kDriverCaptureBeginCallbacks);
+  }
+  return first && std::find(first, last, cbid) != last;
+}
 
 bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)

@@ -35,5 +35,14 @@ extern const size_t kNumRuntimeLaunchCallbacks;
 extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
 
+// The calls that begin a stream capture, in both domains (a runtime call also reaches the
+// driver's): an instrumentation drain must know which streams it can no longer wait for. Each
+// one's parameter block starts with the stream.
+extern const CUpti_CallbackId kRuntimeCaptureBeginCallbacks[];
+extern const size_t kNumRuntimeCaptureBeginCallbacks;
+extern const CUpti_CallbackId kDriverCaptureBeginCallbacks[];
+extern const size_t kNumDriverCaptureBeginCallbacks;
+bool isCaptureBegin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

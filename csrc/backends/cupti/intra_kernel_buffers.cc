@@ -75,16 +75,15 @@ class ContextScope {
   bool ok_;
 };
 
-// Zeroes new device memory on a stream of Proton's own, created non-blocking: the legacy
-// stream would wait for every blocking stream, and break a capture under way on one.
-bool zeroed(const CudaDriverApi &driver, CUdeviceptr at, size_t bytes) {
-  CUstream stream = nullptr;
-  if (driver.streamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return false;
-  bool ok = driver.memsetD8Async(at, 0, bytes, stream) == CUDA_SUCCESS &&
-            driver.streamSynchronize(stream) == CUDA_SUCCESS;
-  driver.streamDestroy(stream);
-  return ok;
+// Zeroes new device memory on the ring's own stream, created non-blocking: the legacy stream
+// would wait for every blocking stream, and break a capture under way on one.
+bool zeroed(const CudaDriverApi &driver, CUstream stream, CUdeviceptr at, size_t bytes) {
+  return driver.memsetD8Async(at, 0, bytes, stream) == CUDA_SUCCESS &&
+         driver.streamSynchronize(stream) == CUDA_SUCCESS;
 }
+
+// CU_STREAM_LEGACY and the null stream: never captured, never destroyed.
+bool isLegacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
 
 }  // namespace
 
@@ -106,7 +105,8 @@ void IntraKernelBuffers::addUser() {
          {"instrumentation_launches_unrecorded", "instrumentation_graph_launches_unrecorded",
           "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap",
           "instrumentation_ring_full_wait_us", "instrumentation_trace_decode_us",
-          "instrumentation_tree_reduced_on_host", "instrumentation_graph_replays_merged"})
+          "instrumentation_tree_reduced_on_host", "instrumentation_graph_replays_merged",
+          "instrumentation_drains_waiting_for_context"})
       stat(name);
 }
 
@@ -171,15 +171,19 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
                  ring.capacity >> 20);
     return nullptr;
   }
-  if (!zeroed(driver, ring.base, ring.capacity)) {
-    driver.memFree(ring.base);  // not kept: the next launch tries again
+  // The ring's own stream is never destroyed (destroying it here would call back into
+  // onStreamRetiring, under mu_).
+  if (driver.streamCreate(&ring.ownStream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+      !zeroed(driver, ring.ownStream, ring.base, ring.capacity)) {
+    driver.memFree(ring.base);  // not kept: the next launch tries again (and a new stream)
     return nullptr;
   }
+  ring.streams.reserve(kWaitStreams);
   // The graph arena is allocated with the ring. Without one, launches being captured run
   // unrecorded (counted).
   size_t arena = ring.capacity / kGraphArenaDivisor;
   if (driver.memAlloc(&ring.graphBase, arena) == CUDA_SUCCESS) {
-    if (zeroed(driver, ring.graphBase, arena))
+    if (zeroed(driver, ring.ownStream, ring.graphBase, arena))
       ring.graphCapacity = arena;
     else
       driver.memFree(ring.graphBase), ring.graphBase = 0;
@@ -281,7 +285,76 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), ring->used, need, trace};
   *devicePtr = ring->base + ring->used;
   ring->used += need;
+  noteStream(*ring, stream);
   return Alloc::kOk;
+}
+
+void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
+  if (!ring.streams.empty() && ring.streams.back() == stream) return;
+  if (std::find(ring.streams.begin(), ring.streams.end(), stream) != ring.streams.end()) return;
+  // The per-thread default stream is another one on the draining thread.
+  if (reinterpret_cast<CUstream>(stream) == CU_STREAM_PER_THREAD ||
+      ring.streams.size() == kWaitStreams)
+    ring.waitContext = true;
+  else
+    ring.streams.push_back(stream);
+  anyStreams_.store(true, std::memory_order_relaxed);
+}
+
+void IntraKernelBuffers::onStreamRetiring(CUstream stream) {
+  if (isLegacy(stream) || !anyStreams_.load(std::memory_order_relaxed) || !driver_) return;
+  std::lock_guard lock(mu_);
+  RelaxedCaptureMode relaxed(*driver_);  // another thread may be capturing, in global mode
+  CUcontext current = nullptr;
+  if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+  for (Ring &ring : rings_) {
+    auto it =
+        std::find(ring.streams.begin(), ring.streams.end(), reinterpret_cast<uint64_t>(stream));
+    if (it == ring.streams.end()) continue;
+    ring.streams.erase(it);
+    // Recorded before the capture begins: it follows the ring's launches on the stream.
+    ContextScope scope(*driver_, ring.context, current == ring.context);
+    CUevent mark = nullptr;
+    if (!ring.spareMarks.empty()) {
+      mark = ring.spareMarks.back();
+      ring.spareMarks.pop_back();
+    } else if (!scope.ok() ||
+               driver_->eventCreate(&mark, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+      mark = nullptr;
+    }
+    if (mark && driver_->eventRecord(mark, stream) == CUDA_SUCCESS) {
+      ring.marks.push_back(mark);
+    } else {
+      if (mark) ring.spareMarks.push_back(mark);
+      ring.waitContext = true;
+    }
+  }
+}
+
+void IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring) {
+  bool context = ring.waitContext;
+  for (size_t i = 0; i < ring.streams.size() && !context; ++i) {
+    auto stream = reinterpret_cast<CUstream>(ring.streams[i]);
+    if (isLegacy(stream)) continue;
+    // A capture begun through a call Proton did not see: only the context tells when the
+    // launches before it finished.
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    context = driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+              status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+  // An error here (a fault of the program's) is the program's to see, not ours.
+  if (context) {
+    stat("instrumentation_drains_waiting_for_context").add();
+    driver.ctxSynchronize();
+  } else {
+    for (uint64_t stream : ring.streams)
+      driver.streamSynchronize(reinterpret_cast<CUstream>(stream));
+    for (CUevent mark : ring.marks) driver.eventSynchronize(mark);
+  }
+  ring.spareMarks.insert(ring.spareMarks.end(), ring.marks.begin(), ring.marks.end());
+  ring.marks.clear();
+  ring.streams.clear();
+  ring.waitContext = false;
 }
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
@@ -447,6 +520,7 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
   if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + run[0]->offset, bytes,
                                stream) != CUDA_SUCCESS)
     return Replay::kFailed;
+  noteStream(ring, reinterpret_cast<uint64_t>(stream));
   if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
   // Where kernel tracing files each replayed kernel: the replay's launch context/<captured_at>/
   // the capture's context, in the instrumentation sessions that recorded at capture. The
@@ -593,7 +667,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   if (!loadReduce(driver, ring)) {
     // Host fallback: copy the slots back and reduce them here.
     std::vector<uint8_t> host(ring.used);
-    if (!readBack(driver, ring.drainStream, host.data(), ring.base, ring.used)) {
+    if (!readBack(driver, ring.ownStream, host.data(), ring.base, ring.used)) {
       stat("instrumentation_launches_unrecorded").add(tree.size());
       return;
     }
@@ -619,7 +693,7 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
     for (size_t i = 0; i < n; ++i)
       descs.push_back({ring.base + tree[first + i]->offset, tree[first + i]->bytes});
     void *args[] = {&ring.reduceDescs, &ring.reduceOut};
-    CUstream stream = ring.drainStream;  // the copies and the reduction, in order
+    CUstream stream = ring.ownStream;  // the copies and the reduction, in order
     bool ok = driver.memcpyHtoDAsync(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc),
                                      stream) == CUDA_SUCCESS;
     if (ok) {
@@ -638,30 +712,24 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
   std::lock_guard lock(mu_);
-  // Relaxed capture mode, and nothing on the legacy stream (which waits for blocking streams,
-  // one being captured among them). The wait for the ring's launches is still a context
-  // synchronisation, which a capture on another thread does not survive (README, known
-  // issues): the launches' streams are not known to be alive at a drain.
+  // Relaxed capture mode, nothing on the legacy stream (which waits for blocking streams, one
+  // being captured among them), and no context synchronisation (which a capture on another
+  // thread does not survive) unless a stream cannot be waited for.
   RelaxedCaptureMode relaxed(driver);
   for (Ring &ring : rings_) {
     if (ring.used == 0) continue;
     stat("instrumentation_ring_drains").add();
     ContextScope scope(driver, ring.context, /*current=*/false);
     if (!scope.ok()) continue;
-    if (!ring.drainStreamTried) {
-      ring.drainStreamTried = true;
-      if (driver.streamCreate(&ring.drainStream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-        ring.drainStream = nullptr;
-    }
-    driver.ctxSynchronize();  // every launch that wrote into the ring has finished
+    waitForLaunches(driver, ring);
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
     drainTree(driver, ring);
     if (anyTrace) drainTrace(driver, ring);
     // Units that do not record never write: the next launches must find zeros there. The
     // clear is done before they are enqueued.
-    driver.memsetD8Async(ring.base, 0, ring.used, ring.drainStream);
-    driver.streamSynchronize(ring.drainStream);
+    driver.memsetD8Async(ring.base, 0, ring.used, ring.ownStream);
+    driver.streamSynchronize(ring.ownStream);
     ring.slots.clear();
     ring.used = 0;
   }

@@ -66,6 +66,8 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
 class IntraKernelBuffers {
  public:
   static IntraKernelBuffers &global();
+  // Streams a drain waits for one by one; past them, it waits for the context.
+  static constexpr size_t kWaitStreams = 64;
 
   // Instrumentation sessions using the buffers (under the backend's lock).
   void addUser();
@@ -100,6 +102,10 @@ class IntraKernelBuffers {
   void onGraphExecDestroyed(CUgraphExec exec);
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
+  // A stream is about to begin a capture (its API call's enter, on the capturing thread) or
+  // to be destroyed: the launches into the rings on it so far are marked, for the next drain
+  // to wait for, while it still can.
+  void onStreamRetiring(CUstream stream);
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
   // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
   // need nothing from kernel records; trace slots need their kernel's start, so a trace
@@ -137,10 +143,18 @@ class IntraKernelBuffers {
     bool reduceTried = false;
     CUdeviceptr reduceDescs = 0;
     CUdeviceptr reduceOut = 0;
-    // Proton's own non-blocking stream, for drains (null: none could be made, the legacy
-    // stream is used).
-    CUstream drainStream = nullptr;
-    bool drainStreamTried = false;
+    // Proton's own non-blocking stream: the ring is zeroed, read back and cleared on it.
+    CUstream ownStream = nullptr;
+    // What a drain waits for before it reads the ring: the streams its launches (and graph
+    // replays' copies into it) ran on since the last drain, and a mark recorded on each of
+    // those that began a capture or was destroyed since. Not the context: a capture under way
+    // on another thread does not survive that. The context only where a stream cannot be
+    // waited for (the per-thread default stream, more than kWaitStreams streams, a mark not
+    // recorded, a capture begun unseen), counted.
+    std::vector<uint64_t> streams;    // CUstream; room for kWaitStreams, made with the ring
+    std::vector<CUevent> marks;       // recorded since the last drain
+    std::vector<CUevent> spareMarks;  // made, free
+    bool waitContext = false;
   };
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
@@ -167,6 +181,11 @@ class IntraKernelBuffers {
   enum class Replay { kFiled, kNobody, kFull, kFailed };
   Replay fileReplay(const std::shared_ptr<const Captured> *run, size_t count, size_t bytes,
                     CUstream stream, const LaunchEntry *entries, size_t n);
+  // mu_ held: a launch, or a replay's copy, into `ring` on `stream` (the launch path: no
+  // allocation).
+  void noteStream(Ring &ring, uint64_t stream);
+  // mu_ held, ring's context current: every launch that wrote into the ring has finished.
+  void waitForLaunches(const CudaDriverApi &driver, Ring &ring);
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
   // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.
@@ -218,6 +237,7 @@ class IntraKernelBuffers {
   const CudaDriverApi *driver_ = nullptr;
   GraphTies<Captured> captured_;
   std::atomic<bool> anyCaptured_{false};
+  std::atomic<bool> anyStreams_{false};  // a ring has streams to wait for
   StringId capturedAt_;
   instrumentation::ScopeTables tables_;
   // Trace slices the launches read back so far will hold: the cap is decided on it, before

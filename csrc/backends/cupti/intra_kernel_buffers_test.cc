@@ -221,7 +221,7 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlo
   EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
   EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's mode, put back
   EXPECT_EQ(fake::syncMemsets, 0u);
-  EXPECT_EQ(fake::ownStreams, 0u);  // each one destroyed
+  EXPECT_EQ(fake::ownStreams, 1u);  // the ring's, kept for its drains
   // The slot is the arena's first, right past the 1 MB ring; ring and arena (128 KB) zeroed.
   EXPECT_EQ(ptr, uint64_t{0x100000} + (uint64_t{1} << 20));
   size_t both = (size_t{1} << 20) + (size_t{1} << 17);
@@ -445,6 +445,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   buffers.onGraphExecCreated(exec, fake::kGraph);
 
   // A replay of one warp adds into the arena slot: kernel 100 cycles, "body" 30 in 2 runs.
+  const auto replayStream = reinterpret_cast<CUstream>(0x7878);
   auto replay = [&](NodeId under) {
     for (uint64_t at : {ptr, second}) {
       uint8_t *slot = fake::ringMemory.data() + (at - 0x100000);
@@ -461,7 +462,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
     LaunchEntry entries[] = {{&tree, under, PhaseId{0}, false},
                              {&tracing, kRootNode, PhaseId{0}, false}};
     size_t copies = fake::asyncCopies;
-    buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), entries, 2);
+    buffers.onGraphLaunched(exec, replayStream, entries, 2);
     // One copy for the two slots (when anyone records), and both cleared for the next replay.
     EXPECT_LE(fake::asyncCopies - copies, 1u);
     EXPECT_EQ(fake::ringMemory[ptr - 0x100000], 0);
@@ -473,6 +474,11 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   replay(stepA);
   replay(stepB);
   buffers.drain(driver);
+  // The drain waited for the eager launch's stream and the replays' (their copies into the
+  // ring), not for the context.
+  EXPECT_EQ(fake::syncedStreams,
+            (std::vector<CUstream>{reinterpret_cast<CUstream>(0x7777), replayStream}));
+  EXPECT_EQ(fake::contextSyncs, 0u);
   auto kernelUnder = [&](NodeId replayContext) {
     NodeId at = tree.child(PhaseId{0}, replayContext, S("<captured_at>"));
     return tree.child(PhaseId{0}, tree.child(PhaseId{0}, at, S("captured_in")), S("graphed"));

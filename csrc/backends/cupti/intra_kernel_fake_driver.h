@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -52,10 +53,12 @@ inline const auto kPrimary = reinterpret_cast<CUcontext>(0x1000);
 inline const auto kStreamContext = reinterpret_cast<CUcontext>(0x2000);
 inline const auto kOther = reinterpret_cast<CUcontext>(0x3000);
 
-inline bool capturing = false;  // every stream is being captured into a CUDA graph
-inline size_t allocated = 0;    // device memory handed out: allocations follow one another
-inline CUresult isCapturing(CUstream, CUstreamCaptureStatus *status) {
-  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+inline bool capturing = false;              // every stream is being captured into a CUDA graph
+inline CUstream capturingStream = nullptr;  // this one stream is
+inline size_t allocated = 0;  // device memory handed out: allocations follow one another
+inline CUresult isCapturing(CUstream stream, CUstreamCaptureStatus *status) {
+  *status = capturing || (stream && stream == capturingStream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                               : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 inline CUresult noModule(CUmodule *, const void *) { return CUDA_ERROR_NOT_SUPPORTED; }
@@ -170,13 +173,15 @@ inline CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
   ++legacyCopies;
   return copyBack2DAsync(c, nullptr);
 }
-// The calling thread's capture mode at each context synchronisation.
+// The calling thread's capture mode at each synchronisation (context, stream or event).
 inline std::vector<CUstreamCaptureMode> modesAtSync;
+inline size_t contextSyncs = 0;
 inline CUresult synchronize() {
   modesAtSync.push_back(captureMode);
+  ++contextSyncs;
   return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
-inline size_t ownStreams = 0;  // created by Proton, and not yet destroyed
+inline size_t ownStreams = 0;  // created by Proton
 inline CUresult exchangeMode(CUstreamCaptureMode *mode) {
   std::swap(captureMode, *mode);
   return CUDA_SUCCESS;
@@ -188,12 +193,29 @@ inline CUresult streamCreate(CUstream *stream, unsigned int flags) {
   ++ownStreams;
   return CUDA_SUCCESS;
 }
+inline std::vector<CUstream> syncedStreams;  // the program's streams waited for, in order
 inline CUresult streamSync(CUstream stream) {
-  return stream == kOwnStream ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  modesAtSync.push_back(captureMode);
+  if (stream != kOwnStream) syncedStreams.push_back(stream);
+  return CUDA_SUCCESS;
 }
-inline CUresult streamDestroy(CUstream stream) {
-  --ownStreams;
-  return stream == kOwnStream ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+// Events: handles from 0xE000 on, where each was recorded, which were waited for.
+inline size_t eventsMade = 0;
+inline std::vector<std::pair<CUevent, CUstream>> recordedEvents;
+inline std::vector<CUevent> syncedEvents;
+inline CUresult eventCreate(CUevent *event, unsigned int) {
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  *event = reinterpret_cast<CUevent>(0xE000 + eventsMade++);
+  return CUDA_SUCCESS;
+}
+inline CUresult eventRecord(CUevent event, CUstream stream) {
+  recordedEvents.emplace_back(event, stream);
+  return CUDA_SUCCESS;
+}
+inline CUresult eventSync(CUevent event) {
+  modesAtSync.push_back(captureMode);
+  syncedEvents.push_back(event);
+  return CUDA_SUCCESS;
 }
 inline CUresult memFree(CUdeviceptr) { return CUDA_SUCCESS; }
 
@@ -222,7 +244,9 @@ inline CudaDriverApi driver() {
   d.exchangeCaptureMode = exchangeMode;
   d.streamCreate = streamCreate;
   d.streamSynchronize = streamSync;
-  d.streamDestroy = streamDestroy;
+  d.eventCreate = eventCreate;
+  d.eventRecord = eventRecord;
+  d.eventSynchronize = eventSync;
   d.memFree = memFree;
   return d;
 }
@@ -290,9 +314,14 @@ inline void reset(CUcontext now) {
   allocated = 0;
   asyncCopies = 0;
   capturing = outOfMemory = false;
+  capturingStream = nullptr;
   captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   allocationsInGlobalMode = syncMemsets = ownStreams = reductions = legacyCopies = 0;
+  contextSyncs = eventsMade = 0;
   modesAtSync.clear();
+  syncedStreams.clear();
+  syncedEvents.clear();
+  recordedEvents.clear();
   streamsHaveContexts = primaryAvailable = true;
 }
 }  // namespace fake

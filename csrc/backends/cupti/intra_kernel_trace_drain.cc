@@ -104,8 +104,7 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
       Stats::global().counter("instrumentation_launches_past_trace_cap").add();
       return nullptr;
     }
-    if (readWritten(driver, ring.drainStream, ring.base + slot.offset, slot.bytes, *job))
-      return job;
+    if (readWritten(driver, ring.ownStream, ring.base + slot.offset, slot.bytes, *job)) return job;
   } catch (const std::exception &) {
   }
   Stats::global().counter("instrumentation_launches_unrecorded").add();
