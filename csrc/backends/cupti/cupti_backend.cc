@@ -63,8 +63,6 @@ class CuptiBackend final : public GpuBackend {
   Status acquire(Session &session) override;
   void release(Session &session) override;
   void flush() override;
-  // waitForFiling: also wait until trace slots read back are decoded and filed.
-  void flush(bool waitForFiling);
   Status allocateInstrumented(size_t bytes, bool trace, uint64_t stream, uint64_t *devicePtr);
   static void onInstrumentedRecord(const KernelRecord &record, const LaunchEntry *filedUnder,
                                    size_t n, StringId launchName);
@@ -93,6 +91,8 @@ class CuptiBackend final : public GpuBackend {
   void noteDevices();
   void flushLocked();
   void syncContexts();
+  // A full ring with trace slots: its launches, their kernel records, then the drain.
+  void drainFullTrace();
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
@@ -219,9 +219,7 @@ void CuptiBackend::release(Session &session) {
   if (users_ > 0 && --users_ == 0) stop();
 }
 
-void CuptiBackend::flush() { flush(/*waitForFiling=*/true); }
-
-void CuptiBackend::flush(bool waitForFiling) {
+void CuptiBackend::flush() {
   std::lock_guard lock(mu_);
   if (users_ == 0) return;
   flushLocked();
@@ -229,7 +227,7 @@ void CuptiBackend::flush(bool waitForFiling) {
   // Every tensor metric copy has completed too (the contexts were synchronised).
   DeviceMetricBuffers::global().drain();
   // Every instrumented launch has finished and its record was filed: its buffers can be read.
-  IntraKernelBuffers::global().drain(*driver_, waitForFiling);
+  IntraKernelBuffers::global().drain(*driver_);
   NativeScopes::global().drain();
 }
 
@@ -254,13 +252,31 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   // the program.
   uint64_t t0 = monotonicNs();
   if (trace)
-    flush(/*waitForFiling=*/false);
+    drainFullTrace();
   else
     buffers.drain(*driver_, /*waitForFiling=*/false);
   statCounter("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
   if (buffers.allocate(*driver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
     statCounter("instrumentation_launches_unrecorded").add();
   return {};
+}
+
+void CuptiBackend::drainFullTrace() {
+  // Not flush(): the ring's launches are waited for on their streams, not by synchronising
+  // the contexts, which would end a CUDA graph being captured on another thread; and only
+  // their kernel records are waited for, not every launch's.
+  std::lock_guard lock(mu_);
+  if (users_ == 0) return;
+  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+  buffers.waitForRings(*driver_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  while (!buffers.traceStartsKnown() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  if (!buffers.traceStartsKnown()) statCounter("flush_timeouts").add();
+  buffers.drain(*driver_, /*waitForFiling=*/false);
 }
 
 Status CuptiBackend::start() {

@@ -739,5 +739,24 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) 
 
 void IntraKernelBuffers::waitForFiling() { filer_.waitIdle(); }
 
+void IntraKernelBuffers::waitForRings(const CudaDriverApi &driver) {
+  std::lock_guard lock(mu_);
+  RelaxedCaptureMode relaxed(driver);
+  for (Ring &ring : rings_) {
+    if (ring.used == 0) continue;
+    ContextScope scope(driver, ring.context, /*current=*/false);
+    if (scope.ok()) waitForLaunches(driver, ring);
+  }
+}
+
+bool IntraKernelBuffers::traceStartsKnown() const {
+  std::lock_guard lock(mu_);
+  for (const auto &[correlation, at] : byCorrelation_) {
+    const SlotRecord &slot = rings_[at.first].slots[at.second];
+    if (slot.trace && slot.startNs == 0) return false;
+  }
+  return true;
+}
+
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -114,6 +114,12 @@ class IntraKernelBuffers {
   // else at once (a full ring, on the launching thread).
   void drain(const CudaDriverApi &driver, bool waitForFiling = true);
   void waitForFiling();
+  // What a drain waits for first, done beforehand: a full trace ring waits for its launches,
+  // then for their kernel records (traceStartsKnown), then drains. Not a flush, whose context
+  // synchronisation would end a CUDA graph being captured on another thread.
+  void waitForRings(const CudaDriverApi &driver);
+  // Every launch with a trace slot has its kernel record's start (a replay has none to wait for).
+  bool traceStartsKnown() const;
 
  private:
   struct SlotRecord {

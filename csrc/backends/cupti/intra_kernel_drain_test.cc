@@ -225,5 +225,38 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   buffers.removeUser();
 }
 
+// A full trace ring is drained without a flush (whose context synchronisation would end a
+// capture on another thread): its launches' streams are waited for, then its launches' kernel
+// records (their starts place the slices), then the drain has nothing left to wait for.
+TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRecords) {
+  CudaDriverApi driver = fake::driverWithReduction();
+  IntraKernelBuffers buffers;
+  startSummed(buffers, driver);
+  Session trace{SessionId{54}, instrumentation()};
+  LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
+  uint32_t correlation = 70;
+  for (CUstream stream : {kStreamA, kStreamB}) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(
+        buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
+        IntraKernelBuffers::Alloc::kOk);
+    buffers.bindLaunch(correlation++, &entry, 1, "summed", StringId{});
+  }
+  EXPECT_FALSE(buffers.traceStartsKnown());
+  buffers.waitForRings(driver);
+  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA, kStreamB}));
+  buffers.noteKernel(70, 1000);
+  EXPECT_FALSE(buffers.traceStartsKnown());
+  buffers.noteKernel(71, 2000);
+  EXPECT_TRUE(buffers.traceStartsKnown());
+  testing::internal::CaptureStderr();  // the slots hold no events: nothing to say about them
+  buffers.drain(driver);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(fake::syncedStreams.size(), 2u);
+  EXPECT_EQ(fake::contextSyncs, 0u);
+  EXPECT_TRUE(buffers.traceStartsKnown());  // none left
+  buffers.removeUser();
+}
+
 }  // namespace
 }  // namespace proton::cupti
