@@ -257,7 +257,7 @@ def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path, data):
         assert summed(find(root, "capturer"), "counted_kernel") == 80, dump(root)
         assert summed(find(root, "launcher"), "counted_kernel") == launches, dump(root)
         assert summed(root, "work") == (80 * 4 + launches * 4096) * 4, dump(root)
-    assert stats["instrumentation_ring_drains"] > 20, stats
+    assert stats["instrumentation_ring_drains"] > 10, stats
     assert stats["instrumentation_drains_waiting_for_context"] == 0, stats
     assert stats["instrumentation_launches_unrecorded"] == 0, stats
     assert stats.get("flush_timeouts", 0) == 0, stats
