@@ -481,10 +481,11 @@ void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, s
     ContextScope scope(*driver_, ring.context, current == ring.context);
     if (!scope.ok()) return;
     Replay r = users_ > 0 ? fileReplay(run, count, bytes, stream, entries, n) : Replay::kNobody;
-    if (r == Replay::kFull && attempt == 0 && !run[0]->trace) {
+    if (r == Replay::kFull && attempt == 0 && (!run[0]->trace || traceStartsKnownLocked())) {
       // Nothing else may drain the ring in a loop of graph launches: this launch does, as a
-      // launch that finds it full does. Not for a trace: its drain needs the kernel records
-      // flushed first, which a launch callback cannot do; the replay goes unrecorded.
+      // launch that finds it full does. A trace's drain needs the kernel records of the eager
+      // launches in the ring, which a launch callback cannot flush: where one has not come
+      // yet, the replay goes unrecorded (a loop of replays alone has none to wait for).
       lock.unlock();
       uint64_t t0 = monotonicNs();
       drain(*driver_, /*waitForFiling=*/false);  // its sums are filed beside the program
@@ -751,6 +752,10 @@ void IntraKernelBuffers::waitForRings(const CudaDriverApi &driver) {
 
 bool IntraKernelBuffers::traceStartsKnown() const {
   std::lock_guard lock(mu_);
+  return traceStartsKnownLocked();
+}
+
+bool IntraKernelBuffers::traceStartsKnownLocked() const {
   for (const auto &[correlation, at] : byCorrelation_) {
     const SlotRecord &slot = rings_[at.first].slots[at.second];
     if (slot.trace && slot.startNs == 0) return false;

@@ -23,8 +23,9 @@
 // whose kernel record is not matched to its slot, is placed by the decoder's known offset
 // between kernel records and %globaltimer). A launch
 // being captured that finds the arena full runs with recording off and is counted; so is a
-// trace replay that finds the ring full (its drain needs the kernel records flushed, which a
-// launch callback cannot do) or the trace at its cap. The ring and arena are allocated at a
+// trace replay that finds the ring full before the kernel records of the eager launches in it
+// came (its drain needs them, and a launch callback cannot flush them), or the trace at its
+// cap. The ring and arena are allocated at a
 // GPU's first instrumented launch, in relaxed capture mode and zeroed on a stream of Proton's
 // own, so that nothing touches a stream being captured; a trace launch being captured before
 // any eager one on its GPU finds none and is counted (its replays could not be placed).
@@ -192,6 +193,7 @@ class IntraKernelBuffers {
   void noteStream(Ring &ring, uint64_t stream);
   // mu_ held, ring's context current: every launch that wrote into the ring has finished.
   void waitForLaunches(const CudaDriverApi &driver, Ring &ring);
+  bool traceStartsKnownLocked() const;  // mu_ held
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
   // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.

@@ -542,5 +542,51 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
   buffers.removeUser();
 }
 
+// A loop of trace replays fills the ring too, and nothing else drains it: a replay that finds
+// it full drains it once every eager launch in it has its kernel record (before, every later
+// replay ran unrecorded until a flush); while one has not, the replay is counted unrecorded.
+TEST(IntraKernelBuffersGraphs, ATraceReplayThatFindsTheRingFullDrainsItOnceRecordsAreIn) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  startRecording(buffers, driver, /*maxTraceEvents=*/100000, /*traceCapacity=*/4);
+  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
+  addOneWarpTraceTable(buffers);
+  Session trace{SessionId{35}, traceInstrumentation()};
+  LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
+  uint64_t eager = 0, captured = 0;
+  ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &eager),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindLaunch(500, &entry, 1, "_Z8one_warpPf", StringId{});
+  oneWarpRan(eager);
+  fake::capturing = true;
+  ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &captured),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindCaptured(CaptureContext{}, "_Z8one_warpPf");
+  fake::capturing = false;
+  const auto exec = reinterpret_cast<CUgraphExec>(0x7200);
+  buffers.onGraphExecCreated(exec, fake::kGraph);
+  Counter &unrecorded = Stats::global().counter("instrumentation_graph_launches_unrecorded");
+  Counter &drains = Stats::global().counter("instrumentation_ring_drains");
+  const uint64_t unrecordedBefore = unrecorded.value(), drainsBefore = drains.value();
+  auto replay = [&] {
+    oneWarpRan(captured);
+    buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7878), &entry, 1);
+  };
+  // 256-byte slots: the eager launch and 4095 replays fill the 1 MB ring; the next replay
+  // finds it full with the eager launch's record not in yet.
+  for (int i = 0; i < 4096; ++i) replay();
+  EXPECT_EQ(unrecorded.value(), unrecordedBefore + 1);
+  EXPECT_EQ(drains.value(), drainsBefore);
+  buffers.noteKernel(500, 5000);
+  for (int i = 0; i < 3; ++i) replay();  // the first drains the ring, then all are filed
+  EXPECT_EQ(drains.value(), drainsBefore + 1);
+  EXPECT_EQ(unrecorded.value(), unrecordedBefore + 1);
+  buffers.drain(driver);
+  EXPECT_EQ(slicesOf(trace), 1u + 4095 + 3);
+  EXPECT_EQ(fake::contextSyncs, 0u);
+  buffers.removeUser();
+}
+
 }  // namespace
 }  // namespace proton::cupti
