@@ -263,6 +263,43 @@ def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path, data):
     assert stats.get("flush_timeouts", 0) == 0, stats
 
 
+TRACE_REPLAY_LOOP = """
+import torch, proton
+from scoped_kernels import counted_kernel
+
+small = torch.empty(4, device="cuda")
+counted_kernel[(4,)](small, N=4, num_warps=4)  # compiled before the session
+torch.cuda.synchronize()
+session = proton.start("replay_loop", backend="instrumentation", data="trace")
+counted_kernel[(4,)](small, N=4, num_warps=4)  # eager: the replays' slices go on its clock
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g, stream=torch.cuda.Stream()):
+    counted_kernel[(4,)](small, N=4, num_warps=4)
+proton.deactivate(session, flushing=True)  # the eager launch filed: the ring holds replays only
+proton.activate(session)
+for _ in range(200):
+    g.replay()
+torch.cuda.synchronize()
+proton.finalize()
+print("ok")
+"""
+
+
+def test_a_loop_of_trace_replays_drains_its_ring_and_records_every_replay(tmp_path):
+    # 200 replays of a 16-warp trace launch fill a 1 MB ring several times, and nothing but a
+    # replay can drain it. A trace replay that found the ring full ran unrecorded, and so did
+    # every replay after it until a flush; now it drains the ring (no eager launch in it waits
+    # for its kernel record).
+    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
+    r = run_program(TRACE_REPLAY_LOOP, tmp_path, env=ring, paths=(GPU_TESTS,))
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    path = tmp_path / "replay_loop.chrome_trace"
+    stats = dict(load_hatchet(path)["otherData"]["proton_metadata"]["stats"])
+    assert stats["instrumentation_graph_launches_unrecorded"] == 0, stats
+    assert stats["instrumentation_ring_drains"] >= 5, stats
+    assert slice_names(path).count("work") == (1 + 200) * 16
+
+
 def find_kernel_path(node, name, path=()):
     """The names from the root to the first node called `name`, and that node."""
     for child in node["children"]:
