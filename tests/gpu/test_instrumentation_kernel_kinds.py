@@ -404,16 +404,24 @@ def test_a_scoped_kernel_compiled_in_an_inductor_worker_records_its_scopes(tmp_p
     assert result == {"dropped": [True], "count": 1, "scopes": {"user_scope": 128 * 4}}, r.stdout
 
 
-def test_a_scoped_kernel_compiled_and_launched_by_hand_records_its_scopes():
+def launched_by_hand(kernel, block):
+    """x (16K floats) and a function that launches `kernel`(x, out, BLOCK=block) over x, as
+    a CompiledKernel compiled before any session, by hand, and returns [out]."""
     x = torch.arange(1 << 14, device="cuda", dtype=torch.float32)
     out = torch.empty_like(x)
-    compiled = scoped_in_compiled_kernel.warmup(x, out, BLOCK=256, grid=(64,), num_warps=4)
+    ctas = x.numel() // block
+    compiled = kernel.warmup(x, out, BLOCK=block, grid=(ctas,), num_warps=4)
 
     def by_hand():
-        compiled[(64, 1, 1)](x, out, 256)
+        compiled[(ctas, 1, 1)](x, out, block)
         torch.cuda.synchronize()
         return [out.clone()]
 
+    return x, by_hand
+
+
+def test_a_scoped_kernel_compiled_and_launched_by_hand_records_its_scopes():
+    x, by_hand = launched_by_hand(scoped_in_compiled_kernel, 256)
     root = outputs_and_profile("scoped_by_hand", by_hand)
     assert torch.equal(by_hand()[0], x * 3.0)
     assert scope_counts(root, "scoped_in_compiled_kernel", "user_scope") == [64 * 4], dump(root)
@@ -461,15 +469,7 @@ def test_binaries_loaded_before_the_session_run_instrumented_through_triton_s_la
     # Launches that do not go through Triton's JIT run the binary loaded before the session
     # through Triton's CUDA launcher: a CompiledKernel launched by hand, a user kernel inside a
     # compiled function, Inductor's kernels with its static launcher off.
-    x = torch.arange(1 << 14, device="cuda", dtype=torch.float32)
-    out = torch.empty_like(x)
-    compiled = plain_user_kernel.warmup(x, out, BLOCK=1024, grid=(16,), num_warps=4)
-
-    def by_hand():
-        compiled[(16, 1, 1)](x, out, 1024)
-        torch.cuda.synchronize()
-        return [out.clone()]
-
+    x, by_hand = launched_by_hand(plain_user_kernel, 1024)
     root = outputs_and_profile("by_hand", by_hand)
     assert triton_kernel_nodes(root, "plain_user_kernel")[0]["metrics"]["count"] == 1
 
