@@ -302,8 +302,9 @@ void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
 }
 
 void IntraKernelBuffers::onStreamRetiring(CUstream stream) {
-  if (isLegacy(stream) || !anyStreams_.load(std::memory_order_relaxed) || !driver_) return;
+  if (isLegacy(stream) || !anyStreams_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
+  if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);  // another thread may be capturing, in global mode
   CUcontext current = nullptr;
   if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
