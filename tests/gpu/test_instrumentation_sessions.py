@@ -176,7 +176,7 @@ def test_a_small_ring_drains_often_and_loses_nothing(tmp_path):
 
 
 CROSS_THREAD_CAPTURE = """
-import json, sys, threading, torch, proton
+import ctypes, json, sys, threading, torch, proton
 from scoped_kernels import counted_kernel
 
 CAPTURES, DATA = 40, sys.argv[1]
@@ -187,19 +187,34 @@ torch.cuda.synchronize()
 proton.start("cross_thread", backend="instrumentation", data=DATA)
 results, graphs, done = [], [], threading.Event()
 
+cuda = ctypes.CDLL("libcuda.so.1")
+
+def launch_on(stream):
+    with torch.cuda.stream(stream):
+        counted_kernel[(4,)](small, N=4, num_warps=4)
+
 def capturer():
-    # Each round: an eager launch on the capture stream, a capture of the kernel on it (global
-    # mode, PyTorch's default) and a replay, while the main thread's launches fill the ring.
-    stream = torch.cuda.Stream()
+    # Each round, while the main thread's launches fill the ring: eager launches on the capture
+    # stream, on a side stream and on a stream then destroyed; a capture (global mode,
+    # PyTorch's default) of a launch on the capture stream and one on the side stream, which
+    # joins the capture by waiting for it; a replay.
+    stream, side = torch.cuda.Stream(), torch.cuda.Stream()
     try:
         with proton.scope("capturer"):
             for _ in range(CAPTURES):
-                with torch.cuda.stream(stream):
-                    counted_kernel[(4,)](small, N=4, num_warps=4)
+                launch_on(stream)
+                launch_on(side)
+                handle = ctypes.c_void_p()
+                assert cuda.cuStreamCreate(ctypes.byref(handle), 1) == 0
+                launch_on(torch.cuda.ExternalStream(handle.value))
+                assert cuda.cuStreamDestroy_v2(handle) == 0
                 g = torch.cuda.CUDAGraph()
                 try:
                     with torch.cuda.graph(g, stream=stream):
                         counted_kernel[(4,)](small, N=4, num_warps=4)
+                        side.wait_stream(stream)
+                        launch_on(side)
+                        stream.wait_stream(side)
                     g.replay()
                     graphs.append(g)
                     results.append("ok")
@@ -230,11 +245,12 @@ def summed(node, name, metric="count"):
 
 @pytest.mark.parametrize("data", ["tree", "trace"])
 def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path, data):
-    # One thread captures CUDA graphs (PyTorch's global mode) while another fills a 1 MB ring
-    # again and again. A drain synchronised the context, which ends a capture under way on
-    # any thread (on an H100, 16 of 40 captures failed with the tree; an H200 probe saw 0 of
-    # 300 survive). Drains now wait for the launches' streams, and for a mark recorded on the
-    # capture stream as its capture began; a full trace ring no longer flushes either.
+    # One thread captures CUDA graphs (PyTorch's global mode, a side stream joining each
+    # capture) while another fills a 1 MB ring again and again. A drain synchronised the
+    # context, which ends a capture under way on any thread (on an H100, 16 of 40 captures
+    # failed with the tree; an H200 probe saw 0 of 300 survive). Drains now wait for the
+    # launches' streams, and for a mark recorded on a stream as it begins or joins a capture
+    # or is destroyed; a full trace ring no longer flushes either.
     ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
     r = run_program(CROSS_THREAD_CAPTURE, tmp_path, after=(data,), env=ring, paths=(GPU_TESTS,))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -246,17 +262,17 @@ def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path, data):
         stats = dict(trace["otherData"]["proton_metadata"]["stats"])
         # A trace replay that finds the ring full runs unrecorded (counted): its drain needs
         # kernel records, which its launch callback cannot wait for.
-        recorded = 80 - stats["instrumentation_graph_launches_unrecorded"] + launches
+        recorded = 200 - stats["instrumentation_graph_launches_unrecorded"] + launches
         assert slice_names(tmp_path / "cross_thread.chrome_trace").count("work") == recorded * 16
     else:
         root = load_hatchet(tmp_path / "cross_thread.hatchet")[0]
         stats = dict(root["proton_metadata"]["stats"])
         assert stats["instrumentation_graph_launches_unrecorded"] == 0, stats
-        # Every launch and replay filed once: 40 eager and 40 replayed launches of 4 CTAs on
-        # the capture stream, the main thread's of 4096 CTAs; 4 warps each.
-        assert summed(find(root, "capturer"), "counted_kernel") == 80, dump(root)
+        # Every launch and replay filed once: 40 x (3 eager launches and a replay of 2) of 4
+        # CTAs on the capturing thread, the main thread's of 4096 CTAs; 4 warps each.
+        assert summed(find(root, "capturer"), "counted_kernel") == 200, dump(root)
         assert summed(find(root, "launcher"), "counted_kernel") == launches, dump(root)
-        assert summed(root, "work") == (80 * 4 + launches * 4096) * 4, dump(root)
+        assert summed(root, "work") == (200 * 4 + launches * 4096) * 4, dump(root)
     assert stats["instrumentation_ring_drains"] > 10, stats
     assert stats["instrumentation_drains_waiting_for_context"] == 0, stats
     assert stats["instrumentation_launches_unrecorded"] == 0, stats

@@ -96,7 +96,9 @@ class CuptiBackend final : public GpuBackend {
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
-  static void onCaptureBegin(const CUpti_CallbackData *cb);
+  static void onStreamRetiring(const CUpti_CallbackData *cb, StreamRetiring retiring);
+  // The stream-retiring callbacks, while an instrumentation session runs (mu_ held).
+  void enableStreamRetiring(bool enable);
   // Graph creation and destruction that tensor metrics follow; false: not such a callback.
   bool onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
@@ -149,6 +151,7 @@ Status CuptiBackend::acquire(Session &session) {
   if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
   ++users_;
   if (session.options().backend == BackendKind::kInstrumentation) {
+    if (!IntraKernelBuffers::global().inUse()) enableStreamRetiring(true);
     IntraKernelBuffers::global().addUser();
     NativeScopes::global().start(driver_);
     std::lock_guard processLock(processMu_);
@@ -211,6 +214,7 @@ void CuptiBackend::release(Session &session) {
     IntraKernelBuffers &buffers = IntraKernelBuffers::global();
     buffers.removeUser();
     if (!buffers.inUse()) {
+      enableStreamRetiring(false);
       NativeScopes::global().stop();
       std::lock_guard processLock(processMu_);
       attributor_.observeRecords(nullptr);
@@ -376,21 +380,12 @@ Status CuptiBackend::enableCallbacks() {
     PROTON_RETURN_IF_ERROR(check(
         api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, kDriverLaunchCallbacks[i]),
         "driver launches"));
-  // Streams that begin a capture or are destroyed: instrumentation drains wait for streams.
-  for (size_t i = 0; i < kNumRuntimeCaptureBeginCallbacks; ++i)
-    PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                                                      kRuntimeCaptureBeginCallbacks[i]),
-                                 "stream captures"));
-  for (size_t i = 0; i < kNumDriverCaptureBeginCallbacks; ++i)
-    PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                                                      kDriverCaptureBeginCallbacks[i]),
-                                 "stream captures"));
   for (CUpti_CallbackId cbid :
-       {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING,
-        CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-        CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING,
-        CUPTI_CBID_RESOURCE_GRAPH_CLONED, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
-        CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
+       {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, CUPTI_CBID_RESOURCE_MODULE_LOADED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPH_CLONED,
+        CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+        CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
   const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");
@@ -486,8 +481,9 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
     switch (domain) {
       case CUPTI_CB_DOMAIN_RUNTIME_API:
       case CUPTI_CB_DOMAIN_DRIVER_API:
-        if (PROTON_UNLIKELY(isCaptureBegin(domain, cbid))) {
-          onCaptureBegin(static_cast<const CUpti_CallbackData *>(data));
+        if (StreamRetiring retiring = streamRetiring(domain, cbid);
+            PROTON_UNLIKELY(retiring != StreamRetiring::kNo)) {
+          onStreamRetiring(static_cast<const CUpti_CallbackData *>(data), retiring);
           break;
         }
         if (self.emptyLaunchCallbacks_) break;
@@ -526,18 +522,26 @@ void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   tracker_.onLaunch(domain, cbid, cb);
 }
 
-void CuptiBackend::onCaptureBegin(const CUpti_CallbackData *cb) {
-  // Before the capture begins: what was launched on the stream until now can still be waited
-  // for. Every capture-begin call's parameters start with its stream.
+void CuptiBackend::onStreamRetiring(const CUpti_CallbackData *cb, StreamRetiring retiring) {
+  // Before the call: what was launched on the stream until now can still be waited for. Each
+  // such call's parameters start with its stream.
   if (cb->callbackSite != CUPTI_API_ENTER || !cb->functionParams) return;
-  IntraKernelBuffers::global().onStreamRetiring(*static_cast<const CUstream *>(cb->functionParams));
+  IntraKernelBuffers::global().onStreamRetiring(*static_cast<const CUstream *>(cb->functionParams),
+                                                retiring == StreamRetiring::kCaptureBegins);
+}
+
+void CuptiBackend::enableStreamRetiring(bool enable) {
+  // Not fatal: a CUPTI older than one of these calls (12.3's capture-to-graph) refuses it, and
+  // a drain then waits for the context where a stream it cannot see began a capture.
+  for (size_t i = 0; i < kNumRuntimeStreamRetiringCallbacks; ++i)
+    api_->enableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                         kRuntimeStreamRetiringCallbacks[i].cbid);
+  for (size_t i = 0; i < kNumDriverStreamRetiringCallbacks; ++i)
+    api_->enableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                         kDriverStreamRetiringCallbacks[i].cbid);
 }
 
 void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
-  if (cbid == CUPTI_CBID_RESOURCE_STREAM_DESTROY_STARTING) {
-    IntraKernelBuffers::global().onStreamRetiring(data->resourceHandle.stream);
-    return;
-  }
   if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
     const auto *module = static_cast<const CUpti_ModuleResourceData *>(data->resourceDescriptor);
     if (module) sampler_.onModuleLoaded(data->context, module->pCubin, module->cubinSize);

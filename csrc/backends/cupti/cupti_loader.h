@@ -111,6 +111,7 @@ struct CudaDriverApi {
   decltype(&::cuEventCreate) eventCreate = nullptr;
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
+  decltype(&::cuStreamGetFlags) streamGetFlags = nullptr;  // a capture on a blocking stream
   // Drains copy on a stream of Proton's own, not the legacy one, whose synchronous copies a
   // CUDA graph being captured on another thread (global mode) or on a blocking stream cannot
   // live with.

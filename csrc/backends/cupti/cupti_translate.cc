@@ -1,6 +1,5 @@
 #include "backends/cupti/cupti_translate.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <iterator>
 
@@ -81,34 +80,42 @@ const CUpti_CallbackId kDriverLaunchCallbacks[] = {
 };
 const size_t kNumDriverLaunchCallbacks = std::size(kDriverLaunchCallbacks);
 
-const CUpti_CallbackId kRuntimeCaptureBeginCallbacks[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030,
-    CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030,
+using enum StreamRetiring;
+const StreamRetiringCallback kRuntimeStreamRetiringCallbacks[] = {
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, kCaptureBegins},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000, kCaptureBegins},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, kCaptureBegins},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030, kCaptureBegins},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, kOther},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, kOther},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020, kOther},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, kOther},
 };
-const size_t kNumRuntimeCaptureBeginCallbacks = std::size(kRuntimeCaptureBeginCallbacks);
+const size_t kNumRuntimeStreamRetiringCallbacks = std::size(kRuntimeStreamRetiringCallbacks);
 
-const CUpti_CallbackId kDriverCaptureBeginCallbacks[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+const StreamRetiringCallback kDriverStreamRetiringCallbacks[] = {
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture, kCaptureBegins},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, kCaptureBegins},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, kCaptureBegins},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, kCaptureBegins},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, kCaptureBegins},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz, kCaptureBegins},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, kOther},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, kOther},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy, kOther},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2, kOther},
 };
-const size_t kNumDriverCaptureBeginCallbacks = std::size(kDriverCaptureBeginCallbacks);
+const size_t kNumDriverStreamRetiringCallbacks = std::size(kDriverStreamRetiringCallbacks);
 
-bool isCaptureBegin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  const CUpti_CallbackId *first = nullptr, *last = nullptr;
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    first = std::begin(kRuntimeCaptureBeginCallbacks);
-    last = std::end(kRuntimeCaptureBeginCallbacks);
-  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    first = std::begin(kDriverCaptureBeginCallbacks);
-    last = std::end(kDriverCaptureBeginCallbacks);
-  }
-  return first && std::find(first, last, cbid) != last;
+StreamRetiring streamRetiring(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (!runtime && domain != CUPTI_CB_DOMAIN_DRIVER_API) return kNo;
+  const StreamRetiringCallback *table =
+      runtime ? kRuntimeStreamRetiringCallbacks : kDriverStreamRetiringCallbacks;
+  size_t n = runtime ? kNumRuntimeStreamRetiringCallbacks : kNumDriverStreamRetiringCallbacks;
+  for (size_t i = 0; i < n; ++i)
+    if (table[i].cbid == cbid) return table[i].kind;
+  return kNo;
 }
 
 bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {

@@ -35,14 +35,20 @@ extern const size_t kNumRuntimeLaunchCallbacks;
 extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
 
-// The calls that begin a stream capture, in both domains (a runtime call also reaches the
-// driver's): an instrumentation drain must know which streams it can no longer wait for. Each
-// one's parameter block starts with the stream.
-extern const CUpti_CallbackId kRuntimeCaptureBeginCallbacks[];
-extern const size_t kNumRuntimeCaptureBeginCallbacks;
-extern const CUpti_CallbackId kDriverCaptureBeginCallbacks[];
-extern const size_t kNumDriverCaptureBeginCallbacks;
-bool isCaptureBegin(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// The calls before which an instrumentation drain must mark a stream, since it can no longer
+// wait for it afterwards: the stream begins a capture, joins one (waiting for an event), or is
+// destroyed. Both domains (a runtime call also reaches the driver's); each one's parameter
+// block starts with the stream. Subscribed while an instrumentation session runs.
+enum class StreamRetiring { kNo, kCaptureBegins, kOther };
+StreamRetiring streamRetiring(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+struct StreamRetiringCallback {
+  CUpti_CallbackId cbid;
+  StreamRetiring kind;
+};
+extern const StreamRetiringCallback kRuntimeStreamRetiringCallbacks[];
+extern const size_t kNumRuntimeStreamRetiringCallbacks;
+extern const StreamRetiringCallback kDriverStreamRetiringCallbacks[];
+extern const size_t kNumDriverStreamRetiringCallbacks;
 
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

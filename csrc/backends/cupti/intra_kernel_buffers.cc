@@ -112,7 +112,19 @@ void IntraKernelBuffers::addUser() {
 
 void IntraKernelBuffers::removeUser() {
   std::lock_guard lock(mu_);
-  if (users_ > 0) --users_;
+  if (users_ > 0 && --users_ == 0) {
+    // No callback tells of these streams' captures or ends until the next session.
+    for (Ring &ring : rings_) {
+      if (ring.streams.empty()) continue;
+      ring.streams.clear();
+      ring.waitContext = true;
+    }
+  }
+}
+
+void IntraKernelBuffers::cancelLaunch(uint64_t correlation) {
+  std::lock_guard lock(mu_);
+  byCorrelation_.erase(correlation);
 }
 
 bool IntraKernelBuffers::inUse() const {
@@ -301,34 +313,53 @@ void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
   anyStreams_.store(true, std::memory_order_relaxed);
 }
 
-void IntraKernelBuffers::onStreamRetiring(CUstream stream) {
+void IntraKernelBuffers::onStreamRetiring(CUstream stream, bool captureBegins) {
   if (isLegacy(stream) || !anyStreams_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);  // another thread may be capturing, in global mode
+  // A capture on a blocking stream makes the legacy stream, which waits for it, unwaitable too.
+  unsigned int flags = CU_STREAM_NON_BLOCKING;
+  bool legacyToo = captureBegins && driver_->streamGetFlags &&
+                   driver_->streamGetFlags(stream, &flags) == CUDA_SUCCESS &&
+                   !(flags & CU_STREAM_NON_BLOCKING);
   CUcontext current = nullptr;
   if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
   for (Ring &ring : rings_) {
-    auto it =
-        std::find(ring.streams.begin(), ring.streams.end(), reinterpret_cast<uint64_t>(stream));
-    if (it == ring.streams.end()) continue;
-    ring.streams.erase(it);
-    // Recorded before the capture begins: it follows the ring's launches on the stream.
-    ContextScope scope(*driver_, ring.context, current == ring.context);
-    CUevent mark = nullptr;
-    if (!ring.spareMarks.empty()) {
-      mark = ring.spareMarks.back();
-      ring.spareMarks.pop_back();
-    } else if (!scope.ok() ||
-               driver_->eventCreate(&mark, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-      mark = nullptr;
+    markStream(ring, stream, current);
+    if (legacyToo) {
+      markStream(ring, nullptr, current);
+      markStream(ring, CU_STREAM_LEGACY, current);
     }
-    if (mark && driver_->eventRecord(mark, stream) == CUDA_SUCCESS) {
-      ring.marks.push_back(mark);
-    } else {
-      if (mark) ring.spareMarks.push_back(mark);
-      ring.waitContext = true;
-    }
+  }
+}
+
+void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext current) {
+  auto it = std::find(ring.streams.begin(), ring.streams.end(), reinterpret_cast<uint64_t>(stream));
+  if (it == ring.streams.end()) return;
+  ring.streams.erase(it);
+  // A stream that joined a capture unseen: an event recorded on it now would go into the
+  // program's graph. Only the context can be waited for then.
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!isLegacy(stream) && (driver_->streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+                            status != CU_STREAM_CAPTURE_STATUS_NONE)) {
+    ring.waitContext = true;
+    return;
+  }
+  // Recorded before the call: it follows the ring's launches on the stream.
+  ContextScope scope(*driver_, ring.context, current == ring.context);
+  CUevent mark = nullptr;
+  if (!ring.spareMarks.empty()) {
+    mark = ring.spareMarks.back();
+    ring.spareMarks.pop_back();
+  } else if (!scope.ok() || driver_->eventCreate(&mark, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    mark = nullptr;
+  }
+  if (mark && driver_->eventRecord(mark, stream) == CUDA_SUCCESS) {
+    ring.marks.push_back(mark);
+  } else {
+    if (mark) ring.spareMarks.push_back(mark);
+    ring.waitContext = true;
   }
 }
 
@@ -343,14 +374,16 @@ void IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring
     context = driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
               status != CU_STREAM_CAPTURE_STATUS_NONE;
   }
-  // An error here (a fault of the program's) is the program's to see, not ours.
+  // A wait that fails may not have waited (a stream that joined a capture since, unseen): the
+  // context is waited for then. An error there (a fault of the program's) is the program's to
+  // see, not ours.
+  for (size_t i = 0; i < ring.streams.size() && !context; ++i)
+    context = driver.streamSynchronize(reinterpret_cast<CUstream>(ring.streams[i])) != CUDA_SUCCESS;
+  for (size_t i = 0; i < ring.marks.size() && !context; ++i)
+    context = driver.eventSynchronize(ring.marks[i]) != CUDA_SUCCESS;
   if (context) {
     stat("instrumentation_drains_waiting_for_context").add();
     driver.ctxSynchronize();
-  } else {
-    for (uint64_t stream : ring.streams)
-      driver.streamSynchronize(reinterpret_cast<CUstream>(stream));
-    for (CUevent mark : ring.marks) driver.eventSynchronize(mark);
   }
   ring.spareMarks.insert(ring.spareMarks.end(), ring.marks.begin(), ring.marks.end());
   ring.marks.clear();

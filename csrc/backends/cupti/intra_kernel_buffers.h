@@ -103,10 +103,13 @@ class IntraKernelBuffers {
   void onGraphExecDestroyed(CUgraphExec exec);
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
-  // A stream is about to begin a capture (its API call's enter, on the capturing thread) or
-  // to be destroyed: the launches into the rings on it so far are marked, for the next drain
-  // to wait for, while it still can.
-  void onStreamRetiring(CUstream stream);
+  // A stream is about to begin a capture, join one (wait for an event) or be destroyed (its
+  // API call's enter, on the calling thread): the launches into the rings on it so far are
+  // marked with an event, for the next drain to wait for, while it still can. A capture on a
+  // blocking stream marks the legacy stream too.
+  void onStreamRetiring(CUstream stream, bool captureBegins);
+  // A launch that failed: it will have no kernel record (a trace drain waits for none).
+  void cancelLaunch(uint64_t correlation);
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
   // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
   // need nothing from kernel records; trace slots need their kernel's start, so a trace
@@ -191,6 +194,8 @@ class IntraKernelBuffers {
   // mu_ held: a launch, or a replay's copy, into `ring` on `stream` (the launch path: no
   // allocation).
   void noteStream(Ring &ring, uint64_t stream);
+  // mu_ held, within onStreamRetiring: `stream`, if the ring waits for it, marked.
+  void markStream(Ring &ring, CUstream stream, CUcontext current);
   // mu_ held, ring's context current: every launch that wrote into the ring has finished.
   void waitForLaunches(const CudaDriverApi &driver, Ring &ring);
   bool traceStartsKnownLocked() const;  // mu_ held

@@ -171,14 +171,14 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   fake::syncedStreams.clear();
   launchOn(kStreamA);
   launchOn(kStreamB);
-  buffers.onStreamRetiring(kStreamB);
+  buffers.onStreamRetiring(kStreamB, /*captureBegins=*/true);
   ASSERT_EQ(fake::recordedEvents.size(), 1u);
   EXPECT_EQ(fake::recordedEvents[0].second, kStreamB);
   fake::capturingStream = kStreamB;
-  buffers.onStreamRetiring(kStreamB);  // the runtime's call, then the driver's: marked once
+  buffers.onStreamRetiring(kStreamB, true);  // the runtime's call, then the driver's: once
   // A stream with no launch into the ring since the last drain needs no mark.
-  buffers.onStreamRetiring(reinterpret_cast<CUstream>(0x9999));
-  buffers.onStreamRetiring(kStreamB);
+  buffers.onStreamRetiring(reinterpret_cast<CUstream>(0x9999), /*captureBegins=*/false);
+  buffers.onStreamRetiring(kStreamB, /*captureBegins=*/true);
   EXPECT_EQ(fake::recordedEvents.size(), 1u);
   buffers.drain(driver);
   EXPECT_EQ(fake::syncedStreams, std::vector<CUstream>{kStreamA});
@@ -188,7 +188,7 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   fake::capturingStream = nullptr;
   fake::syncedStreams.clear();
   launchOn(kStreamA);
-  buffers.onStreamRetiring(kStreamA);
+  buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
   buffers.drain(driver);
   EXPECT_TRUE(fake::syncedStreams.empty());
   ASSERT_EQ(fake::recordedEvents.size(), 2u);
@@ -225,6 +225,83 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   buffers.removeUser();
 }
 
+// A capture beginning on a blocking stream marks the legacy stream too: the legacy stream
+// waits for blocking streams, so waiting for it would wait for the capture (and end it).
+// CU_STREAM_LEGACY and the null stream are both the legacy stream.
+TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) {
+  CudaDriverApi driver = fake::driverWithReduction();
+  IntraKernelBuffers buffers;
+  instrumentation::ScopeTable table = startSummed(buffers, driver);
+  Session tree{SessionId{55}, instrumentation()};
+  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  launchSummedOn(buffers, driver, table, nullptr, 600, entry);
+  launchSummedOn(buffers, driver, table, CU_STREAM_LEGACY, 601, entry);
+  launchSummedOn(buffers, driver, table, kStreamB, 602, entry);
+  launchSummedOn(buffers, driver, table, kStreamA, 603, entry);
+  buffers.onStreamRetiring(kStreamA, /*captureBegins=*/true);  // non-blocking: A alone
+  ASSERT_EQ(fake::recordedEvents.size(), 1u);
+  fake::blockingStream = kStreamB;
+  buffers.onStreamRetiring(kStreamB, /*captureBegins=*/true);
+  ASSERT_EQ(fake::recordedEvents.size(), 4u);
+  EXPECT_EQ(fake::recordedEvents[1].second, kStreamB);
+  EXPECT_EQ(fake::recordedEvents[2].second, nullptr);
+  EXPECT_EQ(fake::recordedEvents[3].second, CU_STREAM_LEGACY);
+  buffers.drain(driver);
+  EXPECT_TRUE(fake::syncedStreams.empty());
+  EXPECT_EQ(fake::syncedEvents.size(), 4u);
+  EXPECT_EQ(fake::contextSyncs, 0u);
+  buffers.removeUser();
+}
+
+// Where a stream cannot be marked or waited for, the drain waits for the context (counted)
+// rather than read slots whose kernels may still run: a stream already capturing when its
+// retiring call comes (it joined a capture unseen), an event that cannot be recorded, a
+// stream whose wait fails, streams left from a session that ended before its drain.
+TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
+  CudaDriverApi driver = fake::driverWithReduction();
+  IntraKernelBuffers buffers;
+  instrumentation::ScopeTable table = startSummed(buffers, driver);
+  Session tree{SessionId{56}, instrumentation()};
+  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  Counter &waits = Stats::global().counter("instrumentation_drains_waiting_for_context");
+  const uint64_t before = waits.value();
+  uint32_t correlation = 700;
+  auto launchAndDrain = [&](auto between) {
+    launchSummedOn(buffers, driver, table, kStreamA, correlation++, entry);
+    between();
+    buffers.drain(driver);
+  };
+  launchAndDrain([] {});
+  EXPECT_EQ(fake::contextSyncs, 0u);
+  launchAndDrain([&] {
+    fake::capturingStream = kStreamA;
+    buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
+    fake::capturingStream = nullptr;
+  });
+  EXPECT_TRUE(fake::recordedEvents.empty());  // nothing put into the program's graph
+  EXPECT_EQ(fake::contextSyncs, 1u);
+  launchAndDrain([&] {
+    fake::eventRecordFails = true;
+    buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
+    fake::eventRecordFails = false;
+  });
+  EXPECT_EQ(fake::contextSyncs, 2u);
+  launchAndDrain([] { fake::unwaitableStream = kStreamA; });
+  fake::unwaitableStream = nullptr;
+  EXPECT_EQ(fake::contextSyncs, 3u);
+  launchAndDrain([&] {
+    buffers.removeUser();
+    buffers.addUser();
+  });
+  EXPECT_EQ(fake::contextSyncs, 4u);
+  launchAndDrain([] {});
+  EXPECT_EQ(fake::contextSyncs, 4u);  // and the next drain waits for streams again
+  EXPECT_EQ(waits.value(), before + 4);
+  NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 6);
+  buffers.removeUser();
+}
+
 // A full trace ring is drained without a flush (whose context synchronisation would end a
 // capture on another thread): its launches' streams are waited for, then its launches' kernel
 // records (their starts place the slices), then the drain has nothing left to wait for.
@@ -243,6 +320,13 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
     buffers.bindLaunch(correlation++, &entry, 1, "summed", StringId{});
   }
   EXPECT_FALSE(buffers.traceStartsKnown());
+  // A third launch failed: no kernel record will come for it.
+  uint64_t failed = 0;
+  ASSERT_EQ(
+      buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(kStreamA), &failed),
+      IntraKernelBuffers::Alloc::kOk);
+  buffers.bindLaunch(99, &entry, 1, "summed", StringId{});
+  buffers.cancelLaunch(99);
   buffers.waitForRings(driver);
   EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA, kStreamB}));
   buffers.noteKernel(70, 1000);

@@ -194,9 +194,16 @@ inline CUresult streamCreate(CUstream *stream, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 inline std::vector<CUstream> syncedStreams;  // the program's streams waited for, in order
+inline CUstream unwaitableStream = nullptr;  // waiting for it fails (it joined a capture)
 inline CUresult streamSync(CUstream stream) {
   modesAtSync.push_back(captureMode);
   if (stream != kOwnStream) syncedStreams.push_back(stream);
+  return stream && stream == unwaitableStream ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+                                              : CUDA_SUCCESS;
+}
+inline CUstream blockingStream = nullptr;  // made without CU_STREAM_NON_BLOCKING
+inline CUresult streamFlags(CUstream stream, unsigned int *flags) {
+  *flags = stream == blockingStream ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
   return CUDA_SUCCESS;
 }
 // Events: handles from 0xE000 on, where each was recorded, which were waited for.
@@ -208,7 +215,9 @@ inline CUresult eventCreate(CUevent *event, unsigned int) {
   *event = reinterpret_cast<CUevent>(0xE000 + eventsMade++);
   return CUDA_SUCCESS;
 }
+inline bool eventRecordFails = false;
 inline CUresult eventRecord(CUevent event, CUstream stream) {
+  if (eventRecordFails) return CUDA_ERROR_INVALID_HANDLE;
   recordedEvents.emplace_back(event, stream);
   return CUDA_SUCCESS;
 }
@@ -247,6 +256,7 @@ inline CudaDriverApi driver() {
   d.eventCreate = eventCreate;
   d.eventRecord = eventRecord;
   d.eventSynchronize = eventSync;
+  d.streamGetFlags = streamFlags;
   d.memFree = memFree;
   return d;
 }
@@ -314,7 +324,8 @@ inline void reset(CUcontext now) {
   allocated = 0;
   asyncCopies = 0;
   capturing = outOfMemory = false;
-  capturingStream = nullptr;
+  capturingStream = unwaitableStream = blockingStream = nullptr;
+  eventRecordFails = false;
   captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   allocationsInGlobalMode = syncMemsets = ownStreams = reductions = legacyCopies = 0;
   contextSyncs = eventsMade = 0;
