@@ -160,13 +160,20 @@ print("ok")
 """
 
 
+def run_with_a_1mb_ring(program, tmp_path, after=()):
+    """Runs `program` with a 1 MB ring (PROTON_INSTRUMENTATION_RING_MB=1), which its launches
+    fill again and again; its stdout, once it exited with 0."""
+    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
+    r = run_program(program, tmp_path, after=after, env=ring, paths=(GPU_TESTS,))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
 def test_a_small_ring_drains_often_and_loses_nothing(tmp_path):
     # PROTON_INSTRUMENTATION_RING_MB=1: the tree's 20 launches of 4096 CTAs (a CTA record
     # each) and the trace's 100 launches of 16 warps fill the ring several times over; every
     # launch is still recorded, exactly.
-    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
-    r = run_program(SMALL_RING, tmp_path, env=ring, paths=(GPU_TESTS,))
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    assert run_with_a_1mb_ring(SMALL_RING, tmp_path).strip().endswith("ok")
     root = load_hatchet(tmp_path / "small_tree.hatchet")[0]
     assert work_counts(root) == (20, 20 * 4096 * 4), dump(root)
     stats = dict(root["proton_metadata"]["stats"])
@@ -251,10 +258,8 @@ def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path, data):
     # failed with the tree; an H200 probe saw 0 of 300 survive). Drains now wait for the
     # launches' streams, and for a mark recorded on a stream as it begins or joins a capture
     # or is destroyed; a full trace ring no longer flushes either.
-    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
-    r = run_program(CROSS_THREAD_CAPTURE, tmp_path, after=(data,), env=ring, paths=(GPU_TESTS,))
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    stdout = run_with_a_1mb_ring(CROSS_THREAD_CAPTURE, tmp_path, after=(data,))
+    out = json.loads(stdout.strip().splitlines()[-1])
     assert out["results"] == ["ok"] * 40, out["results"][:3]
     launches = out["launches"]
     if data == "trace":
@@ -306,9 +311,7 @@ def test_a_loop_of_trace_replays_drains_its_ring_and_records_every_replay(tmp_pa
     # replay can drain it. A trace replay that found the ring full ran unrecorded, and so did
     # every replay after it until a flush; now it drains the ring (no eager launch in it waits
     # for its kernel record).
-    ring = {"PROTON_INSTRUMENTATION_RING_MB": "1"}
-    r = run_program(TRACE_REPLAY_LOOP, tmp_path, env=ring, paths=(GPU_TESTS,))
-    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
+    assert run_with_a_1mb_ring(TRACE_REPLAY_LOOP, tmp_path).strip().endswith("ok")
     path = tmp_path / "replay_loop.chrome_trace"
     stats = dict(load_hatchet(path)["otherData"]["proton_metadata"]["stats"])
     assert stats["instrumentation_graph_launches_unrecorded"] == 0, stats

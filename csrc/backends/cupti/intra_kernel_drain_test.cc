@@ -73,15 +73,29 @@ void launchSummedOn(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
   launchSummed(buffers, table, ptr, correlation, entry);
 }
 
+// The summed kernel's buffers recording for one tree session, through the fake driver (with
+// the GPU reduction or without it); the session ends with it.
+struct Summed {
+  explicit Summed(int session, bool gpuReduction = true)
+      : driver(gpuReduction ? fake::driverWithReduction() : fake::driver()),
+        table(startSummed(buffers, driver)),
+        tree{SessionId{session}, instrumentation()},
+        entry{&tree, kRootNode, PhaseId{0}, false} {}
+  ~Summed() { buffers.removeUser(); }
+
+  CudaDriverApi driver;
+  IntraKernelBuffers buffers;
+  instrumentation::ScopeTable table;
+  Session tree;
+  LaunchEntry entry;
+};
+
 // Launches that fill the 1 MB ring several times over, each drained as the backend does when
 // the ring is full (not waiting for filing), then a flush: every launch's sums are reduced on
 // the GPU, read back and filed (on the filing thread), none twice, none lost.
 TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFiled) {
-  CudaDriverApi driver = fake::driverWithReduction();
-  IntraKernelBuffers buffers;
-  instrumentation::ScopeTable table = startSummed(buffers, driver);
-  Session tree{SessionId{51}, instrumentation()};
-  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  Summed s(51);
+  auto &[driver, buffers, table, tree, entry] = s;
   Counter &onHost = Stats::global().counter("instrumentation_tree_reduced_on_host");
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   uint64_t onHostBefore = onHost.value(), unrecordedBefore = unrecorded.value();
@@ -108,7 +122,6 @@ TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFil
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * kLaunches);
   EXPECT_EQ(onHost.value(), onHostBefore);
   EXPECT_EQ(unrecorded.value(), unrecordedBefore);
-  buffers.removeUser();
 }
 
 // A drain copies, reduces and clears on a stream of Proton's own, in relaxed capture mode,
@@ -117,11 +130,8 @@ TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFil
 // stream, not the context (which a capture on another thread does not survive).
 TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) {
   for (bool gpuReduction : {true, false}) {
-    CudaDriverApi driver = gpuReduction ? fake::driverWithReduction() : fake::driver();
-    IntraKernelBuffers buffers;
-    instrumentation::ScopeTable table = startSummed(buffers, driver);
-    Session tree{SessionId{52}, instrumentation()};
-    LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+    Summed s(52, gpuReduction);
+    auto &[driver, buffers, table, tree, entry] = s;
     for (uint32_t i = 0; i < 3; ++i)
       launchSummedOn(buffers, driver, table, kStreamA, 2000 + i, entry);
     fake::legacyCopies = fake::syncMemsets = 0;
@@ -139,7 +149,6 @@ TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) 
     EXPECT_EQ(fake::syncedStreams, std::vector<CUstream>{kStreamA}) << gpuReduction;
     NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
     EXPECT_EQ(metric(tree, body, "count"), 6.0) << gpuReduction;
-    buffers.removeUser();
   }
 }
 
@@ -149,11 +158,8 @@ TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) 
 // A stream about to begin a capture or be destroyed is marked first (an event recorded on it,
 // kept for the next drain and used again after it), since it cannot be waited for later.
 TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheContext) {
-  CudaDriverApi driver = fake::driverWithReduction();
-  IntraKernelBuffers buffers;
-  instrumentation::ScopeTable table = startSummed(buffers, driver);
-  Session tree{SessionId{53}, instrumentation()};
-  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  Summed s(53);
+  auto &[driver, buffers, table, tree, entry] = s;
   uint32_t launches = 0;
   auto launchOn = [&](CUstream stream) {
     launchSummedOn(buffers, driver, table, stream, 3000 + launches++, entry);
@@ -222,18 +228,14 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * launches);
   EXPECT_EQ(launches, 9u + 2 * IntraKernelBuffers::kWaitStreams + 1);
-  buffers.removeUser();
 }
 
 // A capture beginning on a blocking stream marks the legacy stream too: the legacy stream
 // waits for blocking streams, so waiting for it would wait for the capture (and end it).
 // CU_STREAM_LEGACY and the null stream are both the legacy stream.
 TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) {
-  CudaDriverApi driver = fake::driverWithReduction();
-  IntraKernelBuffers buffers;
-  instrumentation::ScopeTable table = startSummed(buffers, driver);
-  Session tree{SessionId{55}, instrumentation()};
-  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  Summed s(55);
+  auto &[driver, buffers, table, tree, entry] = s;
   launchSummedOn(buffers, driver, table, nullptr, 600, entry);
   launchSummedOn(buffers, driver, table, CU_STREAM_LEGACY, 601, entry);
   launchSummedOn(buffers, driver, table, kStreamB, 602, entry);
@@ -250,7 +252,6 @@ TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) 
   EXPECT_TRUE(fake::syncedStreams.empty());
   EXPECT_EQ(fake::syncedEvents.size(), 4u);
   EXPECT_EQ(fake::contextSyncs, 0u);
-  buffers.removeUser();
 }
 
 // Where a stream cannot be marked or waited for, the drain waits for the context (counted)
@@ -258,11 +259,8 @@ TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) 
 // retiring call comes (it joined a capture unseen), an event that cannot be recorded, a
 // stream whose wait fails, streams left from a session that ended before its drain.
 TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
-  CudaDriverApi driver = fake::driverWithReduction();
-  IntraKernelBuffers buffers;
-  instrumentation::ScopeTable table = startSummed(buffers, driver);
-  Session tree{SessionId{56}, instrumentation()};
-  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  Summed s(56);
+  auto &[driver, buffers, table, tree, entry] = s;
   Counter &waits = Stats::global().counter("instrumentation_drains_waiting_for_context");
   const uint64_t before = waits.value();
   uint32_t correlation = 700;
@@ -299,18 +297,14 @@ TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
   EXPECT_EQ(waits.value(), before + 4);
   NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * 6);
-  buffers.removeUser();
 }
 
 // A full trace ring is drained without a flush (whose context synchronisation would end a
 // capture on another thread): its launches' streams are waited for, then its launches' kernel
 // records (their starts place the slices), then the drain has nothing left to wait for.
 TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRecords) {
-  CudaDriverApi driver = fake::driverWithReduction();
-  IntraKernelBuffers buffers;
-  startSummed(buffers, driver);
-  Session trace{SessionId{54}, instrumentation()};
-  LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
+  Summed s(54);
+  auto &[driver, buffers, table, trace, entry] = s;
   uint32_t correlation = 70;
   for (CUstream stream : {kStreamA, kStreamB}) {
     uint64_t ptr = 0;
@@ -339,7 +333,6 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
   EXPECT_EQ(fake::syncedStreams.size(), 2u);
   EXPECT_EQ(fake::contextSyncs, 0u);
   EXPECT_TRUE(buffers.traceStartsKnown());  // none left
-  buffers.removeUser();
 }
 
 }  // namespace
