@@ -184,10 +184,20 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
     return nullptr;
   }
   // The ring's own stream is never destroyed (destroying it here would call back into
-  // onStreamRetiring, under mu_).
-  if (driver.streamCreate(&ring.ownStream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
-      !zeroed(driver, ring.ownStream, ring.base, ring.capacity)) {
-    driver.memFree(ring.base);  // not kept: the next launch tries again (and a new stream)
+  // onStreamRetiring, under mu_): one made for a ring that could not be set up is kept for the
+  // context's next try.
+  auto kept = std::find_if(spareStreams_.begin(), spareStreams_.end(),
+                           [&](const auto &spare) { return spare.first == context; });
+  if (kept != spareStreams_.end()) {
+    ring.ownStream = kept->second;
+    spareStreams_.erase(kept);
+  } else if (driver.streamCreate(&ring.ownStream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    driver.memFree(ring.base);  // not kept: the next launch tries again
+    return nullptr;
+  }
+  if (!zeroed(driver, ring.ownStream, ring.base, ring.capacity)) {
+    driver.memFree(ring.base);
+    spareStreams_.emplace_back(context, ring.ownStream);
     return nullptr;
   }
   ring.streams.reserve(kWaitStreams);

@@ -43,6 +43,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "backends/cupti/graph_ties.h"
@@ -242,6 +243,8 @@ class IntraKernelBuffers {
   uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
+  // Streams made for rings that could not be set up, kept for their context's next try.
+  std::vector<std::pair<CUcontext, CUstream>> spareStreams_;
   CUcontext primary_ = nullptr;         // device 0's primary context, retained once when needed
   bool allocationFailureSaid_ = false;  // a ring that could not be allocated, said once
   std::mutex warnedMu_;                 // not mu_: bindLaunch may run under it (a drain's launch)

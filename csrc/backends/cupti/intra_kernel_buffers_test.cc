@@ -202,6 +202,29 @@ TEST(IntraKernelBuffersAllocate, ARingThatCannotBeAllocatedIsSaidOnceAndTriedAga
   buffers.removeUser();
 }
 
+// A ring that cannot be zeroed is freed and tried again at the next launch, with the stream
+// made for it the first time (before, each try made one more, never destroyed).
+TEST(IntraKernelBuffersAllocate, ARingThatCannotBeZeroedIsTriedAgainWithItsOneStream) {
+  CudaDriverApi driver = fake::driver();
+  const auto unzeroable = reinterpret_cast<CUcontext>(0x5300);  // no ring for it yet
+  fake::reset(unzeroable);
+  fake::ringMemory.assign(uint64_t{3} << 20, 0);
+  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
+  startRecording(buffers, driver);
+  fake::memsetFails = true;
+  uint64_t ptr = 0;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(buffers.allocate(driver, 64, false, 0, &ptr), IntraKernelBuffers::Alloc::kOff);
+  EXPECT_EQ(fake::ownStreams, 1u);
+  fake::memsetFails = false;
+  EXPECT_EQ(buffers.allocate(driver, 64, false, 0, &ptr), IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(fake::ownStreams, 1u);
+  testing::internal::CaptureStderr();  // the GPU reduction cannot be loaded here: said once
+  buffers.drain(driver);
+  testing::internal::GetCapturedStderr();
+  buffers.removeUser();
+}
+
 // A GPU's first instrumented launch may be one being captured into a CUDA graph, with no
 // eager launch before it. Its ring and arena are allocated then, in relaxed capture mode, and
 // zeroed on a stream of Proton's own, not the legacy one (which would wait for the stream being

@@ -126,8 +126,9 @@ inline CUresult memset(CUdeviceptr at, unsigned char value, size_t bytes) {
     std::memset(ringMemory.data() + (at - 0x100000), value, bytes);
   return CUDA_SUCCESS;
 }
+inline bool memsetFails = false;
 inline CUresult memsetAsync(CUdeviceptr at, unsigned char value, size_t bytes, CUstream) {
-  return memset(at, value, bytes);
+  return memsetFails ? CUDA_ERROR_LAUNCH_FAILED : memset(at, value, bytes);
 }
 inline size_t syncMemsets = 0;  // on the legacy stream
 inline CUresult syncMemset(CUdeviceptr at, unsigned char value, size_t bytes) {
@@ -323,7 +324,7 @@ inline void reset(CUcontext now) {
   allocatedIn = nullptr;
   allocated = 0;
   asyncCopies = 0;
-  capturing = outOfMemory = false;
+  capturing = outOfMemory = memsetFails = false;
   capturingStream = unwaitableStream = blockingStream = nullptr;
   eventRecordFails = false;
   captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
