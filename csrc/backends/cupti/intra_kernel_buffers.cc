@@ -85,6 +85,13 @@ bool zeroed(const CudaDriverApi &driver, CUstream stream, CUdeviceptr at, size_t
 // CU_STREAM_LEGACY and the null stream: never captured, never destroyed.
 bool isLegacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
 
+// A stream in a capture (or one that cannot say): it can be neither waited for nor marked.
+bool capturing(const CudaDriverApi &driver, CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return !isLegacy(stream) && (driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+                               status != CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
 }  // namespace
 
 IntraKernelBuffers &IntraKernelBuffers::global() {
@@ -312,7 +319,6 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
 }
 
 void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
-  if (!ring.streams.empty() && ring.streams.back() == stream) return;
   if (std::find(ring.streams.begin(), ring.streams.end(), stream) != ring.streams.end()) return;
   // The per-thread default stream is another one on the draining thread.
   if (reinterpret_cast<CUstream>(stream) == CU_STREAM_PER_THREAD ||
@@ -350,9 +356,7 @@ void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext curre
   ring.streams.erase(it);
   // A stream that joined a capture unseen: an event recorded on it now would go into the
   // program's graph. Only the context can be waited for then.
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!isLegacy(stream) && (driver_->streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
-                            status != CU_STREAM_CAPTURE_STATUS_NONE)) {
+  if (capturing(*driver_, stream)) {
     ring.waitContext = true;
     return;
   }
@@ -374,21 +378,14 @@ void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext curre
 }
 
 void IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring) {
+  // A stream in a capture begun through a call Proton did not see, or a wait that fails (and
+  // may not have waited): only the context tells when the launches before it finished. An
+  // error there (a fault of the program's) is the program's to see, not ours.
   bool context = ring.waitContext;
   for (size_t i = 0; i < ring.streams.size() && !context; ++i) {
     auto stream = reinterpret_cast<CUstream>(ring.streams[i]);
-    if (isLegacy(stream)) continue;
-    // A capture begun through a call Proton did not see: only the context tells when the
-    // launches before it finished.
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    context = driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
-              status != CU_STREAM_CAPTURE_STATUS_NONE;
+    context = capturing(driver, stream) || driver.streamSynchronize(stream) != CUDA_SUCCESS;
   }
-  // A wait that fails may not have waited (a stream that joined a capture since, unseen): the
-  // context is waited for then. An error there (a fault of the program's) is the program's to
-  // see, not ours.
-  for (size_t i = 0; i < ring.streams.size() && !context; ++i)
-    context = driver.streamSynchronize(reinterpret_cast<CUstream>(ring.streams[i])) != CUDA_SUCCESS;
   for (size_t i = 0; i < ring.marks.size() && !context; ++i)
     context = driver.eventSynchronize(ring.marks[i]) != CUDA_SUCCESS;
   if (context) {

@@ -470,18 +470,8 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   // A replay of one warp adds into the arena slot: kernel 100 cycles, "body" 30 in 2 runs.
   const auto replayStream = reinterpret_cast<CUstream>(0x7878);
   auto replay = [&](NodeId under) {
-    for (uint64_t at : {ptr, second}) {
-      uint8_t *slot = fake::ringMemory.data() + (at - 0x100000);
-      uint32_t header[4] = {table.hash, table.unitBytes, 1, 0}, record[4] = {0, 0, 1, 0};
-      uint64_t kernelCycles = 100, bodyCycles = 30;
-      uint32_t kernelCount[2] = {1, 1}, bodyCount[2] = {2, 1};
-      std::memcpy(slot, header, 16);
-      std::memcpy(slot + 16, record, 16);
-      std::memcpy(slot + 32, &kernelCycles, 8);
-      std::memcpy(slot + 40, kernelCount, 8);
-      std::memcpy(slot + 48, &bodyCycles, 8);
-      std::memcpy(slot + 56, bodyCount, 8);
-    }
+    for (uint64_t at : {ptr, second})
+      ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, at));
     LaunchEntry entries[] = {{&tree, under, PhaseId{0}, false},
                              {&tracing, kRootNode, PhaseId{0}, false}};
     size_t copies = fake::asyncCopies;

@@ -28,21 +28,6 @@ instrumentation::ScopeTable summedTable() {
   return table;
 }
 
-// The launch's one warp ran, into its slot at `ptr`: kernel 100 cycles, "body" 30 in 2 runs.
-void summedRan(const instrumentation::ScopeTable &table, uint64_t ptr) {
-  uint8_t *slot = fake::deviceBytes(ptr, 64);
-  ASSERT_NE(slot, nullptr);
-  uint32_t header[4] = {table.hash, table.unitBytes, 1, 0}, record[4] = {0, 0, 1, 0};
-  uint64_t kernelCycles = 100, bodyCycles = 30;
-  uint32_t kernelCount[2] = {1, 1}, bodyCount[2] = {2, 1};
-  std::memcpy(slot, header, 16);
-  std::memcpy(slot + 16, record, 16);
-  std::memcpy(slot + 32, &kernelCycles, 8);
-  std::memcpy(slot + 40, kernelCount, 8);
-  std::memcpy(slot + 48, &bodyCycles, 8);
-  std::memcpy(slot + 56, bodyCount, 8);
-}
-
 // `buffers` recording through `driver` into a 1 MB ring (device memory for it, its graph
 // arena, then the reduction's descriptors and output), with the summed kernel's table.
 instrumentation::ScopeTable startSummed(IntraKernelBuffers &buffers, const CudaDriverApi &driver) {
@@ -59,7 +44,7 @@ instrumentation::ScopeTable startSummed(IntraKernelBuffers &buffers, const CudaD
 void launchSummed(IntraKernelBuffers &buffers, const instrumentation::ScopeTable &table,
                   uint64_t ptr, uint32_t correlation, const LaunchEntry &entry) {
   buffers.bindLaunch(correlation, &entry, 1, "summed", StringId{});
-  summedRan(table, ptr);
+  ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, ptr));
 }
 
 // A launch of the summed kernel on `stream`, filed under `entry`.

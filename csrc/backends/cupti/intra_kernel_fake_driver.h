@@ -307,6 +307,22 @@ inline CUresult launch(CUfunction function, unsigned blocks, unsigned, unsigned,
   }
   return CUDA_SUCCESS;
 }
+// A one-warp tree kernel with scopes "" and "body" ran into its slot at device address
+// `ptr`: kernel 100 cycles, "body" 30 in 2 runs. False: `ptr` is not device memory.
+inline bool oneWarpTreeRan(uint32_t hash, uint32_t unitBytes, uint64_t ptr) {
+  uint8_t *slot = deviceBytes(ptr, 64);
+  if (!slot) return false;
+  uint32_t header[4] = {hash, unitBytes, 1, 0}, record[4] = {0, 0, 1, 0};
+  uint64_t kernelCycles = 100, bodyCycles = 30;
+  uint32_t kernelCount[2] = {1, 1}, bodyCount[2] = {2, 1};
+  std::memcpy(slot, header, 16);
+  std::memcpy(slot + 16, record, 16);
+  std::memcpy(slot + 32, &kernelCycles, 8);
+  std::memcpy(slot + 40, kernelCount, 8);
+  std::memcpy(slot + 48, &bodyCycles, 8);
+  std::memcpy(slot + 56, bodyCount, 8);
+  return true;
+}
 // driver(), with the GPU tree reduction loadable.
 inline CudaDriverApi driverWithReduction() {
   CudaDriverApi d = driver();
