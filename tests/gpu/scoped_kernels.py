@@ -31,3 +31,12 @@ def counted_kernel(out, N: tl.constexpr):
         for _ in tl.static_range(N):
             v = v * 1.5 + 1.0
     tl.store(out + tl.program_id(0), v)
+
+
+@triton.jit
+def scoped_in_compiled_kernel(x, out, BLOCK: tl.constexpr):
+    # One scope around a load and a multiply: the kernel torch.compile's graphs launch.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    with pl.scope("user_scope"):
+        v = tl.load(x + offs) * 3.0
+    tl.store(out + offs, v)

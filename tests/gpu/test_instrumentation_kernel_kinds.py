@@ -5,6 +5,7 @@ Each kernel's outputs are bit-identical with and without the session, and its sc
 counted exactly: one per warp that ran them."""
 
 import json
+import os
 
 import proton
 import proton.language as pl
@@ -15,7 +16,9 @@ from proton_test_utils import find, load_hatchet, run_program, run_python
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 tl = pytest.importorskip("triton.language")
-from scoped_kernels import scoped_matmul_kernel  # after the skips above
+from scoped_kernels import scoped_in_compiled_kernel, scoped_matmul_kernel  # after the skips
+
+GPU_TESTS = os.path.dirname(os.path.abspath(__file__))  # scoped_kernels, for the programs
 
 
 def outputs_and_profile(name, run):
@@ -300,14 +303,6 @@ def test_torch_compile_kernels_in_a_trace_and_in_cuda_graphs():
     assert torch.equal(g(x), x.relu() - 3)
 
 
-@triton.jit
-def scoped_in_compiled_kernel(x, out, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    with pl.scope("user_scope"):
-        v = tl.load(x + offs) * 3.0
-    tl.store(out + offs, v)
-
-
 def test_a_scoped_kernel_inside_the_compiled_graph_records_its_scopes():
     # Inductor compiles a user's kernel from a copy of its source in a module of its own, which
     # Proton gives the kernel's pl import (without it: NameError, session or not), and without
@@ -354,23 +349,16 @@ def test_a_scoped_kernel_first_compiled_in_the_session_records_its_scopes():
 
 
 WORKER_COMPILED = """
-import gc, json, torch, triton, triton.language as tl, proton, proton.language as pl
+import gc, json, torch, proton
 import torch._inductor.config as inductor_config
 from torch._inductor.async_compile import AsyncCompile
 from triton.compiler.compiler import CompiledKernel
-
-
-@triton.jit
-def worker_kernel(x, out, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    with pl.scope("user_scope"):
-        v = tl.load(x + offs) * 3.0
-    tl.store(out + offs, v)
+from scoped_kernels import scoped_in_compiled_kernel
 
 
 def launch(x):
     out = torch.empty_like(x)
-    worker_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
+    scoped_in_compiled_kernel[(x.numel() // 256,)](x, out, BLOCK=256, num_warps=4)
     return out
 
 
@@ -382,14 +370,14 @@ f = torch.compile(lambda x: launch(x + 1.0) * 2.0)
 x = torch.arange(1 << 15, device="cuda", dtype=torch.float32)
 y = f(x)
 torch.cuda.synchronize()
-ks = [o for o in gc.get_objects() if type(o) is CompiledKernel and o.name == "worker_kernel"]
+ks = [o for o in gc.get_objects() if type(o) is CompiledKernel and o.name == "scoped_in_compiled_kernel"]
 proton.start("worker", backend="instrumentation")
 inside = f(x)
 torch.cuda.synchronize()
 proton.finalize()
 assert torch.equal(y, (x + 1.0) * 6.0) and torch.equal(inside, y) and torch.equal(f(x), y)
 root = json.load(open("worker.hatchet"))[0]
-(node,) = [c for c in root["children"] if c["frame"]["name"] == "worker_kernel"]
+(node,) = [c for c in root["children"] if c["frame"]["name"] == "scoped_in_compiled_kernel"]
 print(json.dumps({"dropped": [k.src.fn.fn is None for k in ks], "count": node["metrics"]["count"],
                   "scopes": {c["frame"]["name"]: c["metrics"]["count"] for c in node["children"]}}))
 """
@@ -398,7 +386,7 @@ print(json.dumps({"dropped": [k.src.fn.fn is None for k in ks], "count": node["m
 def test_a_scoped_kernel_compiled_in_an_inductor_worker_records_its_scopes(tmp_path):
     # Once Inductor's pool of worker processes is up, it compiles kernels there and the copy
     # comes back without its Python function: Proton loads it again through its autotuner.
-    r = run_program(WORKER_COMPILED, tmp_path, timeout=300)
+    r = run_program(WORKER_COMPILED, tmp_path, timeout=300, paths=(GPU_TESTS,))
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result == {"dropped": [True], "count": 1, "scopes": {"user_scope": 128 * 4}}, r.stdout
