@@ -6,10 +6,12 @@ metadata function go under __proton_launch_metadata/<kernel being launched>.
 Exact counts and paths read from the written profile; no timing is asserted.
 """
 
+import json
+
 import proton
 import pytest
 from gpu_tree import dump, kernels_under, total_count
-from proton_test_utils import find, load_hatchet
+from proton_test_utils import find, load_hatchet, run_program
 
 
 def counted_outside_torch_bookkeeping(root):
@@ -230,3 +232,76 @@ def test_kernels_inside_launch_metadata_go_under_the_launched_kernels_name():
     assert find(tri, "probed")["metrics"]["count"] == 5
     assert find(tri, "probed")["metrics"]["flops"] == 5
     assert total_count(tri) == 10, dump(root)
+
+
+FLUSHES_BESIDE_CAPTURES = """
+import json, threading, torch, proton
+
+CAPTURES, KERNELS = 40, 50
+x = torch.ones(1 << 16, device="cuda")
+recorded = proton.start("recorded")
+flushed = proton.start("flushed")  # flushing it flushes the backend both sessions share
+results, done = [], threading.Event()
+
+def capturer():
+    stream = torch.cuda.Stream()
+    try:
+        with proton.scope("capturer"):
+            for _ in range(CAPTURES):
+                g = torch.cuda.CUDAGraph()
+                try:
+                    with torch.cuda.graph(g, stream=stream):  # global mode, PyTorch's default
+                        for _ in range(KERNELS):
+                            x.mul_(1.0)
+                    g.replay()
+                    results.append("ok")
+                except RuntimeError as e:
+                    results.append(str(e).splitlines()[0])
+    finally:
+        done.set()
+
+thread = threading.Thread(target=capturer)
+thread.start()
+flushes = 0
+while not done.is_set():
+    proton.deactivate(flushed, flushing=True)
+    proton.activate(flushed)
+    flushes += 1
+thread.join()
+own = "ok"
+try:
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        x.add_(1.0)
+        proton.deactivate(flushed, flushing=True)  # inside this thread's own capture
+    proton.activate(flushed)
+    g.replay()
+except RuntimeError as e:
+    own = str(e).splitlines()[0]
+torch.cuda.synchronize()
+proton.finalize()
+print(json.dumps({"results": results, "own": own, "flushes": flushes}))
+"""
+
+
+def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path):
+    # A flush synchronised every context, which ends any CUDA graph being captured on its
+    # device, on any thread and in any capture mode. Now it waits for other threads' captures
+    # to end (a capture beginning meanwhile waits for the synchronisation) and does not
+    # synchronise inside the flushing thread's own capture (counted).
+    r = run_program(FLUSHES_BESIDE_CAPTURES, tmp_path, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["results"] == ["ok"] * 40 and out["own"] == "ok", (out, r.stderr[-2000:])
+    assert out["flushes"] > 0
+    root = load_hatchet(tmp_path / "recorded.hatchet")[0]
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats["flush_syncs_skipped_for_captures"] == 1, stats
+    assert stats.get("flush_timeouts", 0) == 0, stats
+
+    # Every replay's 50 kernels, under the thread's scope; the main thread's replay's one.
+    def not_fills(node):
+        return sum(c for name, c in kernels_under(node) if "FillFunctor<long>" not in name)
+
+    assert not_fills(find(root, "capturer")) == 40 * 50, dump(root)
+    assert not_fills(root) == 40 * 50 + 1, dump(root)

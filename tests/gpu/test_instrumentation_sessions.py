@@ -277,7 +277,7 @@ def test_ring_drains_leave_a_capture_on_another_thread_alone(tmp_path, data):
         # CTAs on the capturing thread, the main thread's of 4096 CTAs; 4 warps each.
         assert summed(find(root, "capturer"), "counted_kernel") == 200, dump(root)
         assert summed(find(root, "launcher"), "counted_kernel") == launches, dump(root)
-        assert summed(root, "work") == (200 * 4 + launches * 4096) * 4, dump(root)
+        assert summed(root, "work") == (200 * 4 + launches * 4096) * 4, (stats, dump(root))
     assert stats["instrumentation_ring_drains"] > 10, stats
     assert stats["instrumentation_drains_waiting_for_context"] == 0, stats
     assert stats["instrumentation_launches_unrecorded"] == 0, stats

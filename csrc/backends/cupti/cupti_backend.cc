@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "backends/capture_registry.h"
+#include "backends/cupti/capture_watch.h"
 #include "backends/cupti/cupti_dispatch.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
@@ -77,8 +79,9 @@ class CuptiBackend final : public GpuBackend {
  private:
   CuptiBackend() : tracker_(launches_, captures_), attributor_(launches_, captures_) {
     freeBuffers_.reserve(kKeptBuffers);
-    for (const char *name : {"activity_buffers_unavailable", "activity_records_dropped",
-                             "cupti_callback_errors", "nvtx_ranges_unmatched", "flush_timeouts"})
+    for (const char *name :
+         {"activity_buffers_unavailable", "activity_records_dropped", "cupti_callback_errors",
+          "nvtx_ranges_unmatched", "flush_timeouts", "flush_syncs_skipped_for_captures"})
       statCounter(name);
   }
 
@@ -96,9 +99,10 @@ class CuptiBackend final : public GpuBackend {
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
-  static void onStreamRetiring(const CUpti_CallbackData *cb, StreamRetiring retiring);
-  // The stream-retiring callbacks, while an instrumentation session runs (mu_ held).
-  void enableStreamRetiring(bool enable);
+  void onStreamCall(const CUpti_CallbackData *cb, StreamCall call);
+  // The callbacks of kind `kind` on or off (not fatal: a CUPTI older than one of these calls,
+  // 12.3's capture-to-graph, refuses it). mu_ held.
+  void enableStreamCallbacks(StreamCall kind, bool enable);
   // Graph creation and destruction that tensor metrics follow; false: not such a callback.
   bool onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
@@ -130,6 +134,11 @@ class CuptiBackend final : public GpuBackend {
 
   std::mutex contextMu_;  // taken when a thread launches on a context new to it
   std::vector<CUcontext> contexts_;
+  // Captures under way: a flush waits for them to end before it synchronises a context.
+  CaptureWatch captureWatch_;
+  // The instrumentation's drains mark streams before they retire (an instrumentation session
+  // runs). Read by the capture callbacks, which are on in every session.
+  std::atomic<bool> retiringOn_{false};
 };
 
 // ---- lifecycle -------------------------------------------------------------------------
@@ -151,7 +160,7 @@ Status CuptiBackend::acquire(Session &session) {
   if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
   ++users_;
   if (session.options().backend == BackendKind::kInstrumentation) {
-    if (!IntraKernelBuffers::global().inUse()) enableStreamRetiring(true);
+    if (!IntraKernelBuffers::global().inUse()) enableStreamCallbacks(StreamCall::kRetiring, true);
     IntraKernelBuffers::global().addUser();
     NativeScopes::global().start(driver_);
     std::lock_guard processLock(processMu_);
@@ -214,7 +223,7 @@ void CuptiBackend::release(Session &session) {
     IntraKernelBuffers &buffers = IntraKernelBuffers::global();
     buffers.removeUser();
     if (!buffers.inUse()) {
-      enableStreamRetiring(false);
+      enableStreamCallbacks(StreamCall::kRetiring, false);
       NativeScopes::global().stop();
       std::lock_guard processLock(processMu_);
       attributor_.observeRecords(nullptr);
@@ -388,6 +397,8 @@ Status CuptiBackend::enableCallbacks() {
         CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
+  // Capture begins and ends, for flushes (kernel tracing needs them as much as instrumentation).
+  enableStreamCallbacks(StreamCall::kCaptureBegins, true);
   const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");
   if (!nvtx || std::strcmp(nvtx, "0") != 0) {
     // NVTX forwards ranges to the library named here, read at the program's first NVTX call.
@@ -449,11 +460,20 @@ void CuptiBackend::syncContexts() {
     std::lock_guard lock(contextMu_);
     contexts = contexts_;
   }
+  // A synchronisation ends every capture on its device, on any thread: wait for other
+  // threads' captures to end (captures that begin meanwhile wait for the synchronisation), and
+  // never synchronise under the flushing thread's own capture. Skipped, the flush only waits
+  // for CUPTI's records of the launches so far (below).
+  constexpr auto kCaptureWaitLimit = std::chrono::seconds(10);
   for (CUcontext context : contexts) {
-    if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) continue;
-    driver_->ctxSynchronize();  // an error here is the program's to see, not ours
-    CUcontext popped;
-    driver_->ctxPopCurrent(&popped);
+    CaptureWatch::Outcome outcome = captureWatch_.whenNoCapture(context, kCaptureWaitLimit, [&] {
+      if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return;
+      driver_->ctxSynchronize();  // an error here is the program's to see, not ours
+      CUcontext popped;
+      driver_->ctxPopCurrent(&popped);
+    });
+    if (outcome != CaptureWatch::Outcome::kRan)
+      statCounter("flush_syncs_skipped_for_captures").add();
   }
 }
 
@@ -481,9 +501,8 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
     switch (domain) {
       case CUPTI_CB_DOMAIN_RUNTIME_API:
       case CUPTI_CB_DOMAIN_DRIVER_API:
-        if (StreamRetiring retiring = streamRetiring(domain, cbid);
-            PROTON_UNLIKELY(retiring != StreamRetiring::kNo)) {
-          onStreamRetiring(static_cast<const CUpti_CallbackData *>(data), retiring);
+        if (StreamCall call = streamCall(domain, cbid); PROTON_UNLIKELY(call != StreamCall::kNo)) {
+          self.onStreamCall(static_cast<const CUpti_CallbackData *>(data), call);
           break;
         }
         if (self.emptyLaunchCallbacks_) break;
@@ -522,23 +541,39 @@ void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   tracker_.onLaunch(domain, cbid, cb);
 }
 
-void CuptiBackend::onStreamRetiring(const CUpti_CallbackData *cb, StreamRetiring retiring) {
-  // Before the call: what was launched on the stream until now can still be waited for. Each
-  // such call's parameters start with its stream.
-  if (cb->callbackSite != CUPTI_API_ENTER || !cb->functionParams) return;
-  IntraKernelBuffers::global().onStreamRetiring(*static_cast<const CUstream *>(cb->functionParams),
-                                                retiring == StreamRetiring::kCaptureBegins);
+void CuptiBackend::onStreamCall(const CUpti_CallbackData *cb, StreamCall call) {
+  if (!cb->functionParams) return;
+  CUstream stream = *static_cast<const CUstream *>(cb->functionParams);
+  const bool begins = call == StreamCall::kCaptureBegins;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (begins) captureWatch_.beginning(cb->context, stream);
+    // Before the call: what was launched on the stream until now can still be waited for.
+    if (call != StreamCall::kCaptureEnds && retiringOn_.load(std::memory_order_relaxed))
+      IntraKernelBuffers::global().onStreamRetiring(stream, begins);
+    return;
+  }
+  if (call == StreamCall::kRetiring) return;
+  // After a begin (that may have failed) or an end: is the stream capturing now? (Never the
+  // legacy stream, which cannot capture, and asking about which may be refused.)
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  bool legacy = !stream || stream == CU_STREAM_LEGACY;
+  bool capturing = !legacy && driver_->streamIsCapturing(stream, &status) == CUDA_SUCCESS &&
+                   status != CU_STREAM_CAPTURE_STATUS_NONE;
+  captureWatch_.settled(stream, capturing);
 }
 
-void CuptiBackend::enableStreamRetiring(bool enable) {
-  // Not fatal: a CUPTI older than one of these calls (12.3's capture-to-graph) refuses it, and
-  // a drain then waits for the context where a stream it cannot see began a capture.
-  for (size_t i = 0; i < kNumRuntimeStreamRetiringCallbacks; ++i)
-    api_->enableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                         kRuntimeStreamRetiringCallbacks[i].cbid);
-  for (size_t i = 0; i < kNumDriverStreamRetiringCallbacks; ++i)
-    api_->enableCallback(enable, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                         kDriverStreamRetiringCallbacks[i].cbid);
+void CuptiBackend::enableStreamCallbacks(StreamCall kind, bool enable) {
+  if (kind == StreamCall::kRetiring) retiringOn_.store(enable, std::memory_order_relaxed);
+  auto on = [&](CUpti_CallbackDomain domain, const StreamCallback &callback) {
+    bool capture =
+        callback.kind == StreamCall::kCaptureBegins || callback.kind == StreamCall::kCaptureEnds;
+    if (capture == (kind != StreamCall::kRetiring))
+      api_->enableCallback(enable, subscriber_, domain, callback.cbid);
+  };
+  for (size_t i = 0; i < kNumRuntimeStreamCallbacks; ++i)
+    on(CUPTI_CB_DOMAIN_RUNTIME_API, kRuntimeStreamCallbacks[i]);
+  for (size_t i = 0; i < kNumDriverStreamCallbacks; ++i)
+    on(CUPTI_CB_DOMAIN_DRIVER_API, kDriverStreamCallbacks[i]);
 }
 
 void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {

@@ -80,39 +80,42 @@ const CUpti_CallbackId kDriverLaunchCallbacks[] = {
 };
 const size_t kNumDriverLaunchCallbacks = std::size(kDriverLaunchCallbacks);
 
-using enum StreamRetiring;
-const StreamRetiringCallback kRuntimeStreamRetiringCallbacks[] = {
+using enum StreamCall;
+const StreamCallback kRuntimeStreamCallbacks[] = {
     {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, kCaptureBegins},
     {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000, kCaptureBegins},
     {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, kCaptureBegins},
     {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030, kCaptureBegins},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, kOther},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, kOther},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020, kOther},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, kOther},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, kCaptureEnds},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000, kCaptureEnds},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, kRetiring},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, kRetiring},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020, kRetiring},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, kRetiring},
 };
-const size_t kNumRuntimeStreamRetiringCallbacks = std::size(kRuntimeStreamRetiringCallbacks);
+const size_t kNumRuntimeStreamCallbacks = std::size(kRuntimeStreamCallbacks);
 
-const StreamRetiringCallback kDriverStreamRetiringCallbacks[] = {
+const StreamCallback kDriverStreamCallbacks[] = {
     {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture, kCaptureBegins},
     {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, kCaptureBegins},
     {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, kCaptureBegins},
     {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, kCaptureBegins},
     {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, kCaptureBegins},
     {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, kOther},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, kOther},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy, kOther},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2, kOther},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, kCaptureEnds},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, kCaptureEnds},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, kRetiring},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, kRetiring},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy, kRetiring},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2, kRetiring},
 };
-const size_t kNumDriverStreamRetiringCallbacks = std::size(kDriverStreamRetiringCallbacks);
+const size_t kNumDriverStreamCallbacks = std::size(kDriverStreamCallbacks);
 
-StreamRetiring streamRetiring(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+StreamCall streamCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   if (!runtime && domain != CUPTI_CB_DOMAIN_DRIVER_API) return kNo;
-  const StreamRetiringCallback *table =
-      runtime ? kRuntimeStreamRetiringCallbacks : kDriverStreamRetiringCallbacks;
-  size_t n = runtime ? kNumRuntimeStreamRetiringCallbacks : kNumDriverStreamRetiringCallbacks;
+  const StreamCallback *table = runtime ? kRuntimeStreamCallbacks : kDriverStreamCallbacks;
+  size_t n = runtime ? kNumRuntimeStreamCallbacks : kNumDriverStreamCallbacks;
   for (size_t i = 0; i < n; ++i)
     if (table[i].cbid == cbid) return table[i].kind;
   return kNo;

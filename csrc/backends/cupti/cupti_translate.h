@@ -35,20 +35,24 @@ extern const size_t kNumRuntimeLaunchCallbacks;
 extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
 
-// The calls before which an instrumentation drain must mark a stream, since it can no longer
-// wait for it afterwards: the stream begins a capture, joins one (waiting for an event), or is
-// destroyed. Both domains (a runtime call also reaches the driver's); each one's parameter
-// block starts with the stream. Subscribed while an instrumentation session runs.
-enum class StreamRetiring { kNo, kCaptureBegins, kOther };
-StreamRetiring streamRetiring(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
-struct StreamRetiringCallback {
+// The stream calls Proton watches, both domains (a runtime call also reaches the driver's);
+// each one's parameter block starts with the stream.
+// - kCaptureBegins, kCaptureEnds: which captures are under way, so that a flush does not
+//   synchronise a context while one is (CaptureWatch). Subscribed while the backend runs.
+// - kRetiring, and kCaptureBegins too: the calls before which an instrumentation drain must
+//   mark a stream, since it can no longer wait for it afterwards: the stream begins a capture,
+//   joins one (waiting for an event), or is destroyed. kRetiring calls are subscribed while an
+//   instrumentation session runs.
+enum class StreamCall { kNo, kCaptureBegins, kCaptureEnds, kRetiring };
+StreamCall streamCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+struct StreamCallback {
   CUpti_CallbackId cbid;
-  StreamRetiring kind;
+  StreamCall kind;
 };
-extern const StreamRetiringCallback kRuntimeStreamRetiringCallbacks[];
-extern const size_t kNumRuntimeStreamRetiringCallbacks;
-extern const StreamRetiringCallback kDriverStreamRetiringCallbacks[];
-extern const size_t kNumDriverStreamRetiringCallbacks;
+extern const StreamCallback kRuntimeStreamCallbacks[];
+extern const size_t kNumRuntimeStreamCallbacks;
+extern const StreamCallback kDriverStreamCallbacks[];
+extern const size_t kNumDriverStreamCallbacks;
 
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -1,0 +1,52 @@
+#include "backends/cupti/capture_watch.h"
+
+namespace proton::cupti {
+inline namespace PROTON_CUPTI_ABI {
+
+void CaptureWatch::beginning(const void *context, const void *stream) {
+  std::lock_guard lock(mu_);
+  for (Capture &c : captures_) {
+    if (!matches(c, stream)) continue;
+    if (!c.context) c.context = context;
+    return;
+  }
+  captures_.push_back({context, stream, std::this_thread::get_id()});
+}
+
+void CaptureWatch::settled(const void *stream, bool capturing) {
+  if (capturing) return;
+  std::lock_guard lock(mu_);
+  std::erase_if(captures_, [&](const Capture &c) { return matches(c, stream); });
+}
+
+CaptureWatch::Outcome CaptureWatch::whenNoCapture(const void *context,
+                                                  std::chrono::milliseconds limit,
+                                                  const std::function<void()> &fn) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const std::thread::id self = std::this_thread::get_id();
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      bool others = false;
+      for (const Capture &c : captures_) {
+        if (c.context && c.context != context) continue;
+        if (c.thread == self) return Outcome::kOwnCapture;
+        others = true;
+      }
+      if (!others) {
+        fn();  // under the lock: a capture beginning now waits for it
+        return Outcome::kRan;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return Outcome::kTimedOut;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+size_t CaptureWatch::underWay() const {
+  std::lock_guard lock(mu_);
+  return captures_.size();
+}
+
+}  // namespace PROTON_CUPTI_ABI
+}  // namespace proton::cupti
