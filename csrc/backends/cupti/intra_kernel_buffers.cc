@@ -20,24 +20,11 @@ inline namespace PROTON_CUPTI_ABI {
 namespace {
 
 constexpr size_t kAlign = 256;
-// Launches per ring between drains (a drain reduces them in chunks of kReduceChunk).
+// Launches per ring between drains.
 constexpr size_t kMaxSlots = 65536;
-constexpr size_t kReduceChunk = 4096;
 // The graph arena beside each ring: CUDA graph slots, never reused (a graph may replay any
 // time while the process lives).
 constexpr size_t kGraphArenaDivisor = 8;
-// tree_reduce.cu is built for blocks of this many threads (its kThreads).
-constexpr uint32_t kReduceThreads = 256;
-
-// The GPU tree reduction (tree_reduce.cu), as PTX.
-constexpr const char *kTreeReducePtx =
-#include "backends/cupti/tree_reduce_ptx.inc"
-    ;
-
-struct SlotDesc {
-  uint64_t ptr;
-  uint64_t bytes;
-};
 
 struct Pending {
   bool valid = false;
@@ -615,141 +602,6 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
     if (node != kNoNode) out[count++] = {e.session, e.phase, node};
   }
   return count;
-}
-
-instrumentation::IntraLaunch IntraKernelBuffers::launchOf(const Ring &ring, const SlotRecord &slot,
-                                                          instrumentation::IntraTarget *targets) {
-  size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, slot.launchName, targets);
-  return {targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
-}
-
-void IntraKernelBuffers::fileTreeSlot(const Ring &ring, const SlotRecord &slot,
-                                      const uint8_t *reduced) {
-  instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-  fileReduced(reduced, launchOf(ring, slot, targets));
-}
-
-void IntraKernelBuffers::fileReduced(const uint8_t *reduced,
-                                     const instrumentation::IntraLaunch &launch) {
-  // A replay's copy holds more than one launch where the graph replayed while no Proton
-  // session ran (nothing copied its slot out then): those go with it (counted).
-  uint32_t launches = 0;
-  std::memcpy(&launches, reduced + 12, 4);
-  if (launches > 1) stat("instrumentation_graph_replays_merged").add(launches - 1);
-  std::lock_guard decoding(decoderMu_);
-  decoder_.fileTree(reduced, launch);
-}
-
-// Reduced tree slots read back by a drain, filed on the filing thread.
-struct IntraKernelBuffers::TreeJob {
-  struct Launch {
-    instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-    instrumentation::IntraLaunch launch;  // its targets are `targets`
-  };
-  std::vector<uint8_t> reduced;  // kReducedTreeBytes per launch
-  std::vector<Launch> launches;
-};
-
-void IntraKernelBuffers::postTreeJob(const Ring &ring, const SlotRecord *const *slots,
-                                     std::vector<uint8_t> reduced) {
-  constexpr size_t kOut = instrumentation::kReducedTreeBytes;
-  auto job = std::make_shared<TreeJob>();
-  job->launches.resize(reduced.size() / kOut);
-  for (size_t i = 0; i < job->launches.size(); ++i)
-    job->launches[i].launch = launchOf(ring, *slots[i], job->launches[i].targets);
-  job->reduced = std::move(reduced);
-  auto file = [this, job] {
-    for (size_t i = 0; i < job->launches.size(); ++i)
-      fileReduced(job->reduced.data() + i * kOut, job->launches[i].launch);
-  };
-  try {
-    filer_.post(job->reduced.size(), [this, job, file] {
-      file();
-      std::lock_guard spare(spareMu_);  // the buffer, for the next drain's read-back
-      if (job->reduced.capacity() > spareReduced_.capacity()) spareReduced_.swap(job->reduced);
-    });
-  } catch (const std::exception &) {  // no filing thread: filed here
-    file();
-  }
-}
-
-bool IntraKernelBuffers::readBack(const CudaDriverApi &driver, CUstream stream, void *to,
-                                  CUdeviceptr from, size_t bytes) {
-  return driver.memcpyDtoHAsync(to, from, bytes, stream) == CUDA_SUCCESS &&
-         driver.streamSynchronize(stream) == CUDA_SUCCESS;
-}
-
-bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
-  if (ring.reduceTried) return ring.reduce != nullptr;
-  ring.reduceTried = true;
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
-  if (driver.moduleLoadData(&module, kTreeReducePtx) != CUDA_SUCCESS ||
-      driver.moduleGetFunction(&fn, module, "proton_tree_reduce") != CUDA_SUCCESS ||
-      driver.memAlloc(&ring.reduceDescs, kReduceChunk * sizeof(SlotDesc)) != CUDA_SUCCESS ||
-      driver.memAlloc(&ring.reduceOut, kReduceChunk * instrumentation::kReducedTreeBytes) !=
-          CUDA_SUCCESS) {
-    stat("instrumentation_tree_reduced_on_host").add();
-    std::fprintf(stderr,
-                 "[PROTON] the GPU tree reduction could not be loaded on device %d; "
-                 "intra-kernel sums are added up on the host (slower drains).\n",
-                 ring.device);
-    return false;
-  }
-  ring.reduce = fn;
-  return true;
-}
-
-void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
-  std::vector<const SlotRecord *> tree;
-  for (const SlotRecord &slot : ring.slots)
-    if (!slot.trace) tree.push_back(&slot);
-  if (tree.empty()) return;
-  constexpr size_t kOut = instrumentation::kReducedTreeBytes;
-  if (!loadReduce(driver, ring)) {
-    // Host fallback: copy the slots back and reduce them here.
-    std::vector<uint8_t> host(ring.used);
-    if (!readBack(driver, ring.ownStream, host.data(), ring.base, ring.used)) {
-      stat("instrumentation_launches_unrecorded").add(tree.size());
-      return;
-    }
-    uint8_t reduced[kOut];
-    for (const SlotRecord *slot : tree) {
-      instrumentation::reduceTreeSlot(host.data() + slot->offset, slot->bytes, reduced);
-      fileTreeSlot(ring, *slot, reduced);
-    }
-    return;
-  }
-  std::vector<SlotDesc> descs;
-  for (size_t first = 0; first < tree.size(); first += kReduceChunk) {
-    size_t n = std::min(kReduceChunk, tree.size() - first);
-    // A buffer a job before gave back, if any: a fresh one is zeroed and faulted in (for a
-    // full 256 MB ring of 1023 softmax launches, 2 of the drain's 3.5 ms on an H100).
-    std::vector<uint8_t> host;
-    {
-      std::lock_guard spare(spareMu_);
-      host.swap(spareReduced_);
-    }
-    host.resize(n * kOut);
-    descs.clear();
-    for (size_t i = 0; i < n; ++i)
-      descs.push_back({ring.base + tree[first + i]->offset, tree[first + i]->bytes});
-    void *args[] = {&ring.reduceDescs, &ring.reduceOut};
-    CUstream stream = ring.ownStream;  // the copies and the reduction, in order
-    bool ok = driver.memcpyHtoDAsync(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc),
-                                     stream) == CUDA_SUCCESS;
-    if (ok) {
-      InternalLaunchGuard internal;  // not a kernel of the user's: filed in no session
-      ok = driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
-                               stream, args, nullptr) == CUDA_SUCCESS;
-    }
-    ok = ok && readBack(driver, stream, host.data(), ring.reduceOut, n * kOut);
-    if (!ok) {  // these launches and the ones after them cannot be filed
-      stat("instrumentation_launches_unrecorded").add(tree.size() - first);
-      return;
-    }
-    postTreeJob(ring, tree.data() + first, std::move(host));
-  }
 }
 
 void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
