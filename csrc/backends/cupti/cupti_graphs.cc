@@ -93,6 +93,8 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     return;
   }
   if (t.depth == 0 || --t.depth > 0) return;
+  // The kernel is on its stream now (or never will be): drains may wait for it.
+  if (!tlsInternalLaunch) IntraKernelBuffers::global().launchReturned();
   int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
   bool ran = result == 0 && !t.captured;
   if (!ran) launches_.cancel(cb->correlationId);

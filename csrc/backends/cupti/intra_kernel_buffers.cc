@@ -35,8 +35,16 @@ struct Pending {
   CUgraph captureGraph = nullptr;  // a slot in the graph arena: the launch is captured into it
   size_t tooLarge = 0;             // not valid: the launch's buffer would exceed the ring (bytes)
   size_t ringBytes = 0;
+  uint64_t ticket = 0;  // an eager slot's, in its ring's inFlight
 };
 thread_local Pending tlsPending;
+// The eager slot tied to this thread's launch in progress, in flight until its call returns.
+struct Bound {
+  bool valid = false;
+  size_t ring = 0;
+  uint64_t ticket = 0;
+};
+thread_local Bound tlsBound;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
@@ -195,6 +203,7 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
     return nullptr;
   }
   ring.streams.reserve(kWaitStreams);
+  ring.inFlight.reserve(kWaitStreams);
   // The graph arena is allocated with the ring. Without one, launches being captured run
   // unrecorded (counted).
   size_t arena = ring.capacity / kGraphArenaDivisor;
@@ -255,7 +264,15 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
                                                        bool trace, uint64_t stream,
                                                        uint64_t *devicePtr) {
   *devicePtr = 0;
-  tlsPending = Pending{};
+  // A slot handed out before on this thread whose launch never came (Triton's launcher skips
+  // an empty grid) or whose return was not seen (the session ended meanwhile): not in flight.
+  Pending stale = std::exchange(tlsPending, Pending{});
+  if ((stale.valid && stale.ticket) || tlsBound.valid) {
+    std::lock_guard lock(mu_);
+    if (stale.valid && stale.ticket) release(stale.ring, stale.ticket);
+    if (tlsBound.valid) release(tlsBound.ring, tlsBound.ticket);
+    tlsBound.valid = false;
+  }
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE) {
@@ -297,12 +314,52 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     }
     return Alloc::kOff;
   }
-  if (ring->used + need > ring->capacity || ring->slots.size() >= kMaxSlots) return Alloc::kFull;
-  tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), ring->used, need, trace};
-  *devicePtr = ring->base + ring->used;
-  ring->used += need;
+  size_t at = ring->slots.size() < kMaxSlots ? fit(*ring, need) : kNoRoom;
+  if (at == kNoRoom) return Alloc::kFull;
+  take(*ring, at, need);
+  tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), at, need, trace};
+  tlsPending.ticket = ++tickets_;
+  ring->inFlight.push_back({tlsPending.ticket, at, need, stream});
+  *devicePtr = ring->base + at;
   noteStream(*ring, stream);
   return Alloc::kOk;
+}
+
+size_t IntraKernelBuffers::fit(const Ring &ring, size_t bytes) {
+  size_t at = ring.used;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const InFlight &k : ring.kept) {
+      if (at < k.offset + k.bytes && k.offset < at + bytes) {
+        at = k.offset + k.bytes;
+        moved = true;
+      }
+    }
+  }
+  return at + bytes <= ring.capacity ? at : kNoRoom;
+}
+
+void IntraKernelBuffers::take(Ring &ring, size_t at, size_t bytes) {
+  ring.used = at + bytes;
+  ring.end = std::max(ring.end, ring.used);
+}
+
+void IntraKernelBuffers::release(size_t ring, uint64_t ticket) {
+  if (ring >= rings_.size()) return;
+  std::vector<InFlight> &inFlight = rings_[ring].inFlight;
+  for (size_t i = 0; i < inFlight.size(); ++i) {
+    if (inFlight[i].ticket != ticket) continue;
+    inFlight[i] = inFlight.back();
+    inFlight.pop_back();
+    return;
+  }
+}
+
+void IntraKernelBuffers::launchReturned() {
+  if (!tlsBound.valid) return;
+  tlsBound.valid = false;
+  std::lock_guard lock(mu_);
+  release(tlsBound.ring, tlsBound.ticket);
 }
 
 void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
@@ -405,6 +462,7 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   for (uint32_t i = 0; i < slot.numEntries; ++i) slot.entries[i] = entries[i];
   std::lock_guard lock(mu_);
   if (p.ring >= rings_.size()) return;
+  tlsBound = Bound{true, p.ring, p.ticket};
   rings_[p.ring].slots.push_back(slot);
   byCorrelation_[correlation] = {p.ring, rings_[p.ring].slots.size() - 1};
 }
@@ -544,10 +602,10 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
     return Replay::kNobody;
   }
   Ring &ring = rings_[run[0]->ring];
-  if (ring.used + bytes > ring.capacity || ring.slots.size() + count > kMaxSlots)
-    return Replay::kFull;
-  if (driver_->memcpyDtoDAsync(ring.base + ring.used, ring.graphBase + run[0]->offset, bytes,
-                               stream) != CUDA_SUCCESS)
+  size_t at = ring.slots.size() + count <= kMaxSlots ? fit(ring, bytes) : kNoRoom;
+  if (at == kNoRoom) return Replay::kFull;
+  if (driver_->memcpyDtoDAsync(ring.base + at, ring.graphBase + run[0]->offset, bytes, stream) !=
+      CUDA_SUCCESS)
     return Replay::kFailed;
   noteStream(ring, reinterpret_cast<uint64_t>(stream));
   if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
@@ -571,13 +629,13 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
       ring.slots.pop_back();
       continue;
     }
-    slot.offset = ring.used + (c.offset - run[0]->offset);
+    slot.offset = at + (c.offset - run[0]->offset);
     slot.bytes = c.bytes;
     slot.trace = c.trace;
     slot.symbol = c.symbol;
     slot.launchName = c.context.kernelName;
   }
-  ring.used += bytes;
+  take(ring, at, bytes);
   return Replay::kFiled;
 }
 
@@ -610,25 +668,78 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) 
   // being captured among them), and no context synchronisation (which a capture on another
   // thread does not survive) unless a stream cannot be waited for.
   RelaxedCaptureMode relaxed(driver);
-  for (Ring &ring : rings_) {
-    if (ring.used == 0) continue;
+  std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> keptCorrelations;
+  for (size_t r = 0; r < rings_.size(); ++r) {
+    Ring &ring = rings_[r];
+    if (ring.end == 0) continue;
     stat("instrumentation_ring_drains").add();
     ContextScope scope(driver, ring.context, /*current=*/false);
     if (!scope.ok()) continue;
     waitForLaunches(driver, ring);
+    std::vector<std::pair<uint64_t, size_t>> moved;
+    std::vector<SlotRecord> kept = takeInFlight(ring, r, moved);
     bool anyTrace = false;
     for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
     drainTree(driver, ring);
     if (anyTrace) drainTrace(driver, ring);
-    // Units that do not record never write: the next launches must find zeros there. The
-    // clear is done before they are enqueued.
-    driver.memsetD8Async(ring.base, 0, ring.used, ring.ownStream);
-    driver.streamSynchronize(ring.ownStream);
-    ring.slots.clear();
-    ring.used = 0;
+    clearDrained(driver, ring);
+    ring.slots.assign(kept.begin(), kept.end());
+    for (const auto &[correlation, index] : moved)
+      keptCorrelations.push_back({correlation, {r, index}});
+    // The launches in flight: the next drain waits for their streams, and the next slots go
+    // around them.
+    ring.kept = ring.inFlight;
+    ring.used = ring.end = 0;
+    for (const InFlight &f : ring.inFlight) {
+      ring.end = std::max(ring.end, f.offset + f.bytes);
+      noteStream(ring, f.stream);
+    }
   }
   byCorrelation_.clear();
+  for (const auto &[correlation, at] : keptCorrelations) byCorrelation_[correlation] = at;
   if (waitForFiling) filer_.waitIdle();
+}
+
+std::vector<IntraKernelBuffers::SlotRecord> IntraKernelBuffers::takeInFlight(
+    Ring &ring, size_t index, std::vector<std::pair<uint64_t, size_t>> &kept) {
+  std::vector<SlotRecord> out;
+  if (ring.inFlight.empty()) return out;
+  auto inFlight = [&](const SlotRecord &slot) {
+    for (const InFlight &f : ring.inFlight)
+      if (f.offset == slot.offset) return true;
+    return false;
+  };
+  std::vector<size_t> newIndex(ring.slots.size(), kNoRoom);
+  std::vector<SlotRecord> drained;
+  for (size_t i = 0; i < ring.slots.size(); ++i) {
+    if (inFlight(ring.slots[i])) {
+      newIndex[i] = out.size();
+      out.push_back(ring.slots[i]);
+    } else {
+      drained.push_back(ring.slots[i]);
+    }
+  }
+  for (const auto &[correlation, at] : byCorrelation_)
+    if (at.first == index && newIndex[at.second] != kNoRoom)
+      kept.push_back({correlation, newIndex[at.second]});
+  ring.slots.assign(drained.begin(), drained.end());
+  return out;
+}
+
+void IntraKernelBuffers::clearDrained(const CudaDriverApi &driver, Ring &ring) {
+  // Units that do not record never write: the next launches must find zeros there. The clear
+  // is done before they are enqueued. Not the bytes of launches in flight: their kernels may
+  // be running, and nothing touched those bytes since the drain that cleared them.
+  std::vector<InFlight> around = ring.inFlight;
+  std::sort(around.begin(), around.end(),
+            [](const InFlight &a, const InFlight &b) { return a.offset < b.offset; });
+  size_t from = 0;
+  for (const InFlight &f : around) {
+    if (f.offset > from) driver.memsetD8Async(ring.base + from, 0, f.offset - from, ring.ownStream);
+    from = std::max(from, f.offset + f.bytes);
+  }
+  if (ring.end > from) driver.memsetD8Async(ring.base + from, 0, ring.end - from, ring.ownStream);
+  driver.streamSynchronize(ring.ownStream);
 }
 
 void IntraKernelBuffers::waitForFiling() { filer_.waitIdle(); }
@@ -637,7 +748,7 @@ void IntraKernelBuffers::waitForRings(const CudaDriverApi &driver) {
   std::lock_guard lock(mu_);
   RelaxedCaptureMode relaxed(driver);
   for (Ring &ring : rings_) {
-    if (ring.used == 0) continue;
+    if (ring.end == 0) continue;
     ContextScope scope(driver, ring.context, /*current=*/false);
     if (scope.ok()) waitForLaunches(driver, ring);
   }

@@ -12,7 +12,10 @@
 // and copies back one small reduced slot per launch; trace slots are copied whole. The slot is tied
 // to the next launch on the same thread; its context comes from that launch's callback, so scopes
 // land under the kernel's own node. A full ring returns 0 (the caller drains and asks again); a
-// launch that cannot get a slot runs with recording off and is counted.
+// launch that cannot get a slot runs with recording off and is counted. A drain on another
+// thread may come between a launch's slot being handed out and its kernel reaching its stream
+// (the launch call's return): that slot is neither read nor cleared then, but kept, with its
+// bytes, for the next drain, and the next slots are placed around it.
 //
 // A launch being captured into a CUDA graph gets a slot of its own in the context's graph
 // arena, kept as long as the process lives (the graph may replay whenever it is launched),
@@ -95,6 +98,10 @@ class IntraKernelBuffers {
   void bindCaptured(CaptureContext context, const char *symbol);
   void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol,
                   StringId launchName);
+  // The launch call returned (API exit of the outermost launch, launching thread; not Proton's
+  // own launches): its kernel is on its stream, so a drain's wait for the stream covers it.
+  // Until then a drain keeps the launch's slot, bytes and stream for the next drain.
+  void launchReturned();
   // CUDA graphs: a graph launch returned (launching thread, its context current), and the
   // graphs and executables that carry captured slots.
   void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n);
@@ -137,6 +144,12 @@ class IntraKernelBuffers {
     uint32_t numEntries = 0;
     LaunchEntry entries[LaunchInfo::kMaxEntries];
   };
+  struct InFlight {
+    uint64_t ticket = 0;
+    size_t offset = 0;
+    size_t bytes = 0;
+    uint64_t stream = 0;
+  };
   struct Ring {
     CUcontext context = nullptr;
     int device = 0;
@@ -166,6 +179,12 @@ class IntraKernelBuffers {
     std::vector<CUevent> marks;       // recorded since the last drain
     std::vector<CUevent> spareMarks;  // made, free
     bool waitContext = false;
+    // Slots handed out whose launch call has not returned: the kernel may not be on its stream
+    // yet, so no wait covers it. A drain neither reads nor clears them; it keeps them (`kept`)
+    // and the next slots are placed around them.
+    std::vector<InFlight> inFlight;  // room for kWaitStreams, made with the ring
+    std::vector<InFlight> kept;      // in flight at the last drain
+    size_t end = 0;                  // past the last byte of every slot since the last drain
   };
 
   Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
@@ -192,6 +211,18 @@ class IntraKernelBuffers {
   enum class Replay { kFiled, kNobody, kFull, kFailed };
   Replay fileReplay(const std::shared_ptr<const Captured> *run, size_t count, size_t bytes,
                     CUstream stream, const LaunchEntry *entries, size_t n);
+  // mu_ held: where `bytes` fit in the ring from `used` on, around the kept slots (kNoRoom:
+  // they do not), and that place taken.
+  static constexpr size_t kNoRoom = ~size_t{0};
+  static size_t fit(const Ring &ring, size_t bytes);
+  static void take(Ring &ring, size_t at, size_t bytes);
+  // mu_ held: the launch `ticket` in `ring` returned, or its slot will never be launched.
+  void release(size_t ring, uint64_t ticket);
+  // mu_ held, within drain(), after the wait: the slots in flight out of ring.slots (returned
+  // with their correlations' new indices in `kept`), the rest cleared on the GPU.
+  std::vector<SlotRecord> takeInFlight(Ring &ring, size_t index,
+                                       std::vector<std::pair<uint64_t, size_t>> &kept);
+  void clearDrained(const CudaDriverApi &driver, Ring &ring);
   // mu_ held: a launch, or a replay's copy, into `ring` on `stream` (the launch path: no
   // allocation).
   void noteStream(Ring &ring, uint64_t stream);
@@ -250,6 +281,7 @@ class IntraKernelBuffers {
   std::mutex warnedMu_;                 // not mu_: bindLaunch may run under it (a drain's launch)
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
+  uint64_t tickets_ = 0;  // of slots handed out to eager launches
   const CudaDriverApi *driver_ = nullptr;
   GraphTies<Captured> captured_;
   std::atomic<bool> anyCaptured_{false};

@@ -352,6 +352,7 @@ void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &drive
               IntraKernelBuffers::Alloc::kOk);
     buffers.bindLaunch(300 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
     oneWarpRan(ptr);
+    buffers.launchReturned();
   }
 }
 
@@ -448,6 +449,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
             IntraKernelBuffers::Alloc::kOk);
   LaunchEntry eager{&tree, kRootNode, PhaseId{0}, false};
   buffers.bindLaunch(40, &eager, 1, "graphed", StringId{});
+  buffers.launchReturned();
   fake::capturing = true;
   ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
             IntraKernelBuffers::Alloc::kOk);
@@ -537,6 +539,7 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
             IntraKernelBuffers::Alloc::kOk);  // makes the ring and its arena
   buffers.bindLaunch(400, &entry, 1, "_Z8one_warpPf", StringId{});
   oneWarpRan(eager);
+  buffers.launchReturned();
   fake::capturing = true;
   ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &captured),
             IntraKernelBuffers::Alloc::kOk);
@@ -572,6 +575,7 @@ TEST(IntraKernelBuffersGraphs, ATraceReplayThatFindsTheRingFullDrainsItOnceRecor
             IntraKernelBuffers::Alloc::kOk);
   buffers.bindLaunch(500, &entry, 1, "_Z8one_warpPf", StringId{});
   oneWarpRan(eager);
+  buffers.launchReturned();
   fake::capturing = true;
   ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &captured),
             IntraKernelBuffers::Alloc::kOk);

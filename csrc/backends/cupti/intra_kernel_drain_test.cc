@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,7 @@ void launchSummed(IntraKernelBuffers &buffers, const instrumentation::ScopeTable
                   uint64_t ptr, uint32_t correlation, const LaunchEntry &entry) {
   buffers.bindLaunch(correlation, &entry, 1, "summed", StringId{});
   ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, ptr));
+  buffers.launchReturned();  // its call returned: the kernel is on its stream
 }
 
 // A launch of the summed kernel on `stream`, filed under `entry`.
@@ -297,6 +300,7 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
         buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
         IntraKernelBuffers::Alloc::kOk);
     buffers.bindLaunch(correlation++, &entry, 1, "summed", StringId{});
+    buffers.launchReturned();
   }
   EXPECT_FALSE(buffers.traceStartsKnown());
   // A third launch failed: no kernel record will come for it.
@@ -305,6 +309,7 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
       buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(kStreamA), &failed),
       IntraKernelBuffers::Alloc::kOk);
   buffers.bindLaunch(99, &entry, 1, "summed", StringId{});
+  buffers.launchReturned();
   buffers.cancelLaunch(99);
   buffers.waitForRings(driver);
   EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA, kStreamB}));
@@ -318,6 +323,60 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
   EXPECT_EQ(fake::syncedStreams.size(), 2u);
   EXPECT_EQ(fake::contextSyncs, 0u);
   EXPECT_TRUE(buffers.traceStartsKnown());  // none left
+}
+
+// Another thread's drain can come between a launch being handed its slot and its kernel
+// reaching its stream (its launch call's return): the drain's waits do not cover that kernel.
+// Its slot was read and cleared then, and its bytes handed to the next launches, whose
+// records it overwrote (on an H100, one launch of 1,864 in a cross-thread GPU test lost its
+// scopes). Now a drain keeps such a slot, unread and uncleared, for the next drain, and the
+// next slots go around it.
+TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDrain) {
+  Summed s(55);
+  auto &[driver, buffers, table, tree, entry] = s;
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  uint64_t unrecordedBefore = unrecorded.value();
+  launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
+  // The other thread: a slot handed out; later its launch call begins and its kernel runs;
+  // later still the call returns.
+  std::promise<uint64_t> handedOut;
+  std::promise<void> launch, ran, returnNow;
+  std::thread other([&] {
+    uint64_t ptr = 0;
+    buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB), &ptr);
+    handedOut.set_value(ptr);
+    launch.get_future().wait();
+    buffers.bindLaunch(2, &entry, 1, "summed", StringId{});
+    fake::oneWarpTreeRan(table.hash, table.unitBytes, ptr);
+    ran.set_value();
+    returnNow.get_future().wait();
+    buffers.launchReturned();
+  });
+  const uint64_t slot = handedOut.get_future().get();
+  ASSERT_NE(slot, 0u);
+  buffers.drain(driver);                 // launch 1 filed; the other's slot not yet launched: kept
+  for (uint32_t correlation : {3, 4}) {  // their slots go around the one kept
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamA),
+                               &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    EXPECT_TRUE(ptr + table.unitBytes <= slot || slot + table.unitBytes <= ptr) << ptr;
+    launchSummed(buffers, table, ptr, correlation, entry);
+  }
+  launch.set_value();
+  ran.get_future().wait();
+  fake::syncedStreams.clear();
+  buffers.drain(driver);  // launches 3 and 4 filed; the other's ran but its call is not over
+  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamA}));
+  returnNow.set_value();
+  other.join();
+  buffers.drain(driver);  // the other's launch filed, with what its kernel wrote
+  NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("summed"));
+  NodeId body = tree.child(PhaseId{0}, kernel, S("body"));
+  EXPECT_EQ(metric(tree, kernel, "cycles"), 100.0 * 4);
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 4);
+  EXPECT_EQ(unrecorded.value(), unrecordedBefore);
+  EXPECT_EQ(fake::contextSyncs, 0u);
 }
 
 }  // namespace

@@ -128,8 +128,8 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
   if (!loadReduce(driver, ring)) {
     // Host fallback: copy the slots back and reduce them here.
-    std::vector<uint8_t> host(ring.used);
-    if (!readBack(driver, ring.ownStream, host.data(), ring.base, ring.used)) {
+    std::vector<uint8_t> host(ring.end);
+    if (!readBack(driver, ring.ownStream, host.data(), ring.base, ring.end)) {
       stat("instrumentation_launches_unrecorded").add(tree.size());
       return;
     }
