@@ -112,5 +112,24 @@ TEST(StringTableTest, ConcurrentInterningGivesConsistentIds) {
   }
 }
 
+// A thread's thread_local objects are destroyed before the functions registered with atexit
+// run, where a native program's injected session writes its profile and interns names: an
+// intern after the thread's cache is gone goes to the table itself.
+TEST(StringTableTest, InternsAfterTheThreadsCacheIsDestroyed) {
+  StringId early, late;
+  std::thread([&] {
+    struct AtThreadExit {
+      StringId *out;
+      ~AtThreadExit() { *out = StringTable::global().intern("interned after the cache is gone"); }
+    };
+    thread_local AtThreadExit atExit{&late};  // constructed before the cache: destroyed after it
+    early = StringTable::global().intern("interned with the cache");
+  }).join();
+  EXPECT_EQ(StringTable::global().view(early), "interned with the cache");
+  EXPECT_EQ(StringTable::global().view(late), "interned after the cache is gone");
+  EXPECT_EQ(StringTable::global().intern("interned after the cache is gone"), late);
+}
+
 }  // namespace
 }  // namespace proton
+

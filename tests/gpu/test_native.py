@@ -292,3 +292,36 @@ def test_python3_script_under_the_launcher_is_profiled_in_process(tmp_path):
     assert result.returncode == 0, result.stderr
     root = load_hatchet(tmp_path / "py.hatchet")[0]
     assert sum(c["metrics"].get("count", 0) for c in child(root, "py")["children"]) == 5, dump(root)
+
+
+@pytest.fixture(scope="module")
+def scoped_app(tmp_path_factory):
+    """tests/gpu/native/scoped_app.cu, built with nvcc against proton/instrument.cuh."""
+    if NVCC is None:
+        pytest.skip("needs nvcc")
+    import proton
+
+    out = tmp_path_factory.mktemp("scoped") / "scoped_app"
+    source = Path(__file__).parent / "native" / "scoped_app.cu"
+    command = [NVCC, "-std=c++17", "-arch=native", f"-I{proton.get_include()}", str(source)]
+    result = subprocess.run(
+        [*command, "-o", str(out)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_instrumented_native_program_records_its_scopes_and_exits_cleanly(scoped_app, tmp_path):
+    # The injected session writes its profile from an atexit function, after the main thread's
+    # thread_local objects are destroyed: interning the scope names there used the string
+    # table's destroyed per-thread cache, and the program died of SIGSEGV with no profile.
+    r = proton_cli("-b", "instrumentation", "-n", "scoped", str(scoped_app), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "done 0" in r.stdout
+    root = load_hatchet(tmp_path / "scoped.hatchet")[0]
+    (kernel,) = [c for c in root["children"] if c["frame"]["name"].startswith("scaled")]
+    assert kernel["metrics"]["count"] == 10, dump(root)
+    (body,) = kernel["children"]
+    assert body["frame"]["name"] == "body", dump(root)
+    assert body["metrics"]["count"] == 10 * 64 * 4, dump(root)  # one per warp
+    assert body["metrics"]["cycles"] > 0, dump(root)

@@ -440,6 +440,8 @@ void IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring
   ring.marks.clear();
   ring.streams.clear();
   ring.waitContext = false;
+  // Launches still in their call were not waited for: their streams are the next wait's.
+  for (const InFlight &f : ring.inFlight) noteStream(ring, f.stream);
 }
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
@@ -686,14 +688,11 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) 
     ring.slots.assign(kept.begin(), kept.end());
     for (const auto &[correlation, index] : moved)
       keptCorrelations.push_back({correlation, {r, index}});
-    // The launches in flight: the next drain waits for their streams, and the next slots go
-    // around them.
+    // The launches in flight (their streams are the next wait's): the next slots go around
+    // them.
     ring.kept = ring.inFlight;
     ring.used = ring.end = 0;
-    for (const InFlight &f : ring.inFlight) {
-      ring.end = std::max(ring.end, f.offset + f.bytes);
-      noteStream(ring, f.stream);
-    }
+    for (const InFlight &f : ring.inFlight) ring.end = std::max(ring.end, f.offset + f.bytes);
   }
   byCorrelation_.clear();
   for (const auto &[correlation, at] : keptCorrelations) byCorrelation_[correlation] = at;

@@ -337,19 +337,19 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   uint64_t unrecordedBefore = unrecorded.value();
   launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
-  // The other thread: a slot handed out; later its launch call begins and its kernel runs;
-  // later still the call returns.
+  // The other thread: a slot handed out; later its launch call begins (bound); later still its
+  // kernel runs and the call returns.
   std::promise<uint64_t> handedOut;
-  std::promise<void> launch, ran, returnNow;
+  std::promise<void> launch, bound, runNow;
   std::thread other([&] {
     uint64_t ptr = 0;
     buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB), &ptr);
     handedOut.set_value(ptr);
     launch.get_future().wait();
     buffers.bindLaunch(2, &entry, 1, "summed", StringId{});
+    bound.set_value();
+    runNow.get_future().wait();
     fake::oneWarpTreeRan(table.hash, table.unitBytes, ptr);
-    ran.set_value();
-    returnNow.get_future().wait();
     buffers.launchReturned();
   });
   const uint64_t slot = handedOut.get_future().get();
@@ -364,11 +364,18 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
     launchSummed(buffers, table, ptr, correlation, entry);
   }
   launch.set_value();
-  ran.get_future().wait();
+  bound.get_future().wait();
   fake::syncedStreams.clear();
-  buffers.drain(driver);  // launches 3 and 4 filed; the other's ran but its call is not over
+  // Launches 3 and 4 filed; the other's is bound but its kernel has not run: read now, it
+  // would be filed empty.
+  buffers.drain(driver);
   EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamA}));
-  returnNow.set_value();
+  // A wait alone (a full trace ring's, before its drain) keeps the streams of what is in flight.
+  fake::syncedStreams.clear();
+  buffers.waitForRings(driver);
+  buffers.waitForRings(driver);
+  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamB}));
+  runNow.set_value();
   other.join();
   buffers.drain(driver);  // the other's launch filed, with what its kernel wrote
   NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("summed"));

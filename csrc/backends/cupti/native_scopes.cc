@@ -23,7 +23,14 @@ struct ModuleCache {
   uint64_t generation = 0;
   std::vector<std::pair<const void *, bool>> modules;
 };
-thread_local ModuleCache tlsModules;
+// Set when this thread's cache is destroyed, before the atexit functions run (glibc): a
+// launch from a program's exit path goes without it.
+thread_local bool tlsModulesGone = false;
+struct ModuleCacheOwner {
+  ~ModuleCacheOwner() { tlsModulesGone = true; }
+  ModuleCache cache;
+};
+thread_local ModuleCacheOwner tlsModules;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
@@ -128,15 +135,19 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   } else {
     return;
   }
-  ModuleCache &cache = tlsModules;
-  uint64_t generation = generation_.load(std::memory_order_acquire);
-  if (cache.generation != generation) cache = ModuleCache{generation, {}};
-  auto known = std::find_if(cache.modules.begin(), cache.modules.end(),
-                            [&](const auto &m) { return m.first == module; });
-  if (known != cache.modules.end() && !known->second) return;  // not instrumented: no lock
+  ModuleCache *cache = tlsModulesGone ? nullptr : &tlsModules.cache;
+  bool known = false;
+  if (cache) {
+    uint64_t generation = generation_.load(std::memory_order_acquire);
+    if (cache->generation != generation) *cache = ModuleCache{generation, {}};
+    auto it = std::find_if(cache->modules.begin(), cache->modules.end(),
+                           [&](const auto &m) { return m.first == module; });
+    if (it != cache->modules.end() && !it->second) return;  // not instrumented: no lock
+    known = it != cache->modules.end();
+  }
   std::lock_guard lock(mu_);
   bool instrumented = instrumentModule(module, library, cb->context);
-  if (known == cache.modules.end()) cache.modules.push_back({module, instrumented});
+  if (cache && !known) cache->modules.push_back({module, instrumented});
   if (!instrumented) return;
   Launch launch;
   launch.symbol = cb->symbolName;
