@@ -29,7 +29,13 @@ void bindData(nb::module_ &m) {
   m.def(
       "advance_phase",
       [](int session) {
-        return valueOrThrow(SessionManager::global().advancePhase(SessionId{session})).value;
+        // Released: with periodic flushing this may flush, which waits for other threads'
+        // CUDA graph captures to end (they may need the GIL to get there).
+        Result<PhaseId> next = [&] {
+          nb::gil_scoped_release release;
+          return SessionManager::global().advancePhase(SessionId{session});
+        }();
+        return valueOrThrow(std::move(next)).value;
       },
       nb::arg("session"));
   m.def(

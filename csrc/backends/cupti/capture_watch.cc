@@ -43,6 +43,11 @@ CaptureWatch::Outcome CaptureWatch::whenNoCapture(const void *context,
   }
 }
 
+void CaptureWatch::clear() {
+  std::lock_guard lock(mu_);
+  captures_.clear();
+}
+
 size_t CaptureWatch::underWay() const {
   std::lock_guard lock(mu_);
   return captures_.size();

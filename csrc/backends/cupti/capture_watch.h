@@ -45,6 +45,7 @@ class CaptureWatch {
   Outcome whenNoCapture(const void *context, std::chrono::milliseconds limit,
                         const std::function<void()> &fn);
   size_t underWay() const;
+  void clear();  // Proton stops watching: the captures under way are not known any more
 
  private:
   struct Capture {

@@ -135,6 +135,15 @@ TEST(CaptureWatch, EachThreadsPerThreadStreamIsACaptureOfItsOwn) {
   EXPECT_EQ(syncA(watch, &runs, milliseconds(5)), Outcome::kTimedOut);  // the other's goes on
 }
 
+TEST(CaptureWatch, CapturesAreForgottenWhenProtonStopsWatching) {
+  CaptureWatch watch;
+  std::thread([&] { watch.beginning(&ctxA, &stream1); }).join();
+  watch.clear();  // the backend stopped: no end of that capture will be seen
+  int runs = 0;
+  EXPECT_EQ(syncA(watch, &runs), Outcome::kRan);
+  EXPECT_EQ(runs, 1);
+}
+
 }  // namespace
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -99,10 +99,11 @@ class CuptiBackend final : public GpuBackend {
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
-  void onStreamCall(const CUpti_CallbackData *cb, StreamCall call);
-  // The callbacks of kind `kind` on or off (not fatal: a CUPTI older than one of these calls,
-  // 12.3's capture-to-graph, refuses it). mu_ held.
-  void enableStreamCallbacks(StreamCall kind, bool enable);
+  void onStreamCall(const CUpti_CallbackData *cb, const StreamCallback &call);
+  // The stream callbacks on while the backend runs (capture begins, ends, stream destroys) or
+  // those on while an instrumentation session runs (joins), on or off (not fatal: a CUPTI
+  // older than one of these calls, 12.3's capture-to-graph, refuses it). mu_ held.
+  void enableStreamCallbacks(bool joins, bool enable);
   // Graph creation and destruction that tensor metrics follow; false: not such a callback.
   bool onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
@@ -160,7 +161,7 @@ Status CuptiBackend::acquire(Session &session) {
   if (users_ == 0) PROTON_RETURN_IF_ERROR(start());
   ++users_;
   if (session.options().backend == BackendKind::kInstrumentation) {
-    if (!IntraKernelBuffers::global().inUse()) enableStreamCallbacks(StreamCall::kRetiring, true);
+    if (!IntraKernelBuffers::global().inUse()) enableStreamCallbacks(/*joins=*/true, true);
     IntraKernelBuffers::global().addUser();
     NativeScopes::global().start(driver_);
     std::lock_guard processLock(processMu_);
@@ -223,7 +224,7 @@ void CuptiBackend::release(Session &session) {
     IntraKernelBuffers &buffers = IntraKernelBuffers::global();
     buffers.removeUser();
     if (!buffers.inUse()) {
-      enableStreamCallbacks(StreamCall::kRetiring, false);
+      enableStreamCallbacks(/*joins=*/true, false);
       NativeScopes::global().stop();
       std::lock_guard processLock(processMu_);
       attributor_.observeRecords(nullptr);
@@ -237,9 +238,11 @@ void CuptiBackend::flush() {
   if (users_ == 0) return;
   flushLocked();
   sampler_.collect();  // after the kernels: their samples need their frames
-  // Every tensor metric copy has completed too (the contexts were synchronised).
+  // Every tensor metric copy has completed too (the contexts were synchronised, unless a
+  // capture kept one from it: see syncContexts).
   DeviceMetricBuffers::global().drain();
-  // Every instrumented launch has finished and its record was filed: its buffers can be read.
+  // Every instrumented launch has finished and its record was filed: its buffers can be read
+  // (a ring waits for its launches' streams itself).
   IntraKernelBuffers::global().drain(*driver_);
   NativeScopes::global().drain();
 }
@@ -398,7 +401,7 @@ Status CuptiBackend::enableCallbacks() {
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
   // Capture begins and ends, for flushes (kernel tracing needs them as much as instrumentation).
-  enableStreamCallbacks(StreamCall::kCaptureBegins, true);
+  enableStreamCallbacks(/*joins=*/false, true);
   const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");
   if (!nvtx || std::strcmp(nvtx, "0") != 0) {
     // NVTX forwards ranges to the library named here, read at the program's first NVTX call.
@@ -451,6 +454,7 @@ void CuptiBackend::stop() {
   api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_NVTX);
   api_->unsubscribe(subscriber_);
   subscriber_ = nullptr;
+  captureWatch_.clear();  // no callback says when the captures under way end from now on
   captures_.clear();
 }
 
@@ -461,17 +465,20 @@ void CuptiBackend::syncContexts() {
     contexts = contexts_;
   }
   // A synchronisation ends every capture on its device, on any thread: wait for other
-  // threads' captures to end (captures that begin meanwhile wait for the synchronisation), and
-  // never synchronise under the flushing thread's own capture. Skipped, the flush only waits
-  // for CUPTI's records of the launches so far (below).
-  constexpr auto kCaptureWaitLimit = std::chrono::seconds(10);
+  // threads' captures to end (captures that begin meanwhile wait for the synchronisation; one
+  // limit for all the contexts), and never synchronise under the flushing thread's own
+  // capture. Skipped, the flush only waits for CUPTI's records of the launches so far (below).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (CUcontext context : contexts) {
-    CaptureWatch::Outcome outcome = captureWatch_.whenNoCapture(context, kCaptureWaitLimit, [&] {
-      if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return;
-      driver_->ctxSynchronize();  // an error here is the program's to see, not ours
-      CUcontext popped;
-      driver_->ctxPopCurrent(&popped);
-    });
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    CaptureWatch::Outcome outcome =
+        captureWatch_.whenNoCapture(context, std::max(left, std::chrono::milliseconds(0)), [&] {
+          if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return;
+          driver_->ctxSynchronize();  // an error here is the program's to see, not ours
+          CUcontext popped;
+          driver_->ctxPopCurrent(&popped);
+        });
     if (outcome != CaptureWatch::Outcome::kRan)
       statCounter("flush_syncs_skipped_for_captures").add();
   }
@@ -501,8 +508,8 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
     switch (domain) {
       case CUPTI_CB_DOMAIN_RUNTIME_API:
       case CUPTI_CB_DOMAIN_DRIVER_API:
-        if (StreamCall call = streamCall(domain, cbid); PROTON_UNLIKELY(call != StreamCall::kNo)) {
-          self.onStreamCall(static_cast<const CUpti_CallbackData *>(data), call);
+        if (const StreamCallback *call = streamCall(domain, cbid); PROTON_UNLIKELY(call)) {
+          self.onStreamCall(static_cast<const CUpti_CallbackData *>(data), *call);
           break;
         }
         if (self.emptyLaunchCallbacks_) break;
@@ -541,33 +548,35 @@ void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   tracker_.onLaunch(domain, cbid, cb);
 }
 
-void CuptiBackend::onStreamCall(const CUpti_CallbackData *cb, StreamCall call) {
+void CuptiBackend::onStreamCall(const CUpti_CallbackData *cb, const StreamCallback &call) {
   if (!cb->functionParams) return;
   CUstream stream = *static_cast<const CUstream *>(cb->functionParams);
-  const bool begins = call == StreamCall::kCaptureBegins;
+  if (!stream && call.perThread) stream = CU_STREAM_PER_THREAD;
+  const bool begins = call.kind == StreamCall::kCaptureBegins;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (begins) captureWatch_.beginning(cb->context, stream);
     // Before the call: what was launched on the stream until now can still be waited for.
-    if (call != StreamCall::kCaptureEnds && retiringOn_.load(std::memory_order_relaxed))
+    if (call.kind != StreamCall::kCaptureEnds && retiringOn_.load(std::memory_order_relaxed))
       IntraKernelBuffers::global().onStreamRetiring(stream, begins);
     return;
   }
-  if (call == StreamCall::kRetiring) return;
-  // After a begin (that may have failed) or an end: is the stream capturing now? (Never the
-  // legacy stream, which cannot capture, and asking about which may be refused.)
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  bool legacy = !stream || stream == CU_STREAM_LEGACY;
-  bool capturing = !legacy && driver_->streamIsCapturing(stream, &status) == CUDA_SUCCESS &&
-                   status != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (call.kind == StreamCall::kJoins) return;
+  // After a begin (which may have failed), an end or a destroy: is the stream capturing now?
+  // Not asked of the legacy stream, which cannot capture (and asking may be refused), nor of
+  // a stream just destroyed; a begin whose answer is an error counts as a capture.
+  bool capturing = false;
+  if (begins && stream && stream != CU_STREAM_LEGACY) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    capturing = driver_->streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+                status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
   captureWatch_.settled(stream, capturing);
 }
 
-void CuptiBackend::enableStreamCallbacks(StreamCall kind, bool enable) {
-  if (kind == StreamCall::kRetiring) retiringOn_.store(enable, std::memory_order_relaxed);
+void CuptiBackend::enableStreamCallbacks(bool joins, bool enable) {
+  if (joins) retiringOn_.store(enable, std::memory_order_relaxed);
   auto on = [&](CUpti_CallbackDomain domain, const StreamCallback &callback) {
-    bool capture =
-        callback.kind == StreamCall::kCaptureBegins || callback.kind == StreamCall::kCaptureEnds;
-    if (capture == (kind != StreamCall::kRetiring))
+    if ((callback.kind == StreamCall::kJoins) == joins)
       api_->enableCallback(enable, subscriber_, domain, callback.cbid);
   };
   for (size_t i = 0; i < kNumRuntimeStreamCallbacks; ++i)

@@ -82,43 +82,43 @@ const size_t kNumDriverLaunchCallbacks = std::size(kDriverLaunchCallbacks);
 
 using enum StreamCall;
 const StreamCallback kRuntimeStreamCallbacks[] = {
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, kCaptureBegins},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000, kCaptureBegins},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, kCaptureBegins},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030, kCaptureBegins},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, kCaptureEnds},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000, kCaptureEnds},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, kRetiring},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, kRetiring},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020, kRetiring},
-    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, kRetiring},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, kCaptureBegins, false},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000, kCaptureBegins, true},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, kCaptureBegins, false},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_ptsz_v12030, kCaptureBegins, true},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, kCaptureEnds, false},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000, kCaptureEnds, true},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v3020, kDestroyed, false},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, kDestroyed, false},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, kJoins, false},
+    {CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000, kJoins, true},
 };
 const size_t kNumRuntimeStreamCallbacks = std::size(kRuntimeStreamCallbacks);
 
 const StreamCallback kDriverStreamCallbacks[] = {
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz, kCaptureBegins},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, kCaptureEnds},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, kCaptureEnds},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, kRetiring},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, kRetiring},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy, kRetiring},
-    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2, kRetiring},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture, kCaptureBegins, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz, kCaptureBegins, true},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, kCaptureBegins, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz, kCaptureBegins, true},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, kCaptureBegins, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz, kCaptureBegins, true},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture, kCaptureEnds, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz, kCaptureEnds, true},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy, kDestroyed, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamDestroy_v2, kDestroyed, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, kJoins, false},
+    {CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, kJoins, true},
 };
 const size_t kNumDriverStreamCallbacks = std::size(kDriverStreamCallbacks);
 
-StreamCall streamCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+const StreamCallback *streamCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  if (!runtime && domain != CUPTI_CB_DOMAIN_DRIVER_API) return kNo;
+  if (!runtime && domain != CUPTI_CB_DOMAIN_DRIVER_API) return nullptr;
   const StreamCallback *table = runtime ? kRuntimeStreamCallbacks : kDriverStreamCallbacks;
   size_t n = runtime ? kNumRuntimeStreamCallbacks : kNumDriverStreamCallbacks;
   for (size_t i = 0; i < n; ++i)
-    if (table[i].cbid == cbid) return table[i].kind;
-  return kNo;
+    if (table[i].cbid == cbid) return &table[i];
+  return nullptr;
 }
 
 bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {

@@ -36,19 +36,23 @@ extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
 
 // The stream calls Proton watches, both domains (a runtime call also reaches the driver's);
-// each one's parameter block starts with the stream.
-// - kCaptureBegins, kCaptureEnds: which captures are under way, so that a flush does not
-//   synchronise a context while one is (CaptureWatch). Subscribed while the backend runs.
-// - kRetiring, and kCaptureBegins too: the calls before which an instrumentation drain must
-//   mark a stream, since it can no longer wait for it afterwards: the stream begins a capture,
-//   joins one (waiting for an event), or is destroyed. kRetiring calls are subscribed while an
-//   instrumentation session runs.
-enum class StreamCall { kNo, kCaptureBegins, kCaptureEnds, kRetiring };
-StreamCall streamCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// each one's parameter block starts with the stream (null in a _ptsz call: the per-thread
+// stream).
+// - kCaptureBegins, kCaptureEnds, kDestroyed: which captures are under way, so that a flush
+//   does not synchronise a context while one is (CaptureWatch). Subscribed while the backend
+//   runs.
+// - kCaptureBegins, kDestroyed and kJoins: the calls before which an instrumentation drain
+//   must mark a stream, since it can no longer wait for it afterwards: the stream begins a
+//   capture, is destroyed, or joins a capture (waits for an event). kJoins is subscribed while
+//   an instrumentation session runs.
+enum class StreamCall { kCaptureBegins, kCaptureEnds, kDestroyed, kJoins };
 struct StreamCallback {
   CUpti_CallbackId cbid;
   StreamCall kind;
+  bool perThread;  // a _ptsz call
 };
+// The entry of a watched call, or null.
+const StreamCallback *streamCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 extern const StreamCallback kRuntimeStreamCallbacks[];
 extern const size_t kNumRuntimeStreamCallbacks;
 extern const StreamCallback kDriverStreamCallbacks[];
