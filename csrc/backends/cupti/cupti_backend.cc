@@ -593,6 +593,7 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
   }
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     sampler_.removeContext(data->context);
+    NativeScopes::global().onContextDestroying(data->context);
     std::lock_guard lock(contextMu_);
     for (size_t i = 0; i < contexts_.size(); ++i) {
       if (contexts_[i] == data->context) {

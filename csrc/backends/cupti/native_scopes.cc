@@ -199,52 +199,98 @@ StringId NativeScopes::nameAt(uint64_t address) {
   return StringTable::global().intern(text[0] ? text : "<unnamed scope>");
 }
 
+bool NativeScopes::readEvents(const ContextBuffers &b,
+                              std::vector<instrumentation::NativeEvent> &events) {
+  Control control{};
+  events.clear();
+  if (driver_->memcpyDtoH(&control, b.control, sizeof(control)) != CUDA_SUCCESS) return false;
+  if (control.head == 0) return true;
+  uint64_t n = std::min<uint64_t>(control.head, control.capacity);
+  if (control.head > n) stat("instrumentation_native_events_lost").add(control.head - n);
+  events.resize(n);
+  bool copied = driver_->memcpyDtoH(events.data(), b.events, n * sizeof(events[0])) == CUDA_SUCCESS;
+  control.head = 0;
+  driver_->memcpyHtoD(b.control, &control, sizeof(control));
+  if (!copied) {
+    stat("instrumentation_native_events_lost").add(n);
+    events.clear();
+  }
+  return copied;
+}
+
+void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, int device,
+                              double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf) {
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto &a, const auto &c) { return a.grid < c.grid; });
+  for (size_t i = 0; i < events.size();) {
+    size_t j = i;
+    while (j < events.size() && events[j].grid == events[i].grid) ++j;
+    auto launch = byGrid_.find(static_cast<int64_t>(events[i].grid));
+    if (launch == byGrid_.end()) {
+      stat("instrumentation_native_events_unattributed").add(j - i);
+    } else {
+      const Launch &l = launch->second;
+      instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
+      size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets);
+      instrumentation::IntraLaunch where{targets, t, device, l.startNs, cyclesPerNs};
+      decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf, where);
+    }
+    i = j;
+  }
+}
+
 void NativeScopes::drain() {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   std::vector<instrumentation::NativeEvent> events;
   for (ContextBuffers &b : contexts_) {
     if (driver_->ctxPushCurrent(b.context) != CUDA_SUCCESS) continue;
-    Control control{};
-    if (driver_->memcpyDtoH(&control, b.control, sizeof(control)) == CUDA_SUCCESS &&
-        control.head > 0) {
-      uint64_t n = std::min<uint64_t>(control.head, control.capacity);
-      if (control.head > n) stat("instrumentation_native_events_lost").add(control.head - n);
-      events.resize(n);
-      bool copied =
-          driver_->memcpyDtoH(events.data(), b.events, n * sizeof(events[0])) == CUDA_SUCCESS;
-      control.head = 0;
-      driver_->memcpyHtoD(b.control, &control, sizeof(control));
-      // Events by launch, each launch's in the order they were written.
-      std::stable_sort(events.begin(), events.end(),
-                       [](const auto &a, const auto &c) { return a.grid < c.grid; });
-      for (size_t i = 0; copied && i < n;) {
-        size_t j = i;
-        while (j < n && events[j].grid == events[i].grid) ++j;
-        auto launch = byGrid_.find(static_cast<int64_t>(events[i].grid));
-        if (launch == byGrid_.end()) {
-          stat("instrumentation_native_events_unattributed").add(j - i);
-        } else {
-          const Launch &l = launch->second;
-          instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-          size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets);
-          instrumentation::IntraLaunch where{targets, t, b.device, l.startNs, b.cyclesPerNs};
-          auto nameOf = [&](uint64_t address) {
-            auto key = std::make_pair(b.context, address);
-            auto found = names_.find(key);
-            if (found != names_.end()) return found->second;
-            return names_[key] = nameAt(address);
-          };
-          decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf,
-                              where);
-        }
-        i = j;
-      }
+    if (readEvents(b, events)) {
+      fileEvents(events, b.device, b.cyclesPerNs, [&](uint64_t address) {
+        auto key = std::make_pair(b.context, address);
+        auto found = names_.find(key);
+        if (found != names_.end()) return found->second;
+        return names_[key] = nameAt(address);
+      });
     }
     CUcontext popped;
     driver_->ctxPopCurrent(&popped);
   }
+  for (Orphaned &o : orphaned_) {
+    fileEvents(o.events, o.device, o.cyclesPerNs, [&](uint64_t address) {
+      auto found = o.names.find(address);
+      return found != o.names.end() ? found->second
+                                    : StringTable::global().intern("<unnamed scope>");
+    });
+  }
+  orphaned_.clear();
   byGrid_.clear();
+}
+
+void NativeScopes::onContextDestroying(CUcontext context) {
+  std::lock_guard lock(mu_);
+  if (!driver_) return;
+  auto b = std::find_if(contexts_.begin(), contexts_.end(),
+                        [&](const ContextBuffers &c) { return c.context == context; });
+  if (b != contexts_.end()) {
+    if (driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
+      Orphaned o;
+      o.device = b->device;
+      o.cyclesPerNs = b->cyclesPerNs;
+      if (readEvents(*b, o.events) && !o.events.empty()) {
+        for (const instrumentation::NativeEvent &e : o.events)
+          if (!o.names.count(e.name)) o.names[e.name] = nameAt(e.name);
+        orphaned_.push_back(std::move(o));
+      }
+      CUcontext popped;
+      driver_->ctxPopCurrent(&popped);
+    }
+    contexts_.erase(b);  // its memory goes with the context
+  }
+  // A module loaded into a context made later (even one with the same handle) is a new one.
+  std::erase_if(modules_, [&](const auto &m) { return m.first.second == context; });
+  std::erase_if(names_, [&](const auto &n) { return n.first.first == context; });
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 }  // namespace PROTON_CUPTI_ABI

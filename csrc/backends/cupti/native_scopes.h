@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -52,6 +53,10 @@ class NativeScopes {
   void noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
                   StringId launchName);
   void drain();
+  // A context is about to be destroyed (its resource callback, on the destroying thread): its
+  // events are read back while they can be, with their scopes' names, for the next drain to
+  // file; its buffers go with it, and modules loaded into it again are instrumented again.
+  void onContextDestroying(CUcontext context);
 
   static constexpr uint64_t kEventsPerContext = uint64_t{1} << 20;  // 48 MB
 
@@ -77,9 +82,22 @@ class NativeScopes {
     LaunchEntry entries[LaunchInfo::kMaxEntries];
   };
 
+  // Events read back from a destroyed context, with the names they use, to be filed.
+  struct Orphaned {
+    std::vector<instrumentation::NativeEvent> events;
+    std::unordered_map<uint64_t, StringId> names;  // by the name's device address
+    int device = 0;
+    double cyclesPerNs = 0;
+  };
+
   bool instrumentModule(const void *code, bool library, CUcontext context);  // mu_ held
   ContextBuffers *buffersFor(CUcontext context);                             // mu_ held
   StringId nameAt(uint64_t address);  // mu_ held, its context current
+  // mu_ held, b's context current: its events so far read back (and its buffer emptied).
+  bool readEvents(const ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events);
+  // mu_ held: events filed by launch, each launch's in the order they were written.
+  void fileEvents(std::vector<instrumentation::NativeEvent> &events, int device, double cyclesPerNs,
+                  const std::function<StringId(uint64_t)> &nameOf);
 
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> generation_{1};
@@ -94,6 +112,7 @@ class NativeScopes {
   // replays' records are matched to the nodes they were filed under.
   std::unordered_set<std::string> instrumentedKernels_;
   std::map<std::pair<CUcontext, uint64_t>, StringId> names_;
+  std::vector<Orphaned> orphaned_;
   instrumentation::ScopeTables noTables_;
   instrumentation::IntraDecoder decoder_{noTables_};
 };
