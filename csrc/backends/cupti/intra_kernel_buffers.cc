@@ -45,6 +45,14 @@ struct Bound {
   uint64_t ticket = 0;
 };
 thread_local Bound tlsBound;
+// A thread that ends holding a slot (handed out for a launch that never came): not in flight.
+struct SlotsAtThreadEnd {
+  ~SlotsAtThreadEnd() {
+    if (owner) owner->forgetThreadsSlots();
+  }
+  IntraKernelBuffers *owner = nullptr;  // the buffers (the global ones) it holds a slot of
+};
+thread_local SlotsAtThreadEnd tlsSlotsAtEnd;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
@@ -264,15 +272,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
                                                        bool trace, uint64_t stream,
                                                        uint64_t *devicePtr) {
   *devicePtr = 0;
-  // A slot handed out before on this thread whose launch never came (Triton's launcher skips
-  // an empty grid) or whose return was not seen (the session ended meanwhile): not in flight.
-  Pending stale = std::exchange(tlsPending, Pending{});
-  if ((stale.valid && stale.ticket) || tlsBound.valid) {
-    std::lock_guard lock(mu_);
-    if (stale.valid && stale.ticket) release(stale.ring, stale.ticket);
-    if (tlsBound.valid) release(tlsBound.ring, tlsBound.ticket);
-    tlsBound.valid = false;
-  }
+  forgetThreadsSlots();
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE) {
@@ -319,6 +319,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   take(*ring, at, need);
   tlsPending = Pending{true, static_cast<size_t>(ring - rings_.data()), at, need, trace};
   tlsPending.ticket = ++tickets_;
+  tlsSlotsAtEnd.owner = this;  // it forgets the slot if the thread ends first
   ring->inFlight.push_back({tlsPending.ticket, at, need, stream});
   *devicePtr = ring->base + at;
   noteStream(*ring, stream);
@@ -353,6 +354,19 @@ void IntraKernelBuffers::release(size_t ring, uint64_t ticket) {
     inFlight.pop_back();
     return;
   }
+}
+
+IntraKernelBuffers::~IntraKernelBuffers() {
+  if (tlsSlotsAtEnd.owner == this) tlsSlotsAtEnd.owner = nullptr;
+}
+
+void IntraKernelBuffers::forgetThreadsSlots() {
+  Pending stale = std::exchange(tlsPending, Pending{});
+  if ((!stale.valid || !stale.ticket) && !tlsBound.valid) return;
+  std::lock_guard lock(mu_);
+  if (stale.valid && stale.ticket) release(stale.ring, stale.ticket);
+  if (tlsBound.valid) release(tlsBound.ring, tlsBound.ticket);
+  tlsBound.valid = false;
 }
 
 void IntraKernelBuffers::launchReturned() {

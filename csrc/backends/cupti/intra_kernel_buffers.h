@@ -71,6 +71,8 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
 class IntraKernelBuffers {
  public:
   static IntraKernelBuffers &global();
+  IntraKernelBuffers() = default;
+  ~IntraKernelBuffers();  // tests' own; the global one is never destroyed
   // Streams a drain waits for one by one; past them, it waits for the context.
   static constexpr size_t kWaitStreams = 64;
 
@@ -102,6 +104,10 @@ class IntraKernelBuffers {
   // own launches): its kernel is on its stream, so a drain's wait for the stream covers it.
   // Until then a drain keeps the launch's slot, bytes and stream for the next drain.
   void launchReturned();
+  // This thread's slot handed out for a launch that never came (Triton's launcher skips an
+  // empty grid), or tied to one whose return was not seen: not in flight any more. At the
+  // thread's next allocation and at its end.
+  void forgetThreadsSlots();
   // CUDA graphs: a graph launch returned (launching thread, its context current), and the
   // graphs and executables that carry captured slots.
   void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n);

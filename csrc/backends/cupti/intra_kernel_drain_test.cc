@@ -386,5 +386,32 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
   EXPECT_EQ(fake::contextSyncs, 0u);
 }
 
+// A thread that ends with a slot whose launch never came (Triton's launcher skips an empty
+// grid) leaves nothing in flight: the next drain keeps nothing, and the bytes are used again.
+TEST(IntraKernelBuffersDrain, ASlotOfAThreadThatEndedWithoutItsLaunchIsNotKept) {
+  Summed s(56);
+  auto &[driver, buffers, table, tree, entry] = s;
+  uint64_t orphan = 0;
+  std::thread([&] {
+    buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB), &orphan);
+  }).join();
+  ASSERT_NE(orphan, 0u);
+  launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
+  fake::syncedStreams.clear();
+  buffers.drain(driver);
+  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamA}));
+  uint64_t ptr = 0;
+  ASSERT_EQ(
+      buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamA), &ptr),
+      IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(ptr, orphan);  // the ring starts over at its first bytes
+  launchSummed(buffers, table, ptr, 2, entry);
+  fake::syncedStreams.clear();
+  buffers.drain(driver);
+  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA}));
+  NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("summed"));
+  EXPECT_EQ(metric(tree, kernel, "cycles"), 100.0 * 2);
+}
+
 }  // namespace
 }  // namespace proton::cupti
