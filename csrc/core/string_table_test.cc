@@ -132,4 +132,3 @@ TEST(StringTableTest, InternsAfterTheThreadsCacheIsDestroyed) {
 
 }  // namespace
 }  // namespace proton
-
