@@ -4,26 +4,18 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "core/thread_cache.h"
 
 namespace proton {
 namespace {
 
 std::atomic<uint32_t> nextGeneration{1};
 
-// True once this thread's cache is destroyed. A thread's thread_local objects are destroyed
-// before the functions registered with atexit run (glibc), and a profile written at exit (a
-// native program's injected session) interns its scope and metric names there: those go to
-// the table itself. Trivially destructible, so it can be read until the thread is gone.
-thread_local bool threadCacheGone = false;
-
 // One small cache per thread, for the table used last on that thread.
-struct ThreadCache {
-  ~ThreadCache() { threadCacheGone = true; }
+struct InternCache {
   uint32_t generation = 0;
   std::unordered_map<std::string_view, StringId> ids;
 };
-
-thread_local ThreadCache threadCache;
 
 }  // namespace
 
@@ -39,8 +31,10 @@ StringTable &StringTable::global() {
 }
 
 StringId StringTable::intern(std::string_view s) {
-  if (PROTON_UNLIKELY(threadCacheGone)) return internSlow(s);
-  ThreadCache &cache = threadCache;
+  // None at exit, after the thread's thread_local objects: the table itself.
+  InternCache *found = ThreadCache<InternCache>::get();
+  if (PROTON_UNLIKELY(!found)) return internSlow(s);
+  InternCache &cache = *found;
   if (PROTON_LIKELY(cache.generation == generation_)) {
     auto it = cache.ids.find(s);
     if (it != cache.ids.end()) return it->second;

@@ -71,7 +71,6 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
 class IntraKernelBuffers {
  public:
   static IntraKernelBuffers &global();
-  IntraKernelBuffers() = default;
   ~IntraKernelBuffers();  // tests' own; the global one is never destroyed
   // Streams a drain waits for one by one; past them, it waits for the context.
   static constexpr size_t kWaitStreams = 64;

@@ -10,6 +10,7 @@
 #include "backends/cupti/intra_kernel_buffers.h"
 #include "core/stats.h"
 #include "core/string_table.h"
+#include "core/thread_cache.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
@@ -23,14 +24,6 @@ struct ModuleCache {
   uint64_t generation = 0;
   std::vector<std::pair<const void *, bool>> modules;
 };
-// Set when this thread's cache is destroyed, before the atexit functions run (glibc): a
-// launch from a program's exit path goes without it.
-thread_local bool tlsModulesGone = false;
-struct ModuleCacheOwner {
-  ~ModuleCacheOwner() { tlsModulesGone = true; }
-  ModuleCache cache;
-};
-thread_local ModuleCacheOwner tlsModules;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
@@ -135,7 +128,7 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   } else {
     return;
   }
-  ModuleCache *cache = tlsModulesGone ? nullptr : &tlsModules.cache;
+  ModuleCache *cache = ThreadCache<ModuleCache>::get();  // none at exit
   bool known = false;
   if (cache) {
     uint64_t generation = generation_.load(std::memory_order_acquire);
