@@ -235,7 +235,7 @@ def test_kernels_inside_launch_metadata_go_under_the_launched_kernels_name():
 
 
 FLUSHES_BESIDE_CAPTURES = """
-import json, threading, torch, proton
+import ctypes, json, threading, torch, proton
 
 CAPTURES, KERNELS = 40, 50
 x = torch.ones(1 << 16, device="cuda")
@@ -262,16 +262,26 @@ def capturer():
 
 thread = threading.Thread(target=capturer)
 thread.start()
-flushes = 0
+flushes = gives = 0
+one = torch.ones((), device="cuda", dtype=torch.int64)
 while not done.is_set():
+    with proton.scope("given", metrics={"tokens": one}):  # read back by the flush
+        gives += 1
     proton.deactivate(flushed, flushing=True)
     proton.activate(flushed)
     flushes += 1
 thread.join()
 own = "ok"
+with proton.scope("given", metrics={"tokens": one}):  # still on the device at the next flush
+    gives += 1
+# A blocking stream (PyTorch's own are not): the legacy stream waits for it, so anything on the
+# legacy stream during its capture ends the capture.
+handle = ctypes.c_void_p()
+assert ctypes.CDLL("libcuda.so.1").cuStreamCreate(ctypes.byref(handle), 0) == 0
+blocking = torch.cuda.ExternalStream(handle.value)
 try:
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=blocking):
         x.add_(1.0)
         proton.deactivate(flushed, flushing=True)  # inside this thread's own capture
     proton.activate(flushed)
@@ -280,7 +290,7 @@ except RuntimeError as e:
     own = str(e).splitlines()[0]
 torch.cuda.synchronize()
 proton.finalize()
-print(json.dumps({"results": results, "own": own, "flushes": flushes}))
+print(json.dumps({"results": results, "own": own, "flushes": flushes, "gives": gives}))
 """
 
 
@@ -288,7 +298,10 @@ def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path):
     # A flush synchronised every context, which ends any CUDA graph being captured on its
     # device, on any thread and in any capture mode. Now it waits for other threads' captures
     # to end (a capture beginning meanwhile waits for the synchronisation) and does not
-    # synchronise inside the flushing thread's own capture (counted).
+    # synchronise inside the flushing thread's own capture (counted). Tensor metric values are
+    # read back on a stream of Proton's own, not the legacy stream: one given before the
+    # thread's own capture (on a blocking stream, which the legacy stream waits for) is left on
+    # the device by the flush inside it, and filed at finalize.
     r = run_program(FLUSHES_BESIDE_CAPTURES, tmp_path, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
@@ -298,6 +311,9 @@ def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path):
     stats = dict(root["proton_metadata"]["stats"])
     assert stats["flush_syncs_skipped_for_captures"] == 1, stats
     assert stats.get("flush_timeouts", 0) == 0, stats
+    assert stats["tensor_metric_reads_put_off_for_captures"] == 1, stats
+    assert stats.get("tensor_metrics_dropped", 0) == 0, stats
+    assert find(root, "given")["metrics"]["tokens"] == out["gives"] == out["flushes"] + 1
 
     # Every replay's 50 kernels, under the thread's scope; the main thread's replay's one.
     def not_fills(node):

@@ -424,3 +424,51 @@ def test_the_intra_kernel_example_writes_what_the_readme_shows(tmp_path):
     )
     assert viewer.returncode == 0, viewer.stderr
     assert "mma" in viewer.stdout and "load" in viewer.stdout and "vadd" in viewer.stdout
+
+
+ACROSS_A_DEVICE_RESET = """
+import ctypes, json, torch, triton, triton.language as tl, proton
+import proton.language as pl
+from scoped_kernels import counted_kernel
+
+
+@triton.jit
+def after_reset_kernel(out, N: tl.constexpr):  # loaded into the context made after the reset
+    v = tl.program_id(0).to(tl.float32)
+    with pl.scope("work"):
+        for _ in tl.static_range(N):
+            v = v * 1.5 + 1.0
+    tl.store(out + tl.program_id(0), v)
+
+
+proton.start("reset", backend="instrumentation")
+out = torch.empty(4, device="cuda")
+for _ in range(5):
+    counted_kernel[(4,)](out, N=4, num_warps=4)
+torch.cuda.synchronize()
+del out
+torch.cuda.empty_cache()
+assert ctypes.CDLL("libcudart.so.13").cudaDeviceReset() == 0
+out = torch.empty(4, device="cuda")
+for _ in range(3):
+    after_reset_kernel[(4,)](out, N=4, num_warps=4)
+torch.cuda.synchronize()
+proton.finalize()
+print(json.dumps(out.tolist()))
+"""
+
+
+def test_a_device_reset_keeps_the_scopes_before_it_and_records_those_after_it(tmp_path):
+    # The reset destroys the context and its memory, and the next context gets the same handle:
+    # Proton's ring of that context is drained when its destroy begins, and the launches after
+    # it record into a ring of the new context, not into the freed one.
+    r = run_program(ACROSS_A_DEVICE_RESET, tmp_path, paths=(GPU_TESTS,), timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(json.loads(r.stdout.strip().splitlines()[-1])) == 4
+    root = load_hatchet(tmp_path / "reset.hatchet")[0]
+    for name, launches in (("counted_kernel", 5), ("after_reset_kernel", 3)):
+        kernel = find(root, name)
+        assert kernel["metrics"]["count"] == launches, dump(root)
+        assert find(kernel, "work")["metrics"]["count"] == launches * CTAS * WARPS, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("instrumentation_launches_unrecorded", 0) == 0, stats

@@ -93,6 +93,7 @@ class CuptiBackend final : public GpuBackend {
   Status enableCallbacks();
   void noteDevices();
   void flushLocked();
+  // The contexts it could not synchronise for a capture under way on them (kept in unsynced_).
   void syncContexts();
   // A full ring with trace slots: its launches, their kernel records, then the drain.
   void drainFullTrace();
@@ -137,6 +138,7 @@ class CuptiBackend final : public GpuBackend {
   std::vector<CUcontext> contexts_;
   // Captures under way: a flush waits for them to end before it synchronises a context.
   CaptureWatch captureWatch_;
+  std::vector<CUcontext> unsynced_;  // mu_: the contexts the last flush did not synchronise
   // The instrumentation's drains mark streams before they retire (an instrumentation session
   // runs). Read by the capture callbacks, which are on in every session.
   std::atomic<bool> retiringOn_{false};
@@ -238,9 +240,9 @@ void CuptiBackend::flush() {
   if (users_ == 0) return;
   flushLocked();
   sampler_.collect();  // after the kernels: their samples need their frames
-  // Every tensor metric copy has completed too (the contexts were synchronised, unless a
-  // capture kept one from it: see syncContexts).
-  DeviceMetricBuffers::global().drain();
+  // Every tensor metric copy given before the synchronisation has completed, in the contexts
+  // it synchronised (a capture may keep one from it: see syncContexts).
+  DeviceMetricBuffers::global().drain(unsynced_);
   // Every instrumented launch has finished and its record was filed: its buffers can be read
   // (a ring waits for its launches' streams itself).
   IntraKernelBuffers::global().drain(*driver_);
@@ -305,6 +307,13 @@ Status CuptiBackend::start() {
   tracker_.setNodeIdFn(api_->getGraphNodeId);
   DeviceMetricBuffers::global().setDriver(driver_, [] { instance().flush(); });
   IntraKernelBuffers::global().setDriver(driver_);
+  // A drain waiting for a whole context (under the buffers' lock, which capturing threads'
+  // launches take: so it does not wait for their captures) synchronises only while none runs.
+  IntraKernelBuffers::global().setContextSync([](CUcontext context) {
+    return instance().captureWatch_.whenNoCapture(context, std::chrono::milliseconds(0), [] {
+      instance().driver_->ctxSynchronize();  // an error here is the program's to see
+    }) == CaptureWatch::Outcome::kRan;
+  });
   tracker_.setGraphLaunchFn([](CUgraphExec exec, CUstream stream, const LaunchEntry *entries,
                                size_t n, uint64_t launchNs, uint64_t threadId) {
     DeviceMetricBuffers::global().onGraphLaunched(exec, stream, entries, n, launchNs, threadId);
@@ -443,7 +452,7 @@ void CuptiBackend::noteDevices() {
 
 void CuptiBackend::stop() {
   flushLocked();
-  DeviceMetricBuffers::global().drain();
+  DeviceMetricBuffers::global().drain(unsynced_);
   setDeviceMetricSink(nullptr);
   sampler_.stop();
   api_->activityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -469,6 +478,7 @@ void CuptiBackend::syncContexts() {
   // limit for all the contexts), and never synchronise under the flushing thread's own
   // capture. Skipped, the flush only waits for CUPTI's records of the launches so far (below).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  unsynced_.clear();
   for (CUcontext context : contexts) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -479,14 +489,17 @@ void CuptiBackend::syncContexts() {
           CUcontext popped;
           driver_->ctxPopCurrent(&popped);
         });
-    if (outcome != CaptureWatch::Outcome::kRan)
+    if (outcome != CaptureWatch::Outcome::kRan) {
       statCounter("flush_syncs_skipped_for_captures").add();
+      unsynced_.push_back(context);
+    }
   }
 }
 
 void CuptiBackend::flushLocked() {
   // Graphs destroyed before now: the records of their replays are all filed by the end.
   uint64_t retired = captures_.retiredMark();
+  DeviceMetricBuffers::global().beforeSync();
   syncContexts();
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   // Every kernel has finished; its record may still be on its way through CUPTI.
@@ -594,6 +607,7 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     sampler_.removeContext(data->context);
     NativeScopes::global().onContextDestroying(data->context);
+    IntraKernelBuffers::global().onContextDestroying(data->context);
     std::lock_guard lock(contextMu_);
     for (size_t i = 0; i < contexts_.size(); ++i) {
       if (contexts_[i] == data->context) {

@@ -144,6 +144,40 @@ class RelaxedCaptureMode {
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;  // the thread's, while relaxed
 };
 
+// Makes `context` current while it lives, unless it already is (`current`): pushed, and popped
+// on every way out.
+class ContextScope {
+ public:
+  ContextScope(const CudaDriverApi &driver, CUcontext context, bool current)
+      : driver_(driver),
+        pushed_(!current && driver.ctxPushCurrent(context) == CUDA_SUCCESS),
+        ok_(current || pushed_) {}
+  ~ContextScope() {
+    CUcontext popped = nullptr;
+    if (pushed_) driver_.ctxPopCurrent(&popped);
+  }
+  ContextScope(const ContextScope &) = delete;
+  ContextScope &operator=(const ContextScope &) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  const CudaDriverApi &driver_;
+  bool pushed_;
+  bool ok_;
+};
+
+// CU_STREAM_LEGACY and the null stream: never captured, never destroyed.
+inline bool isLegacyStream(CUstream stream) {
+  return stream == nullptr || stream == CU_STREAM_LEGACY;
+}
+
+// A stream in a capture (or one that cannot say): it can be neither waited for nor marked.
+inline bool streamCapturing(const CudaDriverApi &driver, CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return !isLegacyStream(stream) && (driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+                                     status != CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
 // The CUPTI major this copy of the backend was compiled for.
 inline constexpr int kCuptiMajor = PROTON_CUPTI_MAJOR;
 

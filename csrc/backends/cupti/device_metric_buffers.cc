@@ -1,6 +1,7 @@
 #include "backends/cupti/device_metric_buffers.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "backends/cupti/cupti_loader.h"
 #include "core/clock.h"
@@ -14,6 +15,14 @@ namespace {
 
 Counter &dropped() {
   static Counter &c = Stats::global().counter("tensor_metrics_dropped");
+  return c;
+}
+
+// Values a flush left on the device for the next one (a capture kept their context from being
+// synchronised): not lost, unless their session is finalized first (then counted in
+// kernels_never_completed, as the device work it waited for).
+Counter &readsPutOff() {
+  static Counter &c = Stats::global().counter("tensor_metric_reads_put_off_for_captures");
   return c;
 }
 
@@ -45,11 +54,16 @@ bool DeviceMetricBuffers::capturing(const DeviceTensor &tensor) {
   return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-bool DeviceMetricBuffers::allocate(CUcontext context, CUdeviceptr *out, size_t bytes) {
+bool DeviceMetricBuffers::allocate(CUcontext context, CUdeviceptr *out, size_t bytes,
+                                   CUstream *stream) {
   RelaxedCaptureMode relaxed(*driver_);  // legal even while this thread captures a graph
   bool ok = driver_->ctxPushCurrent(context) == CUDA_SUCCESS;
   if (ok) {
     ok = driver_->memAlloc(out, bytes) == CUDA_SUCCESS;
+    if (ok && stream && driver_->streamCreate(stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+      driver_->memFree(*out);
+      ok = false;
+    }
     CUcontext popped;
     driver_->ctxPopCurrent(&popped);
   }
@@ -74,7 +88,7 @@ DeviceMetricBuffers::Ring *DeviceMetricBuffers::ringFor(CUcontext context, size_
   }
   Ring ring;
   ring.context = context;
-  if (!allocate(context, &ring.base, kRingBytes)) return nullptr;
+  if (!allocate(context, &ring.base, kRingBytes, &ring.stream)) return nullptr;
   rings_.push_back(std::move(ring));
   *index = rings_.size() - 1;
   return &rings_.back();
@@ -276,22 +290,41 @@ void DeviceMetricBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
   updatePending();
 }
 
-void DeviceMetricBuffers::drain() {
+void DeviceMetricBuffers::beforeSync() {
   std::lock_guard lock(mu_);
+  for (Ring &ring : rings_) ring.settled = ring.used;
+}
+
+bool DeviceMetricBuffers::readBack(const Ring &ring, uint8_t *host, size_t bytes) {
+  if (driver_->ctxPushCurrent(ring.context) != CUDA_SUCCESS) return false;
+  bool ok = driver_->memcpyDtoHAsync(host, ring.base, bytes, ring.stream) == CUDA_SUCCESS &&
+            driver_->streamSynchronize(ring.stream) == CUDA_SUCCESS;
+  CUcontext popped;
+  driver_->ctxPopCurrent(&popped);
+  return ok;
+}
+
+void DeviceMetricBuffers::drain(const std::vector<CUcontext> &unsynced) {
+  std::lock_guard lock(mu_);
+  if (!driver_) return;
+  RelaxedCaptureMode relaxed(*driver_);  // legal while this thread, or another, captures
   std::vector<uint8_t> host;
   for (size_t i = 0; i < rings_.size(); ++i) {
     Ring &ring = rings_[i];
-    if (ring.used == 0) continue;
-    host.resize(ring.used);
-    bool copied = driver_->ctxPushCurrent(ring.context) == CUDA_SUCCESS;
-    if (copied) {
-      copied = driver_->memcpyDtoH(host.data(), ring.base, ring.used) == CUDA_SUCCESS;
-      CUcontext popped;
-      driver_->ctxPopCurrent(&popped);
+    const size_t settled = std::exchange(ring.settled, 0);
+    if (settled == 0) continue;
+    if (std::find(unsynced.begin(), unsynced.end(), ring.context) != unsynced.end()) {
+      for (const auto &[handle, r] : records_)
+        if (r.onDevice && r.ring == i) readsPutOff().add();
+      continue;
     }
+    host.resize(settled);
+    bool copied = readBack(ring, host.data(), settled);
+    bool left = false;  // values given after the synchronisation: the next drain's
     for (auto it = records_.begin(); it != records_.end();) {
       Record &r = it->second;
-      if (!r.onDevice || r.ring != i) {
+      if (!r.onDevice || r.ring != i || r.offset >= settled) {
+        left |= r.onDevice && r.ring == i;
         ++it;
         continue;
       }
@@ -309,7 +342,7 @@ void DeviceMetricBuffers::drain() {
         ++it;
       }
     }
-    ring.used = 0;
+    if (!left) ring.used = 0;
   }
   updatePending();
 }

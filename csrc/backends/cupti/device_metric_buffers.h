@@ -5,7 +5,8 @@
 //   buffers.setDriver(driver, flushFn);          // backend start
 //   Handle h = buffers.copy(tensor);             // scope entry: cuMemcpyDtoDAsync into a slot
 //   buffers.bind(h, spec, targets, n);           // where it is filed
-//   buffers.drain();                             // backend flush, every context synchronised
+//   buffers.beforeSync();                        // backend flush, before it synchronises
+//   buffers.drain(unsynced);                     // ... and after: reads back what it covered
 //
 // Memory, per CUDA context (the one owning the tensor's memory):
 //   eager ring    [ slot | slot | ... ]  8-byte aligned slots, one per value given; reset
@@ -24,6 +25,13 @@
 // its value is never filed, and the next replay's copy node overwrites it: no leak.
 // Executables are tied to the capture slots of the graph they were instantiated from (the
 // GRAPH_CLONED and GRAPHEXEC_CREATED resource callbacks).
+//
+// Read-back. A drain reads the values given before the flush's synchronisation (beforeSync),
+// in the contexts it synchronised; the others stay on the device for the next drain (a value
+// given meanwhile may not have landed; a context where a CUDA graph was being captured was
+// not synchronised, since the capture would not survive it). It copies on the ring's own
+// non-blocking stream, in relaxed capture mode: nothing it does waits for, or is refused by,
+// a capture under way, on any thread.
 //
 // Losses are counted: tensor_metrics_dropped (no memory, a full ring during a replay, a
 // pointer the driver does not know).
@@ -76,14 +84,19 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n,
                        uint64_t launchNs, uint64_t threadId);
 
-  // Every copy enqueued so far has completed: read back, file, reset the rings.
-  void drain();
+  // The values given so far are those the next drain reads: the flush synchronises next.
+  void beforeSync();
+  // Reads back, files and frees the values given before beforeSync, except in `unsynced`
+  // contexts; a ring starts over once none is left on it.
+  void drain(const std::vector<CUcontext> &unsynced = {});
 
  private:
   struct Ring {
     CUcontext context = nullptr;
     CUdeviceptr base = 0;
+    CUstream stream = nullptr;  // Proton's own, non-blocking: read-backs
     size_t used = 0;
+    size_t settled = 0;              // the part given before the flush's synchronisation
     std::vector<CUdeviceptr> arena;  // capture chunks, never freed
     size_t arenaUsed = kArenaChunkBytes;
   };
@@ -106,7 +119,9 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   };
 
   Ring *ringFor(CUcontext context, size_t *index);  // mu_ held; allocates on first use
-  bool allocate(CUcontext context, CUdeviceptr *out, size_t bytes);
+  bool allocate(CUcontext context, CUdeviceptr *out, size_t bytes, CUstream *stream = nullptr);
+  // mu_ held: the ring's first `bytes` copied into `host` on its stream.
+  bool readBack(const Ring &ring, uint8_t *host, size_t bytes);
   bool enqueueCopy(CUcontext context, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                    CUstream stream);
   // mu_ held: a slot of the ring, or false when full.

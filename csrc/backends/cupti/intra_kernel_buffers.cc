@@ -56,43 +56,11 @@ thread_local SlotsAtThreadEnd tlsSlotsAtEnd;
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
-// Makes `context` current while it lives, unless it already is (`current`): pushed, and popped
-// on every way out.
-class ContextScope {
- public:
-  ContextScope(const CudaDriverApi &driver, CUcontext context, bool current)
-      : driver_(driver),
-        pushed_(!current && driver.ctxPushCurrent(context) == CUDA_SUCCESS),
-        ok_(current || pushed_) {}
-  ~ContextScope() {
-    CUcontext popped = nullptr;
-    if (pushed_) driver_.ctxPopCurrent(&popped);
-  }
-  ContextScope(const ContextScope &) = delete;
-  ContextScope &operator=(const ContextScope &) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  const CudaDriverApi &driver_;
-  bool pushed_;
-  bool ok_;
-};
-
 // Zeroes new device memory on the ring's own stream, created non-blocking: the legacy stream
 // would wait for every blocking stream, and break a capture under way on one.
 bool zeroed(const CudaDriverApi &driver, CUstream stream, CUdeviceptr at, size_t bytes) {
   return driver.memsetD8Async(at, 0, bytes, stream) == CUDA_SUCCESS &&
          driver.streamSynchronize(stream) == CUDA_SUCCESS;
-}
-
-// CU_STREAM_LEGACY and the null stream: never captured, never destroyed.
-bool isLegacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
-
-// A stream in a capture (or one that cannot say): it can be neither waited for nor marked.
-bool capturing(const CudaDriverApi &driver, CUstream stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return !isLegacy(stream) && (driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
-                               status != CU_STREAM_CAPTURE_STATUS_NONE);
 }
 
 }  // namespace
@@ -116,7 +84,8 @@ void IntraKernelBuffers::addUser() {
           "instrumentation_ring_drains", "instrumentation_launches_past_trace_cap",
           "instrumentation_ring_full_wait_us", "instrumentation_trace_decode_us",
           "instrumentation_tree_reduced_on_host", "instrumentation_graph_replays_merged",
-          "instrumentation_drains_waiting_for_context"})
+          "instrumentation_drains_waiting_for_context",
+          "instrumentation_drains_put_off_for_captures"})
       stat(name);
 }
 
@@ -388,7 +357,7 @@ void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
 }
 
 void IntraKernelBuffers::onStreamRetiring(CUstream stream, bool captureBegins) {
-  if (isLegacy(stream) || !anyStreams_.load(std::memory_order_relaxed)) return;
+  if (isLegacyStream(stream) || !anyStreams_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);  // another thread may be capturing, in global mode
@@ -414,7 +383,7 @@ void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext curre
   ring.streams.erase(it);
   // A stream that joined a capture unseen: an event recorded on it now would go into the
   // program's graph. Only the context can be waited for then.
-  if (capturing(*driver_, stream)) {
+  if (streamCapturing(*driver_, stream)) {
     ring.waitContext = true;
     return;
   }
@@ -433,29 +402,6 @@ void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext curre
     if (mark) ring.spareMarks.push_back(mark);
     ring.waitContext = true;
   }
-}
-
-void IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring) {
-  // A stream in a capture begun through a call Proton did not see, or a wait that fails (and
-  // may not have waited): only the context tells when the launches before it finished. An
-  // error there (a fault of the program's) is the program's to see, not ours.
-  bool context = ring.waitContext;
-  for (size_t i = 0; i < ring.streams.size() && !context; ++i) {
-    auto stream = reinterpret_cast<CUstream>(ring.streams[i]);
-    context = capturing(driver, stream) || driver.streamSynchronize(stream) != CUDA_SUCCESS;
-  }
-  for (size_t i = 0; i < ring.marks.size() && !context; ++i)
-    context = driver.eventSynchronize(ring.marks[i]) != CUDA_SUCCESS;
-  if (context) {
-    stat("instrumentation_drains_waiting_for_context").add();
-    driver.ctxSynchronize();
-  }
-  ring.spareMarks.insert(ring.spareMarks.end(), ring.marks.begin(), ring.marks.end());
-  ring.marks.clear();
-  ring.streams.clear();
-  ring.waitContext = false;
-  // Launches still in their call were not waited for: their streams are the next wait's.
-  for (const InFlight &f : ring.inFlight) noteStream(ring, f.stream);
 }
 
 void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n,
@@ -503,6 +449,11 @@ void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, size_t r
 void IntraKernelBuffers::setDriver(const CudaDriverApi *driver) {
   std::lock_guard lock(mu_);
   driver_ = driver;
+}
+
+void IntraKernelBuffers::setContextSync(ContextSync sync) {
+  std::lock_guard lock(mu_);
+  contextSync_ = sync;
 }
 
 bool IntraKernelBuffers::pendingCapture() const {
@@ -676,108 +627,6 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
     if (node != kNoNode) out[count++] = {e.session, e.phase, node};
   }
   return count;
-}
-
-void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
-  std::lock_guard lock(mu_);
-  // Relaxed capture mode, nothing on the legacy stream (which waits for blocking streams, one
-  // being captured among them), and no context synchronisation (which a capture on another
-  // thread does not survive) unless a stream cannot be waited for.
-  RelaxedCaptureMode relaxed(driver);
-  std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> keptCorrelations;
-  for (size_t r = 0; r < rings_.size(); ++r) {
-    Ring &ring = rings_[r];
-    if (ring.end == 0) continue;
-    stat("instrumentation_ring_drains").add();
-    ContextScope scope(driver, ring.context, /*current=*/false);
-    if (!scope.ok()) continue;
-    waitForLaunches(driver, ring);
-    std::vector<std::pair<uint64_t, size_t>> moved;
-    std::vector<SlotRecord> kept = takeInFlight(ring, r, moved);
-    bool anyTrace = false;
-    for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
-    drainTree(driver, ring);
-    if (anyTrace) drainTrace(driver, ring);
-    clearDrained(driver, ring);
-    ring.slots.assign(kept.begin(), kept.end());
-    for (const auto &[correlation, index] : moved)
-      keptCorrelations.push_back({correlation, {r, index}});
-    // The launches in flight (their streams are the next wait's): the next slots go around
-    // them.
-    ring.kept = ring.inFlight;
-    ring.used = ring.end = 0;
-    for (const InFlight &f : ring.inFlight) ring.end = std::max(ring.end, f.offset + f.bytes);
-  }
-  byCorrelation_.clear();
-  for (const auto &[correlation, at] : keptCorrelations) byCorrelation_[correlation] = at;
-  if (waitForFiling) filer_.waitIdle();
-}
-
-std::vector<IntraKernelBuffers::SlotRecord> IntraKernelBuffers::takeInFlight(
-    Ring &ring, size_t index, std::vector<std::pair<uint64_t, size_t>> &kept) {
-  std::vector<SlotRecord> out;
-  if (ring.inFlight.empty()) return out;
-  auto inFlight = [&](const SlotRecord &slot) {
-    for (const InFlight &f : ring.inFlight)
-      if (f.offset == slot.offset) return true;
-    return false;
-  };
-  std::vector<size_t> newIndex(ring.slots.size(), kNoRoom);
-  std::vector<SlotRecord> drained;
-  for (size_t i = 0; i < ring.slots.size(); ++i) {
-    if (inFlight(ring.slots[i])) {
-      newIndex[i] = out.size();
-      out.push_back(ring.slots[i]);
-    } else {
-      drained.push_back(ring.slots[i]);
-    }
-  }
-  for (const auto &[correlation, at] : byCorrelation_)
-    if (at.first == index && newIndex[at.second] != kNoRoom)
-      kept.push_back({correlation, newIndex[at.second]});
-  ring.slots.assign(drained.begin(), drained.end());
-  return out;
-}
-
-void IntraKernelBuffers::clearDrained(const CudaDriverApi &driver, Ring &ring) {
-  // Units that do not record never write: the next launches must find zeros there. The clear
-  // is done before they are enqueued. Not the bytes of launches in flight: their kernels may
-  // be running, and nothing touched those bytes since the drain that cleared them.
-  std::vector<InFlight> around = ring.inFlight;
-  std::sort(around.begin(), around.end(),
-            [](const InFlight &a, const InFlight &b) { return a.offset < b.offset; });
-  size_t from = 0;
-  for (const InFlight &f : around) {
-    if (f.offset > from) driver.memsetD8Async(ring.base + from, 0, f.offset - from, ring.ownStream);
-    from = std::max(from, f.offset + f.bytes);
-  }
-  if (ring.end > from) driver.memsetD8Async(ring.base + from, 0, ring.end - from, ring.ownStream);
-  driver.streamSynchronize(ring.ownStream);
-}
-
-void IntraKernelBuffers::waitForFiling() { filer_.waitIdle(); }
-
-void IntraKernelBuffers::waitForRings(const CudaDriverApi &driver) {
-  std::lock_guard lock(mu_);
-  RelaxedCaptureMode relaxed(driver);
-  for (Ring &ring : rings_) {
-    if (ring.end == 0) continue;
-    ContextScope scope(driver, ring.context, /*current=*/false);
-    if (scope.ok()) waitForLaunches(driver, ring);
-  }
-}
-
-bool IntraKernelBuffers::traceStartsKnown() const {
-  std::lock_guard lock(mu_);
-  return traceStartsKnownLocked();
-}
-
-bool IntraKernelBuffers::traceStartsKnownLocked() const {
-  for (const auto &[correlation, at] : byCorrelation_) {
-    const SlotRecord &slot = rings_[at.first].slots[at.second];
-    if (slot.trace && slot.startNs == 0) return false;
-  }
-  return true;
 }
 
 }  // namespace PROTON_CUPTI_ABI

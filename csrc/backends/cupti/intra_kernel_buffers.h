@@ -93,6 +93,12 @@ class IntraKernelBuffers {
                  uint64_t *devicePtr);
   // The driver that graph launches enqueue their copies with (the backend's).
   void setDriver(const CudaDriverApi *driver);
+  // How a drain waits for a whole context, where its launches' streams cannot be waited for
+  // (the context current): the backend's, which does not synchronise while a CUDA graph is
+  // being captured on it (a capture does not survive that) and then returns false; the ring's
+  // drain is then put off to the next one (counted). Unset: cuCtxSynchronize.
+  using ContextSync = bool (*)(CUcontext context);
+  void setContextSync(ContextSync sync);
   // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any. A slot
   // for a launch being captured takes the context of the capture instead (bindCaptured).
   bool pendingCapture() const;
@@ -123,6 +129,10 @@ class IntraKernelBuffers {
   void onStreamRetiring(CUstream stream, bool captureBegins);
   // A launch that failed: it will have no kernel record (a trace drain waits for none).
   void cancelLaunch(uint64_t correlation);
+  // A context is being destroyed (cudaDeviceReset, cuCtxDestroy; still usable): its ring is
+  // drained now (its launches still in their call are counted as unrecorded) and retired, so
+  // that a context made later, even one with the same handle, records into memory of its own.
+  void onContextDestroying(CUcontext context);
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
   // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
   // need nothing from kernel records; trace slots need their kernel's start, so a trace
@@ -228,13 +238,19 @@ class IntraKernelBuffers {
   std::vector<SlotRecord> takeInFlight(Ring &ring, size_t index,
                                        std::vector<std::pair<uint64_t, size_t>> &kept);
   void clearDrained(const CudaDriverApi &driver, Ring &ring);
+  // mu_ held, ring r's context current: waits for its launches, then files and clears its slots
+  // but those in flight (their correlations' new places added to `keptCorrelations`); false:
+  // its launches could not be waited for, nothing done.
+  bool drainRing(const CudaDriverApi &driver, size_t r,
+                 std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> &keptCorrelations);
   // mu_ held: a launch, or a replay's copy, into `ring` on `stream` (the launch path: no
   // allocation).
   void noteStream(Ring &ring, uint64_t stream);
   // mu_ held, within onStreamRetiring: `stream`, if the ring waits for it, marked.
   void markStream(Ring &ring, CUstream stream, CUcontext current);
-  // mu_ held, ring's context current: every launch that wrote into the ring has finished.
-  void waitForLaunches(const CudaDriverApi &driver, Ring &ring);
+  // mu_ held, ring's context current: every launch that wrote into the ring has finished
+  // (false: not known, the context could not be synchronised; the next wait is the context's).
+  bool waitForLaunches(const CudaDriverApi &driver, Ring &ring);
   bool traceStartsKnownLocked() const;  // mu_ held
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
@@ -288,6 +304,7 @@ class IntraKernelBuffers {
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   uint64_t tickets_ = 0;  // of slots handed out to eager launches
   const CudaDriverApi *driver_ = nullptr;
+  ContextSync contextSync_ = nullptr;
   GraphTies<Captured> captured_;
   std::atomic<bool> anyCaptured_{false};
   std::atomic<bool> anyStreams_{false};  // a ring has streams to wait for

@@ -413,5 +413,86 @@ TEST(IntraKernelBuffersDrain, ASlotOfAThreadThatEndedWithoutItsLaunchIsNotKept) 
   EXPECT_EQ(metric(tree, kernel, "cycles"), 100.0 * 2);
 }
 
+// A drain that has to wait for the whole context while a CUDA graph is being captured on it
+// (the backend's context synchronisation declines: the capture would not survive it) reads and
+// clears nothing: every slot, with its launch, waits for the next drain (counted), and that
+// one, able to synchronise, files every launch once.
+TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithEverySlot) {
+  Summed s(57);
+  auto &[driver, buffers, table, tree, entry] = s;
+  static bool allowed;
+  static size_t asked;
+  allowed = false;
+  asked = 0;
+  buffers.setContextSync([](CUcontext context) {
+    ++asked;
+    return context == fake::kOther && allowed;
+  });
+  Counter &putOff = Stats::global().counter("instrumentation_drains_put_off_for_captures");
+  const uint64_t before = putOff.value();
+  NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
+  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 800, entry);
+  buffers.drain(driver);
+  EXPECT_EQ(asked, 1u);
+  EXPECT_EQ(putOff.value(), before + 1);
+  EXPECT_EQ(metric(tree, body, "count"), -1.0);
+  // The next launch is on a stream that can be waited for: the context still has to be.
+  launchSummedOn(buffers, driver, table, kStreamA, 801, entry);
+  buffers.drain(driver);
+  EXPECT_EQ(asked, 2u);
+  EXPECT_EQ(putOff.value(), before + 2);
+  EXPECT_EQ(metric(tree, body, "count"), -1.0);
+  allowed = true;
+  buffers.drain(driver);
+  EXPECT_EQ(asked, 3u);
+  EXPECT_EQ(putOff.value(), before + 2);
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 2);
+  EXPECT_EQ(fake::contextSyncs, 0u);  // the backend's synchronisation, not the driver's
+  launchSummedOn(buffers, driver, table, kStreamA, 802, entry);
+  buffers.drain(driver);
+  EXPECT_EQ(asked, 3u);  // and the next drain waits for streams again
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 3);
+}
+
+// A context being destroyed (cudaDeviceReset) takes its ring's memory with it: the ring is
+// drained in the destroy callback (a launch still in its call is counted as unrecorded) and
+// retired, so that the next context, here with the same handle as the drivers reuse them,
+// records into a ring of its own rather than into freed memory.
+TEST(IntraKernelBuffersDrain, AContextBeingDestroyedHasItsRingDrainedAndRetired) {
+  Summed s(58);
+  auto &[driver, buffers, table, tree, entry] = s;
+  fake::ringMemory.resize(2 * fake::ringMemory.size());  // room for a second ring
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  const uint64_t before = unrecorded.value();
+  NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
+  uint64_t first = 0;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &first),
+            IntraKernelBuffers::Alloc::kOk);
+  launchSummed(buffers, table, first, 900, entry);
+  launchSummedOn(buffers, driver, table, kStreamA, 901, entry);
+  uint64_t inCall = 0;  // a launch whose call has not returned when the context goes
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &inCall),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindLaunch(902, &entry, 1, "summed", StringId{});
+  buffers.onContextDestroying(fake::kOther);
+  buffers.waitForFiling();
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 2);
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  buffers.launchReturned();
+  buffers.drain(driver);  // nothing left to file twice
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 2);
+
+  const size_t ownStreams = fake::ownStreams;
+  uint64_t next = 0;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &next),
+            IntraKernelBuffers::Alloc::kOk);
+  EXPECT_EQ(fake::ownStreams, ownStreams + 1);  // a new ring, with its own stream
+  EXPECT_GT(next, inCall);                      // in memory allocated since
+  launchSummed(buffers, table, next, 903, entry);
+  buffers.drain(driver);
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 3);
+  EXPECT_EQ(unrecorded.value(), before + 1);
+}
+
 }  // namespace
 }  // namespace proton::cupti

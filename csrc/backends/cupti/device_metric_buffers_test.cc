@@ -1,0 +1,121 @@
+// DeviceMetricBuffers' drains through a driver with no GPU (intra_kernel_fake_driver.h): which
+// values a drain reads back, and that it does so without touching anything a CUDA graph
+// capture depends on.
+#include "backends/cupti/device_metric_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "core/session.h"
+#include "core/stats.h"
+
+namespace proton::cupti {
+namespace {
+
+// The program's tensors, in the fake's device memory past the ring (its first allocation).
+constexpr CUdeviceptr kTensors = 0x100000 + DeviceMetricBuffers::kRingBytes;
+const auto kStream = reinterpret_cast<CUstream>(0x7777);
+
+CUresult tensorContext(void *data, CUpointer_attribute, CUdeviceptr) {
+  *static_cast<CUcontext *>(data) = fake::kOther;
+  return CUDA_SUCCESS;
+}
+
+CudaDriverApi tensorDriver() {
+  fake::reset(fake::kOther);
+  fake::ringMemory.assign(DeviceMetricBuffers::kRingBytes + 4096, 0);
+  fake::copiedBytes.clear();
+  CudaDriverApi driver = fake::driver();
+  driver.pointerGetAttribute = tensorContext;
+  return driver;
+}
+
+// Buffers reading back through the fake driver into one tree session's "scope" node.
+struct Buffers {
+  Buffers() : driver(tensorDriver()), tree{SessionId{80}, SessionOptions{}} {
+    buffers.setDriver(&driver, [] {});
+    node = tree.child(PhaseId{0}, kRootNode, S("scope"));
+  }
+  // A 0-d int64 tensor holding `value` (tensor number `i`), given now and bound to the node.
+  void give(int64_t value, size_t i) {
+    std::memcpy(fake::ringMemory.data() + DeviceMetricBuffers::kRingBytes + 8 * i, &value, 8);
+    DeviceTensor tensor;
+    tensor.dataPtr = kTensors + 8 * i;
+    tensor.stream = reinterpret_cast<uint64_t>(kStream);
+    DeviceMetricSink::Handle handle = buffers.copy(tensor);
+    ASSERT_NE(handle, 0u);
+    MetricTarget target{&tree, PhaseId{0}, node};
+    buffers.bind(handle, MetricSpec::parse("tokens"), &target, 1);
+  }
+  void flush(const std::vector<CUcontext> &unsynced = {}) {
+    buffers.beforeSync();
+    buffers.drain(unsynced);
+  }
+  double tokens() { return metric(tree, node, "tokens"); }
+
+  CudaDriverApi driver;
+  DeviceMetricBuffers buffers;
+  Session tree;
+  NodeId node;
+};
+
+// A synchronous copy runs on the legacy stream, which waits for every blocking stream (one
+// being captured among them) and is refused inside a global-mode capture: the read-back is an
+// asynchronous copy on the ring's own non-blocking stream, in relaxed capture mode.
+TEST(DeviceMetricBuffers, ADrainReadsBackOnItsOwnStreamInRelaxedCaptureMode) {
+  Buffers b;
+  b.give(3, 0);
+  b.give(4, 1);
+  b.flush();
+  EXPECT_EQ(b.tokens(), 7.0);
+  EXPECT_EQ(b.buffers.pending(), 0u);
+  EXPECT_EQ(fake::legacyCopies, 0u);
+  EXPECT_EQ(fake::ownStreams, 1u);
+  EXPECT_TRUE(fake::syncedStreams.empty());  // the program's streams are not waited for
+  ASSERT_EQ(fake::modesAtSync.size(), 1u);   // its own stream is, once
+  EXPECT_EQ(fake::modesAtSync[0], CU_STREAM_CAPTURE_MODE_RELAXED);
+  EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // restored
+}
+
+// A value given after the flush synchronised the contexts may not have landed yet: the drain
+// leaves it on the device for the next one, and the ring starts over once nothing is left.
+TEST(DeviceMetricBuffers, AValueGivenAfterTheSynchronisationIsReadByTheNextDrain) {
+  Buffers b;
+  b.give(3, 0);
+  b.buffers.beforeSync();
+  b.give(40, 1);
+  b.buffers.drain({});
+  EXPECT_EQ(b.tokens(), 3.0);
+  EXPECT_EQ(b.buffers.pending(), 1u);
+  EXPECT_EQ(fake::copiedBytes.back(), 8u);  // the part given before the synchronisation
+  b.flush();
+  EXPECT_EQ(b.tokens(), 43.0);
+  EXPECT_EQ(b.buffers.pending(), 0u);
+  b.give(500, 2);
+  b.flush();
+  EXPECT_EQ(b.tokens(), 543.0);
+  EXPECT_EQ(fake::copiedBytes.back(), 8u);  // the ring started over: one slot read back
+}
+
+// A flush that did not synchronise a context (a CUDA graph was being captured on it) does not
+// read its values: they stay, counted, and the next drain after a synchronisation files them.
+TEST(DeviceMetricBuffers, ValuesOfAContextTheFlushDidNotSynchroniseWaitForTheNextDrain) {
+  Buffers b;
+  Counter &putOff = Stats::global().counter("tensor_metric_reads_put_off_for_captures");
+  const uint64_t before = putOff.value();
+  b.give(3, 0);
+  b.give(4, 1);
+  b.flush({fake::kOther});
+  EXPECT_EQ(b.tokens(), -1.0);
+  EXPECT_EQ(b.buffers.pending(), 2u);
+  EXPECT_TRUE(fake::copiedBytes.empty());
+  EXPECT_EQ(putOff.value(), before + 2);
+  b.flush({fake::kPrimary});  // another context's capture
+  EXPECT_EQ(b.tokens(), 7.0);
+  EXPECT_EQ(b.buffers.pending(), 0u);
+}
+
+}  // namespace
+}  // namespace proton::cupti
