@@ -235,12 +235,24 @@ def test_kernels_inside_launch_metadata_go_under_the_launched_kernels_name():
 
 
 FLUSHES_BESIDE_CAPTURES = """
-import ctypes, json, threading, torch, proton
+import ctypes, json, sys, threading, torch, proton
 
 CAPTURES, KERNELS = 40, 50
 x = torch.ones(1 << 16, device="cuda")
 recorded = proton.start("recorded")
 flushed = proton.start("flushed")  # flushing it flushes the backend both sessions share
+if "second_context" in sys.argv:
+    # A second context on the device, with a kernel launched in it: flushes synchronise it
+    # too, while the captures run on the primary context.
+    cuda = ctypes.CDLL("libcuda.so.1")
+    ctx, module, noop, popped = (ctypes.c_void_p() for _ in range(4))
+    ptx = b".version 7.0\\n.target sm_80\\n.address_size 64\\n.visible .entry noop()\\n{\\n ret;\\n}\\n"
+    assert cuda.cuCtxCreate_v2(ctypes.byref(ctx), 0, 0) == 0
+    assert cuda.cuModuleLoadData(ctypes.byref(module), ptx) == 0
+    assert cuda.cuModuleGetFunction(ctypes.byref(noop), module, b"noop") == 0
+    assert cuda.cuLaunchKernel(noop, 1, 1, 1, 1, 1, 1, 0, None, None, None) == 0
+    assert cuda.cuCtxSynchronize() == 0
+    assert cuda.cuCtxPopCurrent_v2(ctypes.byref(popped)) == 0
 results, done = [], threading.Event()
 
 def capturer():
@@ -294,22 +306,26 @@ print(json.dumps({"results": results, "own": own, "flushes": flushes, "gives": g
 """
 
 
-def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path):
+@pytest.mark.parametrize("contexts", ["one_context", "second_context"])
+def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path, contexts):
     # A flush synchronised every context, which ends any CUDA graph being captured on its
     # device, on any thread and in any capture mode. Now it waits for other threads' captures
     # to end (a capture beginning meanwhile waits for the synchronisation) and does not
     # synchronise inside the flushing thread's own capture (counted). Tensor metric values are
     # read back on a stream of Proton's own, not the legacy stream: one given before the
     # thread's own capture (on a blocking stream, which the legacy stream waits for) is left on
-    # the device by the flush inside it, and filed at finalize.
-    r = run_program(FLUSHES_BESIDE_CAPTURES, tmp_path, timeout=240)
+    # the device by the flush inside it, and filed at finalize. With a second context, the
+    # flushes synchronise it too while the captures run on the primary one, and the main
+    # thread's own capture keeps it from synchronising either.
+    r = run_program(FLUSHES_BESIDE_CAPTURES, tmp_path, after=(contexts,), timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["results"] == ["ok"] * 40 and out["own"] == "ok", (out, r.stderr[-2000:])
     assert out["flushes"] > 0
     root = load_hatchet(tmp_path / "recorded.hatchet")[0]
     stats = dict(root["proton_metadata"]["stats"])
-    assert stats["flush_syncs_skipped_for_captures"] == 1, stats
+    # Inside its own capture the main thread synchronises neither context.
+    assert stats["flush_syncs_skipped_for_captures"] == (2 if contexts == "second_context" else 1)
     assert stats.get("flush_timeouts", 0) == 0, stats
     assert stats["tensor_metric_reads_put_off_for_captures"] == 1, stats
     assert stats.get("tensor_metrics_dropped", 0) == 0, stats
@@ -320,4 +336,5 @@ def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path):
         return sum(c for name, c in kernels_under(node) if "FillFunctor<long>" not in name)
 
     assert not_fills(find(root, "capturer")) == 40 * 50, dump(root)
-    assert not_fills(root) == 40 * 50 + 1, dump(root)
+    noop = 1 if contexts == "second_context" else 0  # the kernel launched in the second context
+    assert not_fills(root) == 40 * 50 + 1 + noop, dump(root)

@@ -29,8 +29,10 @@ CaptureWatch::Outcome CaptureWatch::whenNoCapture(const void *context,
       std::lock_guard lock(mu_);
       bool others = false;
       for (const Capture &c : captures_) {
-        if (c.context && c.context != context) continue;
+        // The thread's own capture, on any context: it synchronises none (what a capturing
+        // thread may call is restricted; nothing it needs is gained by trying).
         if (c.thread == self) return Outcome::kOwnCapture;
+        if (c.context && c.context != context) continue;
         others = true;
       }
       if (!others) {

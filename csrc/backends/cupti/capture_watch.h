@@ -9,9 +9,9 @@
 //   watch.whenNoCapture(context, limit, [&] { driver.ctxSynchronize(); });
 //
 // whenNoCapture runs its function once no capture is under way on the context, waiting for
-// other threads' captures to end (up to `limit`); a capture of the calling thread's own would
-// not end while it waits, so it returns at once. A begin-capture call waits while the function
-// runs: no capture begins during the synchronisation.
+// other threads' captures to end (up to `limit`); a capture of the calling thread's own, on any
+// context, would not end while it waits, so it returns at once. A begin-capture call waits while
+// the function runs: no capture begins during the synchronisation.
 //
 // A call may be seen twice (a runtime call reaches the driver's): a stream is one capture (the
 // per-thread default stream, one per thread), and its context is the first non-null one seen. A

@@ -477,6 +477,8 @@ void CuptiBackend::syncContexts() {
   // threads' captures to end (captures that begin meanwhile wait for the synchronisation; one
   // limit for all the contexts), and never synchronise under the flushing thread's own
   // capture. Skipped, the flush only waits for CUPTI's records of the launches so far (below).
+  // In relaxed capture mode, as every call Proton makes while a capture may be under way.
+  RelaxedCaptureMode relaxed(*driver_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   unsynced_.clear();
   for (CUcontext context : contexts) {

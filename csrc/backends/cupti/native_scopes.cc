@@ -65,12 +65,27 @@ void NativeScopes::stop() {
   active_.store(false, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_release);
   // Modules stop recording: their control pointer goes back to null.
+  RelaxedCaptureMode relaxed(*driver_);
   for (const auto &[module, address] : modules_) {
-    (void)module;
-    CUdeviceptr null = 0;
-    driver_->memcpyHtoD(address, &null, sizeof(null));  // an unloaded module: error ignored
+    auto b = std::find_if(contexts_.begin(), contexts_.end(),
+                          [&](const ContextBuffers &c) { return c.context == module.second; });
+    if (b == contexts_.end()) continue;
+    ContextScope scope(*driver_, b->context, /*current=*/false);
+    const CUdeviceptr null = 0;
+    if (scope.ok()) toDevice(*b, address, &null, sizeof(null));  // unloaded: error ignored
   }
   modules_.clear();
+}
+
+bool NativeScopes::toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from,
+                            size_t bytes) {
+  return driver_->memcpyHtoDAsync(to, from, bytes, b.stream) == CUDA_SUCCESS &&
+         driver_->streamSynchronize(b.stream) == CUDA_SUCCESS;
+}
+
+bool NativeScopes::fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes) {
+  return driver_->memcpyDtoHAsync(to, from, bytes, b.stream) == CUDA_SUCCESS &&
+         driver_->streamSynchronize(b.stream) == CUDA_SUCCESS;
 }
 
 NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
@@ -85,10 +100,15 @@ NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
   if (driver_->deviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device) == CUDA_SUCCESS)
     b.cyclesPerNs = khz / 1e6;
   size_t bytes = kEventsPerContext * sizeof(instrumentation::NativeEvent);
-  if (driver_->memAlloc(&b.events, bytes) != CUDA_SUCCESS) return nullptr;
-  if (driver_->memAlloc(&b.control, sizeof(Control)) != CUDA_SUCCESS) return nullptr;
+  bool ok = driver_->memAlloc(&b.events, bytes) == CUDA_SUCCESS &&
+            driver_->memAlloc(&b.control, sizeof(Control)) == CUDA_SUCCESS &&
+            driver_->streamCreate(&b.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
   Control control{b.events, kEventsPerContext, 0};
-  if (driver_->memcpyHtoD(b.control, &control, sizeof(control)) != CUDA_SUCCESS) return nullptr;
+  if (!ok || !toDevice(b, b.control, &control, sizeof(control))) {
+    if (b.events) driver_->memFree(b.events);
+    if (b.control) driver_->memFree(b.control);
+    return nullptr;  // (a stream made is not destroyed: that would call back into Proton)
+  }
   contexts_.push_back(b);
   return &contexts_.back();
 }
@@ -101,9 +121,9 @@ bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext co
                     ? driver_->libraryGetGlobal(&address, &bytes, (CUlibrary)code, kControlSymbol)
                     : driver_->moduleGetGlobal(&address, &bytes, (CUmodule)code, kControlSymbol);
   if (rc != CUDA_SUCCESS || bytes != sizeof(CUdeviceptr)) return false;
+  RelaxedCaptureMode relaxed(*driver_);  // this launch may be one being captured
   ContextBuffers *b = buffersFor(context);
-  if (!b || driver_->memcpyHtoD(address, &b->control, sizeof(b->control)) != CUDA_SUCCESS)
-    return false;
+  if (!b || !toDevice(*b, address, &b->control, sizeof(b->control))) return false;
   modules_[{code, context}] = address;
   stat("instrumentation_native_modules").add();
   return true;
@@ -175,17 +195,14 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   byGrid_[record.gridId] = launch;
 }
 
-StringId NativeScopes::nameAt(uint64_t address) {
+StringId NativeScopes::nameAt(const ContextBuffers &b, uint64_t address) {
   // A name literal lies in its module's global memory, which may end right after it: read
   // 16 bytes at a time while that works, then byte by byte.
   char text[128] = {0};
   size_t got = 0;
   while (got < sizeof(text) - 1 && !std::memchr(text, 0, got)) {
-    size_t step = got + 16 < sizeof(text) &&
-                          driver_->memcpyDtoH(text + got, address + got, 16) == CUDA_SUCCESS
-                      ? 16
-                      : 0;
-    if (step == 0 && driver_->memcpyDtoH(text + got, address + got, 1) != CUDA_SUCCESS) break;
+    size_t step = got + 16 < sizeof(text) && fromDevice(b, text + got, address + got, 16) ? 16 : 0;
+    if (step == 0 && !fromDevice(b, text + got, address + got, 1)) break;
     got += step ? step : 1;
   }
   text[sizeof(text) - 1] = 0;
@@ -196,14 +213,14 @@ bool NativeScopes::readEvents(const ContextBuffers &b,
                               std::vector<instrumentation::NativeEvent> &events) {
   Control control{};
   events.clear();
-  if (driver_->memcpyDtoH(&control, b.control, sizeof(control)) != CUDA_SUCCESS) return false;
+  if (!fromDevice(b, &control, b.control, sizeof(control))) return false;
   if (control.head == 0) return true;
   uint64_t n = std::min<uint64_t>(control.head, control.capacity);
   if (control.head > n) stat("instrumentation_native_events_lost").add(control.head - n);
   events.resize(n);
-  bool copied = driver_->memcpyDtoH(events.data(), b.events, n * sizeof(events[0])) == CUDA_SUCCESS;
+  bool copied = fromDevice(b, events.data(), b.events, n * sizeof(events[0]));
   control.head = 0;
-  driver_->memcpyHtoD(b.control, &control, sizeof(control));
+  toDevice(b, b.control, &control, sizeof(control));
   if (!copied) {
     stat("instrumentation_native_events_lost").add(n);
     events.clear();
@@ -235,6 +252,7 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
 void NativeScopes::drain() {
   std::lock_guard lock(mu_);
   if (!driver_) return;
+  RelaxedCaptureMode relaxed(*driver_);
   std::vector<instrumentation::NativeEvent> events;
   for (ContextBuffers &b : contexts_) {
     if (driver_->ctxPushCurrent(b.context) != CUDA_SUCCESS) continue;
@@ -243,7 +261,7 @@ void NativeScopes::drain() {
         auto key = std::make_pair(b.context, address);
         auto found = names_.find(key);
         if (found != names_.end()) return found->second;
-        return names_[key] = nameAt(address);
+        return names_[key] = nameAt(b, address);
       });
     }
     CUcontext popped;
@@ -266,13 +284,14 @@ void NativeScopes::onContextDestroying(CUcontext context) {
   auto b = std::find_if(contexts_.begin(), contexts_.end(),
                         [&](const ContextBuffers &c) { return c.context == context; });
   if (b != contexts_.end()) {
+    RelaxedCaptureMode relaxed(*driver_);
     if (driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
       Orphaned o;
       o.device = b->device;
       o.cyclesPerNs = b->cyclesPerNs;
       if (readEvents(*b, o.events) && !o.events.empty()) {
         for (const instrumentation::NativeEvent &e : o.events)
-          if (!o.names.count(e.name)) o.names[e.name] = nameAt(e.name);
+          if (!o.names.count(e.name)) o.names[e.name] = nameAt(*b, e.name);
         orphaned_.push_back(std::move(o));
       }
       CUcontext popped;

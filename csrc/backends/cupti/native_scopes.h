@@ -12,6 +12,11 @@
 // record maps back to the launch and so to the context it was launched in. When the last
 // session ends the module globals are set back to null (one predicated-off load per scope).
 //
+// Every copy to or from the GPU goes through a non-blocking stream of Proton's own per context,
+// in relaxed capture mode: a module's first launch may be one being captured into a CUDA graph,
+// and a synchronous copy (on the legacy stream, which waits for blocking streams) or a
+// global-mode allocation there would end the capture.
+//
 // Thread-safe: launches of modules already looked up on a thread take no lock; the first
 // launch of a module on a thread, launches of instrumented modules, records and drains take
 // one mutex.
@@ -72,6 +77,7 @@ class NativeScopes {
     double cyclesPerNs = 0;
     CUdeviceptr control = 0;
     CUdeviceptr events = 0;
+    CUstream stream = nullptr;  // Proton's own, non-blocking: every copy
   };
   struct Launch {
     const char *symbol = nullptr;
@@ -92,7 +98,10 @@ class NativeScopes {
 
   bool instrumentModule(const void *code, bool library, CUcontext context);  // mu_ held
   ContextBuffers *buffersFor(CUcontext context);                             // mu_ held
-  StringId nameAt(uint64_t address);  // mu_ held, its context current
+  StringId nameAt(const ContextBuffers &b, uint64_t address);  // mu_ held, b's context current
+  // mu_ held, b's context current, relaxed capture mode: copies on b's stream, waited for.
+  bool toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from, size_t bytes);
+  bool fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes);
   // mu_ held, b's context current: its events so far read back (and its buffer emptied).
   bool readEvents(const ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events);
   // mu_ held: events filed by launch, each launch's in the order they were written.
