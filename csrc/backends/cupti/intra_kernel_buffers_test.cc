@@ -225,6 +225,23 @@ TEST(IntraKernelBuffersAllocate, ARingThatCannotBeZeroedIsTriedAgainWithItsOneSt
   buffers.removeUser();
 }
 
+// A GPU's first eager instrumented launch sets up its ring and loads the GPU tree reduction (its
+// module and two allocations) while another thread may be capturing a CUDA graph in global
+// mode: all of it in relaxed capture mode, as a global-mode allocation then is refused.
+TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchSetsUpItsRingAndReductionInRelaxedCaptureMode) {
+  CudaDriverApi driver = fake::driverWithReduction();
+  fake::reset(reinterpret_cast<CUcontext>(0x5100));
+  fake::ringMemory.assign(uint64_t{3} << 20, 0);
+  IntraKernelBuffers buffers;
+  startRecording(buffers, driver);
+  uint64_t ptr = 0;
+  ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
+  EXPECT_GE(fake::allocated, (size_t{1} << 20) + (size_t{1} << 17));  // ring, arena, reduction
+  EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
+  EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's mode, put back
+  buffers.removeUser();
+}
+
 // A GPU's first instrumented launch may be one being captured into a CUDA graph, with no
 // eager launch before it. Its ring and arena are allocated then, in relaxed capture mode, and
 // zeroed on a stream of Proton's own, not the legacy one (which would wait for the stream being

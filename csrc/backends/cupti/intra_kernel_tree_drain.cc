@@ -102,6 +102,7 @@ bool IntraKernelBuffers::readBack(const CudaDriverApi &driver, CUstream stream, 
 bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
   if (ring.reduceTried) return ring.reduce != nullptr;
   ring.reduceTried = true;
+  RelaxedCaptureMode relaxed(driver);  // another thread may be capturing, in global mode
   CUmodule module = nullptr;
   CUfunction fn = nullptr;
   if (driver.moduleLoadData(&module, kTreeReducePtx) != CUDA_SUCCESS ||
