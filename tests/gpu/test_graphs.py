@@ -275,17 +275,19 @@ def capturer():
 thread = threading.Thread(target=capturer)
 thread.start()
 flushes = gives = 0
-one = torch.ones((), device="cuda", dtype=torch.int64)
+def give():  # a value of its own each time: one read before it landed would show
+    global gives
+    gives += 1
+    with proton.scope("given", metrics={"tokens": torch.full((), gives, device="cuda")}):
+        pass
 while not done.is_set():
-    with proton.scope("given", metrics={"tokens": one}):  # read back by the flush
-        gives += 1
+    give()  # read back by the flush
     proton.deactivate(flushed, flushing=True)
     proton.activate(flushed)
     flushes += 1
 thread.join()
 own = "ok"
-with proton.scope("given", metrics={"tokens": one}):  # still on the device at the next flush
-    gives += 1
+give()  # still on the device at the flush in the capture below, read at finalize
 # A blocking stream (PyTorch's own are not): the legacy stream waits for it, so anything on the
 # legacy stream during its capture ends the capture.
 handle = ctypes.c_void_p()
@@ -329,7 +331,9 @@ def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path, c
     assert stats.get("flush_timeouts", 0) == 0, stats
     assert stats["tensor_metric_reads_put_off_for_captures"] == 1, stats
     assert stats.get("tensor_metrics_dropped", 0) == 0, stats
-    assert find(root, "given")["metrics"]["tokens"] == out["gives"] == out["flushes"] + 1
+    gives = out["gives"]
+    assert gives == out["flushes"] + 1
+    assert find(root, "given")["metrics"]["tokens"] == gives * (gives + 1) // 2
 
     # Every replay's 50 kernels, under the thread's scope; the main thread's replay's one.
     def not_fills(node):

@@ -14,7 +14,7 @@ import json
 import proton
 import pytest
 from proton import _C
-from proton_test_utils import find, load_hatchet
+from proton_test_utils import find, load_hatchet, run_program
 
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
@@ -179,3 +179,27 @@ def test_tensors_on_two_devices_are_each_copied_on_their_device():
     proton.finalize()
     both = find(load_hatchet("devices.hatchet")[0], "both")["metrics"]
     assert (both["a"], both["b"]) == (6, 8)
+
+
+BEHIND_A_KERNEL_NOT_SEEN = """
+import torch, proton
+x = torch.tensor(7, device="cuda")  # a copy: no kernel
+torch.cuda._sleep(1 << 33)  # launched before the session, so not seen by it: ~4 s
+proton.start("unseen")
+with proton.scope("s", metrics={"v": x}):  # the value's copy waits behind the sleep
+    pass
+proton.finalize()
+"""
+
+
+def test_a_value_in_a_context_no_session_kernel_ran_in_is_read_once_it_landed(tmp_path):
+    # The flush synchronises the contexts that kernels of the session ran in, and those holding
+    # tensor metric values: here the only context has no such kernel, and the value's copy
+    # waits behind a kernel launched before the session. Read back on a stream of Proton's
+    # own, it would be read before it landed.
+    r = run_program(BEHIND_A_KERNEL_NOT_SEEN, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    root = load_hatchet(tmp_path / "unseen.hatchet")[0]
+    assert find(root, "s")["metrics"]["v"] == 7
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("tensor_metrics_dropped", 0) == 0, stats

@@ -93,7 +93,7 @@ class CuptiBackend final : public GpuBackend {
   Status enableCallbacks();
   void noteDevices();
   void flushLocked();
-  // The contexts it could not synchronise for a capture under way on them (kept in unsynced_).
+  // The contexts it synchronised are kept in synced_ (not those where a capture was under way).
   void syncContexts();
   // A full ring with trace slots: its launches, their kernel records, then the drain.
   void drainFullTrace();
@@ -138,7 +138,7 @@ class CuptiBackend final : public GpuBackend {
   std::vector<CUcontext> contexts_;
   // Captures under way: a flush waits for them to end before it synchronises a context.
   CaptureWatch captureWatch_;
-  std::vector<CUcontext> unsynced_;  // mu_: the contexts the last flush did not synchronise
+  std::vector<CUcontext> synced_;  // mu_: the contexts the last flush synchronised
   // The instrumentation's drains mark streams before they retire (an instrumentation session
   // runs). Read by the capture callbacks, which are on in every session.
   std::atomic<bool> retiringOn_{false};
@@ -241,8 +241,8 @@ void CuptiBackend::flush() {
   flushLocked();
   sampler_.collect();  // after the kernels: their samples need their frames
   // Every tensor metric copy given before the synchronisation has completed, in the contexts
-  // it synchronised (a capture may keep one from it: see syncContexts).
-  DeviceMetricBuffers::global().drain(unsynced_);
+  // it synchronised (a capture may keep one from it: see syncContexts); the others wait.
+  DeviceMetricBuffers::global().drain(synced_);
   // Every instrumented launch has finished and its record was filed: its buffers can be read
   // (a ring waits for its launches' streams itself).
   IntraKernelBuffers::global().drain(*driver_);
@@ -452,7 +452,7 @@ void CuptiBackend::noteDevices() {
 
 void CuptiBackend::stop() {
   flushLocked();
-  DeviceMetricBuffers::global().drain(unsynced_);
+  DeviceMetricBuffers::global().drain(synced_);
   setDeviceMetricSink(nullptr);
   sampler_.stop();
   api_->activityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -473,6 +473,10 @@ void CuptiBackend::syncContexts() {
     std::lock_guard lock(contextMu_);
     contexts = contexts_;
   }
+  // Tensor metric values may sit in a context no kernel was launched in.
+  for (CUcontext context : DeviceMetricBuffers::global().contexts())
+    if (std::find(contexts.begin(), contexts.end(), context) == contexts.end())
+      contexts.push_back(context);
   // A synchronisation ends every capture on its device, on any thread: wait for other
   // threads' captures to end (captures that begin meanwhile wait for the synchronisation; one
   // limit for all the contexts), and never synchronise under the flushing thread's own
@@ -480,21 +484,22 @@ void CuptiBackend::syncContexts() {
   // In relaxed capture mode, as every call Proton makes while a capture may be under way.
   RelaxedCaptureMode relaxed(*driver_);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  unsynced_.clear();
+  synced_.clear();
   for (CUcontext context : contexts) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
+    bool synced = false;
     CaptureWatch::Outcome outcome =
         captureWatch_.whenNoCapture(context, std::max(left, std::chrono::milliseconds(0)), [&] {
           if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return;
           driver_->ctxSynchronize();  // an error here is the program's to see, not ours
           CUcontext popped;
           driver_->ctxPopCurrent(&popped);
+          synced = true;
         });
-    if (outcome != CaptureWatch::Outcome::kRan) {
+    if (outcome != CaptureWatch::Outcome::kRan)
       statCounter("flush_syncs_skipped_for_captures").add();
-      unsynced_.push_back(context);
-    }
+    if (synced) synced_.push_back(context);
   }
 }
 
@@ -608,16 +613,14 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
   }
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     sampler_.removeContext(data->context);
-    NativeScopes::global().onContextDestroying(data->context);
-    IntraKernelBuffers::global().onContextDestroying(data->context);
-    std::lock_guard lock(contextMu_);
-    for (size_t i = 0; i < contexts_.size(); ++i) {
-      if (contexts_[i] == data->context) {
-        contexts_.erase(contexts_.begin() + i);
-        break;
-      }
+    {
+      std::lock_guard lock(contextMu_);  // first: a flush no longer synchronises it
+      std::erase(contexts_, data->context);
     }
     if (tlsLastContext == data->context) tlsLastContext = nullptr;
+    NativeScopes::global().onContextDestroying(data->context);
+    IntraKernelBuffers::global().onContextDestroying(data->context);
+    DeviceMetricBuffers::global().onContextDestroying(data->context);
     return;
   }
   if (onTensorGraphResource(cbid, data)) return;

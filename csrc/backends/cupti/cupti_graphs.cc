@@ -98,7 +98,9 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
   bool ran = result == 0 && !t.captured;
   if (!ran) launches_.cancel(cb->correlationId);
-  if (result != 0) IntraKernelBuffers::global().cancelLaunch(cb->correlationId);
+  // (Not Proton's own launch: a failed reduction returns here under the buffers' lock.)
+  if (result != 0 && !tlsInternalLaunch)
+    IntraKernelBuffers::global().cancelLaunch(cb->correlationId);
   if (t.metadata) {
     t.metadata = false;
     manager.endLaunch(t.entries, t.count, ran);

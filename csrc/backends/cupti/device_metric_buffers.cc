@@ -41,6 +41,7 @@ void DeviceMetricBuffers::setDriver(const CudaDriverApi *driver, std::function<v
   flush_ = std::move(flush);
   capturedAt_ = StringTable::global().intern("<captured_at>");
   dropped();
+  readsPutOff();
 }
 
 bool DeviceMetricBuffers::capturing(const DeviceTensor &tensor) {
@@ -295,56 +296,88 @@ void DeviceMetricBuffers::beforeSync() {
   for (Ring &ring : rings_) ring.settled = ring.used;
 }
 
-bool DeviceMetricBuffers::readBack(const Ring &ring, uint8_t *host, size_t bytes) {
-  if (driver_->ctxPushCurrent(ring.context) != CUDA_SUCCESS) return false;
-  bool ok = driver_->memcpyDtoHAsync(host, ring.base, bytes, ring.stream) == CUDA_SUCCESS &&
-            driver_->streamSynchronize(ring.stream) == CUDA_SUCCESS;
-  CUcontext popped;
-  driver_->ctxPopCurrent(&popped);
-  return ok;
+std::vector<CUcontext> DeviceMetricBuffers::contexts() const {
+  std::lock_guard lock(mu_);
+  std::vector<CUcontext> out;
+  for (const Ring &ring : rings_)
+    if (ring.context) out.push_back(ring.context);
+  return out;
 }
 
-void DeviceMetricBuffers::drain(const std::vector<CUcontext> &unsynced) {
+bool DeviceMetricBuffers::readRing(size_t i, size_t upTo) {
+  const Ring &ring = rings_[i];
+  // From the lowest value still on the device: the part below was read by an earlier drain.
+  size_t from = upTo;
+  for (const auto &[handle, r] : records_)
+    if (r.onDevice && r.ring == i && r.offset < from) from = r.offset;
+  std::vector<uint8_t> host(upTo > from ? upTo - from : 0);
+  bool copied = driver_->ctxPushCurrent(ring.context) == CUDA_SUCCESS;
+  if (copied) {
+    copied = host.empty() || (driver_->memcpyDtoHAsync(host.data(), ring.base + from, host.size(),
+                                                       ring.stream) == CUDA_SUCCESS &&
+                              driver_->streamSynchronize(ring.stream) == CUDA_SUCCESS);
+    CUcontext popped;
+    driver_->ctxPopCurrent(&popped);
+  }
+  bool left = false;  // values given past upTo: a later drain's
+  for (auto it = records_.begin(); it != records_.end();) {
+    Record &r = it->second;
+    if (!r.onDevice || r.ring != i || r.offset >= upTo) {
+      left |= r.onDevice && r.ring == i;
+      ++it;
+      continue;
+    }
+    const uint8_t *value = host.data() + (r.offset - from);
+    if (!copied) {
+      dropped().add();
+      for (const MetricTarget &t : r.targets) t.session->notePending(t.phase, -1);
+      it = records_.erase(it);
+    } else if (r.bound) {
+      file(r, value);
+      it = records_.erase(it);
+    } else {
+      // Given, not yet bound (a trace scope still open): keep the value on the host.
+      r.host.assign(value, value + r.tensor.bytes());
+      r.onDevice = false;
+      ++it;
+    }
+  }
+  return !left;
+}
+
+void DeviceMetricBuffers::drain(const std::vector<CUcontext> &synced) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);  // legal while this thread, or another, captures
-  std::vector<uint8_t> host;
   for (size_t i = 0; i < rings_.size(); ++i) {
     Ring &ring = rings_[i];
     const size_t settled = std::exchange(ring.settled, 0);
     if (settled == 0) continue;
-    if (std::find(unsynced.begin(), unsynced.end(), ring.context) != unsynced.end()) {
+    if (std::find(synced.begin(), synced.end(), ring.context) == synced.end()) {
       for (const auto &[handle, r] : records_)
-        if (r.onDevice && r.ring == i) readsPutOff().add();
+        if (r.onDevice && r.ring == i && r.offset < settled) readsPutOff().add();
       continue;
     }
-    host.resize(settled);
-    bool copied = readBack(ring, host.data(), settled);
-    bool left = false;  // values given after the synchronisation: the next drain's
-    for (auto it = records_.begin(); it != records_.end();) {
-      Record &r = it->second;
-      if (!r.onDevice || r.ring != i || r.offset >= settled) {
-        left |= r.onDevice && r.ring == i;
-        ++it;
-        continue;
-      }
-      if (!copied) {
-        dropped().add();
-        for (const MetricTarget &t : r.targets) t.session->notePending(t.phase, -1);
-        it = records_.erase(it);
-      } else if (r.bound) {
-        file(r, host.data() + r.offset);
-        it = records_.erase(it);
-      } else {
-        // Given, not yet bound (a trace scope still open): keep the value on the host.
-        r.host.assign(host.data() + r.offset, host.data() + r.offset + r.tensor.bytes());
-        r.onDevice = false;
-        ++it;
-      }
-    }
-    if (!left) ring.used = 0;
+    if (readRing(i, settled)) ring.used = 0;
   }
   updatePending();
+}
+
+void DeviceMetricBuffers::onContextDestroying(CUcontext context) {
+  std::lock_guard lock(mu_);
+  if (!driver_) return;
+  for (size_t i = 0; i < rings_.size(); ++i) {
+    if (rings_[i].context != context) continue;
+    RelaxedCaptureMode relaxed(*driver_);
+    if (rings_[i].used && driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
+      driver_->ctxSynchronize();  // the context's copies so far (it is going: nothing to spare)
+      CUcontext popped;
+      driver_->ctxPopCurrent(&popped);
+    }
+    readRing(i, rings_[i].used);  // what cannot be read is dropped, counted
+    rings_[i] = Ring{};           // its memory and stream went with the context
+    updatePending();
+  }
 }
 
 }  // namespace PROTON_CUPTI_ABI

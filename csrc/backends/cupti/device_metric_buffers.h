@@ -6,7 +6,7 @@
 //   Handle h = buffers.copy(tensor);             // scope entry: cuMemcpyDtoDAsync into a slot
 //   buffers.bind(h, spec, targets, n);           // where it is filed
 //   buffers.beforeSync();                        // backend flush, before it synchronises
-//   buffers.drain(unsynced);                     // ... and after: reads back what it covered
+//   buffers.drain(synced);                       // ... and after: reads back what it covered
 //
 // Memory, per CUDA context (the one owning the tensor's memory):
 //   eager ring    [ slot | slot | ... ]  8-byte aligned slots, one per value given; reset
@@ -27,11 +27,12 @@
 // GRAPH_CLONED and GRAPHEXEC_CREATED resource callbacks).
 //
 // Read-back. A drain reads the values given before the flush's synchronisation (beforeSync),
-// in the contexts it synchronised; the others stay on the device for the next drain (a value
-// given meanwhile may not have landed; a context where a CUDA graph was being captured was
-// not synchronised, since the capture would not survive it). It copies on the ring's own
-// non-blocking stream, in relaxed capture mode: nothing it does waits for, or is refused by,
-// a capture under way, on any thread.
+// in the contexts it synchronised (contexts() lists the rings' for it); the others stay on the
+// device for the next drain (a value given meanwhile may not have landed; a context where a
+// CUDA graph was being captured was not synchronised, since the capture would not survive it).
+// A context being destroyed has its values read back, and its ring retired. It copies on the ring's
+// own non-blocking stream, in relaxed capture mode: nothing it does waits for, or is refused by, a
+// capture under way, on any thread.
 //
 // Losses are counted: tensor_metrics_dropped (no memory, a full ring during a replay, a
 // pointer the driver does not know).
@@ -86,9 +87,15 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
 
   // The values given so far are those the next drain reads: the flush synchronises next.
   void beforeSync();
-  // Reads back, files and frees the values given before beforeSync, except in `unsynced`
-  // contexts; a ring starts over once none is left on it.
-  void drain(const std::vector<CUcontext> &unsynced = {});
+  // The contexts holding rings: a flush synchronises them.
+  std::vector<CUcontext> contexts() const;
+  // Reads back, files and frees the values given before beforeSync in the `synced` contexts;
+  // a ring starts over once none is left on it.
+  void drain(const std::vector<CUcontext> &synced);
+  // A context is about to be destroyed (its resource callback): its values are read back and
+  // filed, and its ring retired (a context made later, even with the same handle, gets one of
+  // its own).
+  void onContextDestroying(CUcontext context);
 
  private:
   struct Ring {
@@ -120,8 +127,9 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
 
   Ring *ringFor(CUcontext context, size_t *index);  // mu_ held; allocates on first use
   bool allocate(CUcontext context, CUdeviceptr *out, size_t bytes, CUstream *stream = nullptr);
-  // mu_ held: the ring's first `bytes` copied into `host` on its stream.
-  bool readBack(const Ring &ring, uint8_t *host, size_t bytes);
+  // mu_ held, relaxed capture mode: the values of ring i below `upTo` read back and filed (or
+  // kept on the host until bound); false: some are left (given past upTo).
+  bool readRing(size_t i, size_t upTo);
   bool enqueueCopy(CUcontext context, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                    CUstream stream);
   // mu_ held: a slot of the ring, or false when full.

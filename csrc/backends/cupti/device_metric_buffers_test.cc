@@ -14,8 +14,8 @@
 namespace proton::cupti {
 namespace {
 
-// The program's tensors, in the fake's device memory past the ring (its first allocation).
-constexpr CUdeviceptr kTensors = 0x100000 + DeviceMetricBuffers::kRingBytes;
+// The program's tensors, in the fake's device memory past the rings (its first allocations).
+constexpr CUdeviceptr kTensors = 0x100000 + 2 * DeviceMetricBuffers::kRingBytes;
 const auto kStream = reinterpret_cast<CUstream>(0x7777);
 
 CUresult tensorContext(void *data, CUpointer_attribute, CUdeviceptr) {
@@ -25,7 +25,7 @@ CUresult tensorContext(void *data, CUpointer_attribute, CUdeviceptr) {
 
 CudaDriverApi tensorDriver() {
   fake::reset(fake::kOther);
-  fake::ringMemory.assign(DeviceMetricBuffers::kRingBytes + 4096, 0);
+  fake::ringMemory.assign(2 * DeviceMetricBuffers::kRingBytes + 4096, 0);
   fake::copiedBytes.clear();
   CudaDriverApi driver = fake::driver();
   driver.pointerGetAttribute = tensorContext;
@@ -40,7 +40,7 @@ struct Buffers {
   }
   // A 0-d int64 tensor holding `value` (tensor number `i`), given now and bound to the node.
   void give(int64_t value, size_t i) {
-    std::memcpy(fake::ringMemory.data() + DeviceMetricBuffers::kRingBytes + 8 * i, &value, 8);
+    std::memcpy(fake::ringMemory.data() + (kTensors - 0x100000) + 8 * i, &value, 8);
     DeviceTensor tensor;
     tensor.dataPtr = kTensors + 8 * i;
     tensor.stream = reinterpret_cast<uint64_t>(kStream);
@@ -49,9 +49,10 @@ struct Buffers {
     MetricTarget target{&tree, PhaseId{0}, node};
     buffers.bind(handle, MetricSpec::parse("tokens"), &target, 1);
   }
-  void flush(const std::vector<CUcontext> &unsynced = {}) {
+  // A flush that synchronised `synced` (the buffers' context, unless said otherwise).
+  void flush(const std::vector<CUcontext> &synced = {fake::kOther}) {
     buffers.beforeSync();
-    buffers.drain(unsynced);
+    buffers.drain(synced);
   }
   double tokens() { return metric(tree, node, "tokens"); }
 
@@ -86,13 +87,14 @@ TEST(DeviceMetricBuffers, AValueGivenAfterTheSynchronisationIsReadByTheNextDrain
   b.give(3, 0);
   b.buffers.beforeSync();
   b.give(40, 1);
-  b.buffers.drain({});
+  b.buffers.drain({fake::kOther});
   EXPECT_EQ(b.tokens(), 3.0);
   EXPECT_EQ(b.buffers.pending(), 1u);
   EXPECT_EQ(fake::copiedBytes.back(), 8u);  // the part given before the synchronisation
   b.flush();
   EXPECT_EQ(b.tokens(), 43.0);
   EXPECT_EQ(b.buffers.pending(), 0u);
+  EXPECT_EQ(fake::copiedBytes.back(), 8u);  // from the value left, not the ring's start
   b.give(500, 2);
   b.flush();
   EXPECT_EQ(b.tokens(), 543.0);
@@ -101,20 +103,50 @@ TEST(DeviceMetricBuffers, AValueGivenAfterTheSynchronisationIsReadByTheNextDrain
 
 // A flush that did not synchronise a context (a CUDA graph was being captured on it) does not
 // read its values: they stay, counted, and the next drain after a synchronisation files them.
+// The flush learns the buffers' contexts from them: a value may be given in a context where
+// no kernel was launched.
 TEST(DeviceMetricBuffers, ValuesOfAContextTheFlushDidNotSynchroniseWaitForTheNextDrain) {
   Buffers b;
   Counter &putOff = Stats::global().counter("tensor_metric_reads_put_off_for_captures");
   const uint64_t before = putOff.value();
+  EXPECT_TRUE(b.buffers.contexts().empty());
   b.give(3, 0);
   b.give(4, 1);
-  b.flush({fake::kOther});
+  EXPECT_EQ(b.buffers.contexts(), std::vector<CUcontext>{fake::kOther});
+  b.flush({});
   EXPECT_EQ(b.tokens(), -1.0);
   EXPECT_EQ(b.buffers.pending(), 2u);
   EXPECT_TRUE(fake::copiedBytes.empty());
   EXPECT_EQ(putOff.value(), before + 2);
-  b.flush({fake::kPrimary});  // another context's capture
+  b.flush({fake::kPrimary});  // another context synchronised, not theirs
+  EXPECT_EQ(b.tokens(), -1.0);
+  EXPECT_EQ(putOff.value(), before + 4);
+  b.flush();
   EXPECT_EQ(b.tokens(), 7.0);
   EXPECT_EQ(b.buffers.pending(), 0u);
+}
+
+// A context being destroyed (cudaDeviceReset) takes the ring's memory and stream with it: its
+// values are read back first (after its work finished), and the next value, in a context that
+// may have the same handle, goes into a ring of its own.
+TEST(DeviceMetricBuffers, AContextBeingDestroyedHasItsValuesReadAndItsRingRetired) {
+  Buffers b;
+  b.give(3, 0);
+  b.give(4, 1);
+  const size_t syncs = fake::contextSyncs;
+  b.buffers.onContextDestroying(fake::kPrimary);  // not theirs
+  EXPECT_EQ(b.tokens(), -1.0);
+  b.buffers.onContextDestroying(fake::kOther);
+  EXPECT_EQ(fake::contextSyncs, syncs + 1);
+  EXPECT_EQ(b.tokens(), 7.0);
+  EXPECT_EQ(b.buffers.pending(), 0u);
+  EXPECT_TRUE(b.buffers.contexts().empty());
+  const size_t allocated = fake::allocated;
+  b.give(40, 2);
+  EXPECT_EQ(fake::allocated, allocated + DeviceMetricBuffers::kRingBytes);  // a new ring
+  EXPECT_EQ(fake::ownStreams, 2u);
+  b.flush();
+  EXPECT_EQ(b.tokens(), 47.0);
 }
 
 }  // namespace

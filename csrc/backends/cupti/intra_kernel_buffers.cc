@@ -92,6 +92,10 @@ void IntraKernelBuffers::addUser() {
 void IntraKernelBuffers::removeUser() {
   std::lock_guard lock(mu_);
   if (users_ > 0 && --users_ == 0) {
+    // Launches left past their sessions' last flush (its drain put off for a capture under
+    // way, or still in their launch call then) are filed later into sessions that ended: lost.
+    for (const Ring &ring : rings_)
+      if (!ring.slots.empty()) stat("instrumentation_launches_unrecorded").add(ring.slots.size());
     // No callback tells of these streams' captures or ends until the next session.
     for (Ring &ring : rings_) {
       if (ring.streams.empty()) continue;
@@ -424,6 +428,10 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   for (uint32_t i = 0; i < slot.numEntries; ++i) slot.entries[i] = entries[i];
   std::lock_guard lock(mu_);
   if (p.ring >= rings_.size()) return;
+  if (!rings_[p.ring].context) {  // its context was destroyed since the slot was handed out
+    stat("instrumentation_launches_unrecorded").add();
+    return;
+  }
   tlsBound = Bound{true, p.ring, p.ticket};
   rings_[p.ring].slots.push_back(slot);
   byCorrelation_[correlation] = {p.ring, rings_[p.ring].slots.size() - 1};

@@ -72,8 +72,8 @@ bool IntraKernelBuffers::drainRing(
     const CudaDriverApi &driver, size_t r,
     std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> &keptCorrelations) {
   Ring &ring = rings_[r];
-  stat("instrumentation_ring_drains").add();
   if (!waitForLaunches(driver, ring)) return false;
+  stat("instrumentation_ring_drains").add();
   std::vector<std::pair<uint64_t, size_t>> moved;
   std::vector<SlotRecord> kept = takeInFlight(ring, r, moved);
   bool anyTrace = false;

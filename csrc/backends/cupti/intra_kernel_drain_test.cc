@@ -452,6 +452,17 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
   buffers.drain(driver);
   EXPECT_EQ(asked, 3u);  // and the next drain waits for streams again
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * 3);
+
+  // Put off at the last session's last flush: its launches are lost, counted when it ends.
+  allowed = false;
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  const uint64_t unrecordedBefore = unrecorded.value();
+  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 803, entry);
+  buffers.drain(driver);
+  EXPECT_EQ(putOff.value(), before + 3);
+  buffers.removeUser();
+  EXPECT_EQ(unrecorded.value(), unrecordedBefore + 1);
+  buffers.addUser();
 }
 
 // A context being destroyed (cudaDeviceReset) takes its ring's memory with it: the ring is
@@ -461,7 +472,7 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
 TEST(IntraKernelBuffersDrain, AContextBeingDestroyedHasItsRingDrainedAndRetired) {
   Summed s(58);
   auto &[driver, buffers, table, tree, entry] = s;
-  fake::ringMemory.resize(2 * fake::ringMemory.size());  // room for a second ring
+  fake::ringMemory.resize(3 * fake::ringMemory.size());  // room for two more rings
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   const uint64_t before = unrecorded.value();
   NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
@@ -482,6 +493,17 @@ TEST(IntraKernelBuffersDrain, AContextBeingDestroyedHasItsRingDrainedAndRetired)
   buffers.drain(driver);  // nothing left to file twice
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * 2);
 
+  // A slot handed out before the context went, bound to its launch after: counted, not kept in
+  // the retired ring where no drain would find it.
+  uint64_t late = 0;
+  buffers.forgetThreadsSlots();
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &late),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.onContextDestroying(fake::kOther);
+  buffers.bindLaunch(904, &entry, 1, "summed", StringId{});
+  buffers.launchReturned();
+  EXPECT_EQ(unrecorded.value(), before + 2);
+
   const size_t ownStreams = fake::ownStreams;
   uint64_t next = 0;
   ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &next),
@@ -491,7 +513,7 @@ TEST(IntraKernelBuffersDrain, AContextBeingDestroyedHasItsRingDrainedAndRetired)
   launchSummed(buffers, table, next, 903, entry);
   buffers.drain(driver);
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * 3);
-  EXPECT_EQ(unrecorded.value(), before + 1);
+  EXPECT_EQ(unrecorded.value(), before + 2);
 }
 
 }  // namespace
