@@ -507,6 +507,7 @@ void CuptiBackend::flushLocked() {
   // Graphs destroyed before now: the records of their replays are all filed by the end.
   uint64_t retired = captures_.retiredMark();
   DeviceMetricBuffers::global().beforeSync();
+  NativeScopes::global().beforeSync();
   syncContexts();
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   // Every kernel has finished; its record may still be on its way through CUPTI.

@@ -168,6 +168,7 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(entries, entries + launch.numEntries, launch.entries);
   byCorrelation_[correlation] = launch;
+  ++launches_;
   if (cb->symbolName) instrumentedKernels_.insert(cb->symbolName);
   stat("instrumentation_native_launches").add();
 }
@@ -209,34 +210,48 @@ StringId NativeScopes::nameAt(const ContextBuffers &b, uint64_t address) {
   return StringTable::global().intern(text[0] ? text : "<unnamed scope>");
 }
 
-bool NativeScopes::readEvents(const ContextBuffers &b,
-                              std::vector<instrumentation::NativeEvent> &events) {
+bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events,
+                              bool empty) {
   Control control{};
-  events.clear();
   if (!fromDevice(b, &control, b.control, sizeof(control))) return false;
-  if (control.head == 0) return true;
-  uint64_t n = std::min<uint64_t>(control.head, control.capacity);
-  if (control.head > n) stat("instrumentation_native_events_lost").add(control.head - n);
-  events.resize(n);
-  bool copied = fromDevice(b, events.data(), b.events, n * sizeof(events[0]));
-  control.head = 0;
-  toDevice(b, b.control, &control, sizeof(control));
-  if (!copied) {
-    stat("instrumentation_native_events_lost").add(n);
-    events.clear();
+  const uint64_t n = std::min<uint64_t>(control.head, control.capacity);
+  // Past the capacity nothing more is written: counted, and the buffer emptied.
+  if (control.head > n) {
+    stat("instrumentation_native_events_lost").add(control.head - n);
+    empty = true;
+  }
+  bool copied = true;
+  if (n > b.read) {
+    const size_t had = events.size();
+    events.resize(had + (n - b.read));
+    copied = fromDevice(b, events.data() + had, b.events + b.read * sizeof(events[0]),
+                        (n - b.read) * sizeof(events[0]));
+    if (!copied) {
+      stat("instrumentation_native_events_lost").add(n - b.read);
+      events.resize(had);
+    }
+  }
+  b.read = n;
+  if (empty) {
+    control.head = 0;
+    b.read = 0;
+    toDevice(b, b.control, &control, sizeof(control));
   }
   return copied;
 }
 
 void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, int device,
-                              double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf) {
+                              double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf,
+                              std::vector<instrumentation::NativeEvent> *carry) {
   std::stable_sort(events.begin(), events.end(),
                    [](const auto &a, const auto &c) { return a.grid < c.grid; });
   for (size_t i = 0; i < events.size();) {
     size_t j = i;
     while (j < events.size() && events[j].grid == events[i].grid) ++j;
     auto launch = byGrid_.find(static_cast<int64_t>(events[i].grid));
-    if (launch == byGrid_.end()) {
+    if (launch == byGrid_.end() && carry) {
+      carry->insert(carry->end(), events.begin() + i, events.begin() + j);
+    } else if (launch == byGrid_.end()) {
       stat("instrumentation_native_events_unattributed").add(j - i);
     } else {
       const Launch &l = launch->second;
@@ -249,21 +264,32 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
   }
 }
 
+void NativeScopes::beforeSync() {
+  std::lock_guard lock(mu_);
+  launchesAtFlush_ = launches_;
+}
+
 void NativeScopes::drain() {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);
-  std::vector<instrumentation::NativeEvent> events;
+  // A kernel launched since the flush began (on another thread) may still be appending: the
+  // buffers are not emptied under it. Launches wait for this lock from here on.
+  const bool empty = launches_ == launchesAtFlush_;
   for (ContextBuffers &b : contexts_) {
     if (driver_->ctxPushCurrent(b.context) != CUDA_SUCCESS) continue;
-    if (readEvents(b, events)) {
-      fileEvents(events, b.device, b.cyclesPerNs, [&](uint64_t address) {
-        auto key = std::make_pair(b.context, address);
-        auto found = names_.find(key);
-        if (found != names_.end()) return found->second;
-        return names_[key] = nameAt(b, address);
-      });
-    }
+    // Events of launches whose records had not come at the last drain, first.
+    std::vector<instrumentation::NativeEvent> events = std::exchange(b.carried, {});
+    readEvents(b, events, empty);
+    fileEvents(
+        events, b.device, b.cyclesPerNs,
+        [&](uint64_t address) {
+          auto key = std::make_pair(b.context, address);
+          auto found = names_.find(key);
+          if (found != names_.end()) return found->second;
+          return names_[key] = nameAt(b, address);
+        },
+        empty ? nullptr : &b.carried);
     CUcontext popped;
     driver_->ctxPopCurrent(&popped);
   }
@@ -287,9 +313,10 @@ void NativeScopes::onContextDestroying(CUcontext context) {
     RelaxedCaptureMode relaxed(*driver_);
     if (driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
       Orphaned o;
+      o.events = std::move(b->carried);
       o.device = b->device;
       o.cyclesPerNs = b->cyclesPerNs;
-      if (readEvents(*b, o.events) && !o.events.empty()) {
+      if (readEvents(*b, o.events, /*empty=*/true) && !o.events.empty()) {
         for (const instrumentation::NativeEvent &e : o.events)
           if (!o.names.count(e.name)) o.names[e.name] = nameAt(*b, e.name);
         orphaned_.push_back(std::move(o));

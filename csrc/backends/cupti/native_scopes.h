@@ -3,6 +3,7 @@
 //   scopes.start(driver);                          // an instrumentation session began
 //   scopes.onLaunch(cbid, cb, entries, n);         // every driver launch (cheap when not ours)
 //   scopes.noteKernel(record, filedUnder, n, name); // its record: grid id -> launch
+//   scopes.beforeSync();                           // a flush begins (before it synchronises)
 //   scopes.drain();                                // after flush: read events back, file them
 //
 // Each CUDA module compiled with the header has a global `proton_instrument_control`. When a
@@ -11,6 +12,12 @@
 // kernel's warps then append enter/exit events tagged with %gridid, which the kernel's CUPTI
 // record maps back to the launch and so to the context it was launched in. When the last
 // session ends the module globals are set back to null (one predicated-off load per scope).
+//
+// A drain reads a context's events from the last one it read up to the claim counter, and then
+// empties the buffer (the counter back to 0), unless an instrumented kernel was launched since
+// the flush began: that kernel may still be appending, so the buffer is kept, the next drain
+// reads on from where this one stopped, and events of launches whose record has not come yet
+// are kept for it too.
 //
 // Every copy to or from the GPU goes through a non-blocking stream of Proton's own per context,
 // in relaxed capture mode: a module's first launch may be one being captured into a CUDA graph,
@@ -57,6 +64,7 @@ class NativeScopes {
   // kernel replayed from a CUDA graph, which no launch callback saw, is found by its name.
   void noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
                   StringId launchName);
+  void beforeSync();
   void drain();
   // A context is about to be destroyed (its resource callback, on the destroying thread): its
   // events are read back while they can be, with their scopes' names, for the next drain to
@@ -78,6 +86,8 @@ class NativeScopes {
     CUdeviceptr control = 0;
     CUdeviceptr events = 0;
     CUstream stream = nullptr;  // Proton's own, non-blocking: every copy
+    uint64_t read = 0;          // events read by earlier drains since the buffer was emptied
+    std::vector<instrumentation::NativeEvent> carried;  // read, their launch's record not come
   };
   struct Launch {
     const char *symbol = nullptr;
@@ -102,14 +112,20 @@ class NativeScopes {
   // mu_ held, b's context current, relaxed capture mode: copies on b's stream, waited for.
   bool toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from, size_t bytes);
   bool fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes);
-  // mu_ held, b's context current: its events so far read back (and its buffer emptied).
-  bool readEvents(const ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events);
-  // mu_ held: events filed by launch, each launch's in the order they were written.
+  // mu_ held, b's context current: its events not read yet appended to `events`; the buffer
+  // emptied if `empty` (no kernel can be appending to it), else where they ended noted.
+  bool readEvents(ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events, bool empty);
+  // mu_ held: events filed by launch, each launch's in the order they were written; those of
+  // launches with no record yet go into `carry` if given (a kernel launched during the flush
+  // may still run), else are counted as unattributed.
   void fileEvents(std::vector<instrumentation::NativeEvent> &events, int device, double cyclesPerNs,
-                  const std::function<StringId(uint64_t)> &nameOf);
+                  const std::function<StringId(uint64_t)> &nameOf,
+                  std::vector<instrumentation::NativeEvent> *carry = nullptr);
 
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> generation_{1};
+  uint64_t launches_ = 0;         // mu_: instrumented launches seen
+  uint64_t launchesAtFlush_ = 0;  // mu_: launches_ when the flush began
   const CudaDriverApi *driver_ = nullptr;
   std::mutex mu_;
   // Instrumented module or library -> its global's address (in the context it was seen in).

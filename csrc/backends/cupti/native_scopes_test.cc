@@ -1,0 +1,156 @@
+// NativeScopes through a driver with no GPU (intra_kernel_fake_driver.h): a module's first
+// launch points its global at the context's control block, and kernels "run" by appending
+// events there as proton/instrument.cuh does; drains read them back and file them by launch.
+#include "backends/cupti/native_scopes.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "core/session.h"
+#include "core/stats.h"
+
+namespace proton::cupti {
+namespace {
+
+using instrumentation::NativeEvent;
+
+constexpr size_t kEventBytes = NativeScopes::kEventsPerContext * sizeof(NativeEvent);
+// Past the context's buffers (its first allocations): the module's global and a scope name.
+constexpr CUdeviceptr kGlobal = 0x100000 + kEventBytes + 0x1000;
+constexpr CUdeviceptr kName = kGlobal + 0x100;
+const auto kModule = reinterpret_cast<CUmodule>(0x4d0d);
+const auto kFunction = reinterpret_cast<CUfunction>(0xf00);
+
+CUresult moduleOf(CUmodule *module, CUfunction) {
+  *module = kModule;
+  return CUDA_SUCCESS;
+}
+CUresult global(CUdeviceptr *address, size_t *bytes, CUmodule module, const char *name) {
+  if (module != kModule || std::strcmp(name, "proton_instrument_control") != 0)
+    return CUDA_ERROR_NOT_FOUND;
+  *address = kGlobal;
+  *bytes = sizeof(CUdeviceptr);
+  return CUDA_SUCCESS;
+}
+
+template <typename T>
+T &at(CUdeviceptr address) {
+  return *reinterpret_cast<T *>(fake::ringMemory.data() + (address - 0x100000));
+}
+
+// proton::device::Control, where the module's global points.
+struct Control {
+  CUdeviceptr events;
+  uint64_t capacity;
+  uint64_t head;
+};
+
+struct Native {
+  Native() {
+    fake::reset(fake::kOther);
+    fake::ringMemory.assign(kEventBytes + 0x2000, 0);
+    std::strcpy(reinterpret_cast<char *>(&at<char>(kName)), "body");
+    driver = fake::driverWithReduction();
+    driver.funcGetModule = moduleOf;
+    driver.moduleGetGlobal = global;
+    scopes.start(&driver);
+  }
+  ~Native() { scopes.stop(); }
+  // The launch callback of grid `grid`'s launch (correlation = grid).
+  void launch(uint64_t grid) {
+    cuLaunchKernel_params params{};
+    params.f = kFunction;
+    CUpti_CallbackData cb{};
+    cb.functionParams = &params;
+    cb.context = fake::kOther;
+    cb.symbolName = "scaled";
+    scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb, grid, &entry, 1);
+  }
+  // What a warp of grid `grid` appends on entering (or leaving) its scope.
+  void append(uint64_t grid, bool exit, uint64_t clock) {
+    Control &control = at<Control>(at<CUdeviceptr>(kGlobal));
+    uint64_t i = control.head++;
+    NativeEvent e{grid, kName, clock, 1000 + clock, 0, exit ? 1u : 0u, 0};
+    at<NativeEvent>(control.events + i * sizeof(NativeEvent)) = e;
+  }
+  // Grid `grid`'s kernel record.
+  void finished(uint64_t grid) {
+    KernelRecord record;
+    record.correlation = grid;
+    record.gridId = static_cast<int64_t>(grid);
+    record.startNs = 1000;
+    scopes.noteKernel(record, &entry, 1, StringId{});
+  }
+  void flush(const std::function<void()> &duringIt = [] {}) {
+    scopes.beforeSync();
+    duringIt();
+    scopes.drain();
+  }
+  double bodyCount() {
+    NodeId kernel = session.child(PhaseId{0}, kRootNode, S("scaled"));
+    return metric(session, session.child(PhaseId{0}, kernel, S("body")), "count");
+  }
+
+  CudaDriverApi driver;
+  NativeScopes scopes;
+  Session session{SessionId{90}, instrumentation()};
+  LaunchEntry entry{&session, kRootNode, PhaseId{0}, false};
+};
+
+// A module's first launch sets it up with copies on Proton's own stream, in relaxed capture
+// mode (it may be a launch being captured into a CUDA graph), never on the legacy stream.
+TEST(NativeScopes, AModulesFirstLaunchSetsItUpOffTheLegacyStreamInRelaxedMode) {
+  Native n;
+  n.launch(11);
+  EXPECT_NE(at<CUdeviceptr>(kGlobal), 0u);
+  EXPECT_EQ(at<Control>(at<CUdeviceptr>(kGlobal)).capacity, NativeScopes::kEventsPerContext);
+  EXPECT_EQ(fake::legacyCopies, 0u);
+  EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
+  EXPECT_EQ(fake::ownStreams, 1u);
+  for (CUstreamCaptureMode mode : fake::modesAtSync)
+    EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+  n.append(11, false, 100);
+  n.append(11, true, 130);
+  n.finished(11);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(fake::legacyCopies, 0u);
+}
+
+// A kernel launched during a flush (by another thread) may still be appending when the drain
+// reads: the drain leaves the buffer as it is and the next one reads on from there, with the
+// events of that launch kept until its record comes. Emptying the buffer then lost, unsaid,
+// whatever the kernel appended between the drain's read and the emptying.
+TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
+  Native n;
+  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
+  const uint64_t before = unattributed.value();
+  n.launch(11);
+  n.append(11, false, 100);
+  n.append(11, true, 130);
+  n.finished(11);
+  n.flush([&] {
+    n.launch(12);  // during the flush: running when the drain reads
+    n.append(12, false, 200);
+  });
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  Control &control = at<Control>(at<CUdeviceptr>(kGlobal));
+  EXPECT_EQ(control.head, 3u);  // not emptied under the running kernel
+  n.append(12, true, 260);
+  n.finished(12);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 2.0);
+  EXPECT_EQ(control.head, 0u);  // no launch during this flush: emptied
+  EXPECT_EQ(unattributed.value(), before);
+  n.launch(13);
+  n.append(13, false, 300);
+  n.append(13, true, 310);
+  n.finished(13);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 3.0);
+}
+
+}  // namespace
+}  // namespace proton::cupti
