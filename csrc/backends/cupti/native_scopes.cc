@@ -66,13 +66,14 @@ void NativeScopes::stop() {
   generation_.fetch_add(1, std::memory_order_release);
   // Modules stop recording: their control pointer goes back to null.
   RelaxedCaptureMode relaxed(*driver_);
-  for (const auto &[module, address] : modules_) {
+  for (const auto &entry : modules_) {
+    const CUcontext context = entry.first.second;
     auto b = std::find_if(contexts_.begin(), contexts_.end(),
-                          [&](const ContextBuffers &c) { return c.context == module.second; });
+                          [&](const ContextBuffers &c) { return c.context == context; });
     if (b == contexts_.end()) continue;
     ContextScope scope(*driver_, b->context, /*current=*/false);
     const CUdeviceptr null = 0;
-    if (scope.ok()) toDevice(*b, address, &null, sizeof(null));  // unloaded: error ignored
+    if (scope.ok()) toDevice(*b, entry.second, &null, sizeof(null));  // unloaded: error ignored
   }
   modules_.clear();
 }
