@@ -1,8 +1,8 @@
 // CaptureWatch: which CUDA graph captures are under way, on which context, begun by which
 // thread, so that a flush synchronises a context only while nothing is being captured on it.
-// A context synchronisation ends every capture on its device, whatever the capture's mode and
-// whichever thread began it; a flush that synchronised at such a moment broke the program's
-// graph.
+// A context synchronisation ends every capture on that context, whatever the capture's mode
+// and whichever thread began it; a flush that synchronised at such a moment broke the
+// program's graph.
 //
 //   watch.beginning(context, stream);          // enter of every begin-capture call
 //   watch.settled(stream, capturingNow);       // exit of begin- and end-capture calls

@@ -477,7 +477,7 @@ void CuptiBackend::syncContexts() {
   for (CUcontext context : DeviceMetricBuffers::global().contexts())
     if (std::find(contexts.begin(), contexts.end(), context) == contexts.end())
       contexts.push_back(context);
-  // A synchronisation ends every capture on its device, on any thread: wait for other
+  // A synchronisation ends every capture on its context, on any thread: wait for other
   // threads' captures to end (captures that begin meanwhile wait for the synchronisation; one
   // limit for all the contexts), and never synchronise under the flushing thread's own
   // capture. Skipped, the flush only waits for CUPTI's records of the launches so far (below).
