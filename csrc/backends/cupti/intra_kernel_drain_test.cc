@@ -147,7 +147,12 @@ TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) 
 // kept for the next drain and used again after it), since it cannot be waited for later.
 TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheContext) {
   Summed s(53);
-  auto &[driver, buffers, table, tree, entry] = s;
+  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
+  CudaDriverApi &driver = s.driver;
+  IntraKernelBuffers &buffers = s.buffers;
+  instrumentation::ScopeTable &table = s.table;
+  Session &tree = s.tree;
+  LaunchEntry &entry = s.entry;
   uint32_t launches = 0;
   auto launchOn = [&](CUstream stream) {
     launchSummedOn(buffers, driver, table, stream, 3000 + launches++, entry);
@@ -248,7 +253,12 @@ TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) 
 // stream whose wait fails, streams left from a session that ended before its drain.
 TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
   Summed s(56);
-  auto &[driver, buffers, table, tree, entry] = s;
+  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
+  CudaDriverApi &driver = s.driver;
+  IntraKernelBuffers &buffers = s.buffers;
+  instrumentation::ScopeTable &table = s.table;
+  Session &tree = s.tree;
+  LaunchEntry &entry = s.entry;
   Counter &waits = Stats::global().counter("instrumentation_drains_waiting_for_context");
   const uint64_t before = waits.value();
   uint32_t correlation = 700;
@@ -333,7 +343,12 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
 // next slots go around it.
 TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDrain) {
   Summed s(55);
-  auto &[driver, buffers, table, tree, entry] = s;
+  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
+  CudaDriverApi &driver = s.driver;
+  IntraKernelBuffers &buffers = s.buffers;
+  instrumentation::ScopeTable &table = s.table;
+  Session &tree = s.tree;
+  LaunchEntry &entry = s.entry;
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   uint64_t unrecordedBefore = unrecorded.value();
   launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
@@ -390,7 +405,12 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
 // grid) leaves nothing in flight: the next drain keeps nothing, and the bytes are used again.
 TEST(IntraKernelBuffersDrain, ASlotOfAThreadThatEndedWithoutItsLaunchIsNotKept) {
   Summed s(56);
-  auto &[driver, buffers, table, tree, entry] = s;
+  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
+  CudaDriverApi &driver = s.driver;
+  IntraKernelBuffers &buffers = s.buffers;
+  instrumentation::ScopeTable &table = s.table;
+  Session &tree = s.tree;
+  LaunchEntry &entry = s.entry;
   uint64_t orphan = 0;
   std::thread([&] {
     buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB), &orphan);
