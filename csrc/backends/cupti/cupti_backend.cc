@@ -64,7 +64,7 @@ class CuptiBackend final : public GpuBackend {
   const char *name() const override { return "cupti"; }
   Status acquire(Session &session) override;
   void release(Session &session) override;
-  void flush() override;
+  void flush() override { flush(kCaptureWait); }
   Status allocateInstrumented(size_t bytes, bool trace, uint64_t stream, uint64_t *devicePtr);
   static void onInstrumentedRecord(const KernelRecord &record, const LaunchEntry *filedUnder,
                                    size_t n, StringId launchName);
@@ -92,9 +92,12 @@ class CuptiBackend final : public GpuBackend {
   CUptiResult subscribe(std::string &holder);  // `holder`: who holds CUPTI, when it says
   Status enableCallbacks();
   void noteDevices();
-  void flushLocked();
+  // A flush waits this long, at most, for other threads' captures before it synchronises.
+  static constexpr std::chrono::milliseconds kCaptureWait{10000};
+  void flush(std::chrono::milliseconds captureWait);
+  void flushLocked(std::chrono::milliseconds captureWait = kCaptureWait);
   // The contexts it synchronised are kept in synced_ (not those where a capture was under way).
-  void syncContexts();
+  void syncContexts(std::chrono::milliseconds captureWait);
   // A full ring with trace slots: its launches, their kernel records, then the drain.
   void drainFullTrace();
 
@@ -235,10 +238,10 @@ void CuptiBackend::release(Session &session) {
   if (users_ > 0 && --users_ == 0) stop();
 }
 
-void CuptiBackend::flush() {
+void CuptiBackend::flush(std::chrono::milliseconds captureWait) {
   std::lock_guard lock(mu_);
   if (users_ == 0) return;
-  flushLocked();
+  flushLocked(captureWait);
   sampler_.collect();  // after the kernels: their samples need their frames
   // Every tensor metric copy given before the synchronisation has completed, in the contexts
   // it synchronised (a capture may keep one from it: see syncContexts); the others wait.
@@ -305,7 +308,10 @@ Status CuptiBackend::start() {
   api_ = api.value();
   driver_ = driver.value();
   tracker_.setNodeIdFn(api_->getGraphNodeId);
-  DeviceMetricBuffers::global().setDriver(driver_, [] { instance().flush(); });
+  // A full tensor metric ring flushes on the thread giving a value, which may hold Python's GIL
+  // that a capture on another thread needs to end: that flush does not wait for captures.
+  DeviceMetricBuffers::global().setDriver(driver_,
+                                          [] { instance().flush(std::chrono::milliseconds(0)); });
   IntraKernelBuffers::global().setDriver(driver_);
   // A drain waiting for a whole context (under the buffers' lock, which capturing threads'
   // launches take: so it does not wait for their captures) synchronises only while none runs.
@@ -467,7 +473,7 @@ void CuptiBackend::stop() {
   captures_.clear();
 }
 
-void CuptiBackend::syncContexts() {
+void CuptiBackend::syncContexts(std::chrono::milliseconds captureWait) {
   std::vector<CUcontext> contexts;
   {
     std::lock_guard lock(contextMu_);
@@ -483,7 +489,7 @@ void CuptiBackend::syncContexts() {
   // capture. Skipped, the flush only waits for CUPTI's records of the launches so far (below).
   // In relaxed capture mode, as every call Proton makes while a capture may be under way.
   RelaxedCaptureMode relaxed(*driver_);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = std::chrono::steady_clock::now() + captureWait;
   synced_.clear();
   for (CUcontext context : contexts) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -503,12 +509,12 @@ void CuptiBackend::syncContexts() {
   }
 }
 
-void CuptiBackend::flushLocked() {
+void CuptiBackend::flushLocked(std::chrono::milliseconds captureWait) {
   // Graphs destroyed before now: the records of their replays are all filed by the end.
   uint64_t retired = captures_.retiredMark();
   DeviceMetricBuffers::global().beforeSync();
   NativeScopes::global().beforeSync();
-  syncContexts();
+  syncContexts(captureWait);
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   // Every kernel has finished; its record may still be on its way through CUPTI.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
