@@ -147,15 +147,11 @@ TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) 
 // kept for the next drain and used again after it), since it cannot be waited for later.
 TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheContext) {
   Summed s(53);
-  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
-  CudaDriverApi &driver = s.driver;
-  IntraKernelBuffers &buffers = s.buffers;
-  instrumentation::ScopeTable &table = s.table;
-  Session &tree = s.tree;
-  LaunchEntry &entry = s.entry;
+  // Lambdas below name its parts through s (clang before 16 refuses capturing structured bindings).
+  auto &[driver, buffers, table, tree, entry] = s;
   uint32_t launches = 0;
   auto launchOn = [&](CUstream stream) {
-    launchSummedOn(buffers, driver, table, stream, 3000 + launches++, entry);
+    launchSummedOn(s.buffers, s.driver, s.table, stream, 3000 + launches++, s.entry);
   };
   launchOn(kStreamA);
   launchOn(kStreamB);
@@ -253,32 +249,28 @@ TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) 
 // stream whose wait fails, streams left from a session that ended before its drain.
 TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
   Summed s(56);
-  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
-  CudaDriverApi &driver = s.driver;
-  IntraKernelBuffers &buffers = s.buffers;
-  instrumentation::ScopeTable &table = s.table;
-  Session &tree = s.tree;
-  LaunchEntry &entry = s.entry;
+  // Lambdas below name its parts through s (clang before 16 refuses capturing structured bindings).
+  auto &[driver, buffers, table, tree, entry] = s;
   Counter &waits = Stats::global().counter("instrumentation_drains_waiting_for_context");
   const uint64_t before = waits.value();
   uint32_t correlation = 700;
   auto launchAndDrain = [&](auto between) {
-    launchSummedOn(buffers, driver, table, kStreamA, correlation++, entry);
+    launchSummedOn(s.buffers, s.driver, s.table, kStreamA, correlation++, s.entry);
     between();
-    buffers.drain(driver);
+    s.buffers.drain(s.driver);
   };
   launchAndDrain([] {});
   EXPECT_EQ(fake::contextSyncs, 0u);
   launchAndDrain([&] {
     fake::capturingStream = kStreamA;
-    buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
+    s.buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
     fake::capturingStream = nullptr;
   });
   EXPECT_TRUE(fake::recordedEvents.empty());  // nothing put into the program's graph
   EXPECT_EQ(fake::contextSyncs, 1u);
   launchAndDrain([&] {
     fake::eventRecordFails = true;
-    buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
+    s.buffers.onStreamRetiring(kStreamA, /*captureBegins=*/false);
     fake::eventRecordFails = false;
   });
   EXPECT_EQ(fake::contextSyncs, 2u);
@@ -286,8 +278,8 @@ TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
   fake::unwaitableStream = nullptr;
   EXPECT_EQ(fake::contextSyncs, 3u);
   launchAndDrain([&] {
-    buffers.removeUser();
-    buffers.addUser();
+    s.buffers.removeUser();
+    s.buffers.addUser();
   });
   EXPECT_EQ(fake::contextSyncs, 4u);
   launchAndDrain([] {});
@@ -343,12 +335,8 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
 // next slots go around it.
 TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDrain) {
   Summed s(55);
-  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
-  CudaDriverApi &driver = s.driver;
-  IntraKernelBuffers &buffers = s.buffers;
-  instrumentation::ScopeTable &table = s.table;
-  Session &tree = s.tree;
-  LaunchEntry &entry = s.entry;
+  // Lambdas below name its parts through s (clang before 16 refuses capturing structured bindings).
+  auto &[driver, buffers, table, tree, entry] = s;
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   uint64_t unrecordedBefore = unrecorded.value();
   launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
@@ -358,14 +346,15 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
   std::promise<void> launch, bound, runNow;
   std::thread other([&] {
     uint64_t ptr = 0;
-    buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB), &ptr);
+    s.buffers.allocate(s.driver, s.table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB),
+                       &ptr);
     handedOut.set_value(ptr);
     launch.get_future().wait();
-    buffers.bindLaunch(2, &entry, 1, "summed", StringId{});
+    s.buffers.bindLaunch(2, &s.entry, 1, "summed", StringId{});
     bound.set_value();
     runNow.get_future().wait();
-    fake::oneWarpTreeRan(table.hash, table.unitBytes, ptr);
-    buffers.launchReturned();
+    fake::oneWarpTreeRan(s.table.hash, s.table.unitBytes, ptr);
+    s.buffers.launchReturned();
   });
   const uint64_t slot = handedOut.get_future().get();
   ASSERT_NE(slot, 0u);
@@ -405,15 +394,12 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
 // grid) leaves nothing in flight: the next drain keeps nothing, and the bytes are used again.
 TEST(IntraKernelBuffersDrain, ASlotOfAThreadThatEndedWithoutItsLaunchIsNotKept) {
   Summed s(56);
-  // Named one by one: lambdas below capture them (clang before 16 refuses structured bindings).
-  CudaDriverApi &driver = s.driver;
-  IntraKernelBuffers &buffers = s.buffers;
-  instrumentation::ScopeTable &table = s.table;
-  Session &tree = s.tree;
-  LaunchEntry &entry = s.entry;
+  // Lambdas below name its parts through s (clang before 16 refuses capturing structured bindings).
+  auto &[driver, buffers, table, tree, entry] = s;
   uint64_t orphan = 0;
   std::thread([&] {
-    buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB), &orphan);
+    s.buffers.allocate(s.driver, s.table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamB),
+                       &orphan);
   }).join();
   ASSERT_NE(orphan, 0u);
   launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
