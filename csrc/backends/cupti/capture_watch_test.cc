@@ -30,27 +30,18 @@ TEST(CaptureWatch, RunsAtOnceWithNoCaptureOrOnlyCapturesOnOtherContexts) {
   EXPECT_EQ(runs, 2);
 }
 
-TEST(CaptureWatch, TheCallersOwnCaptureIsNotSynchronisedNorWaitedFor) {
-  CaptureWatch watch;
-  watch.beginning(&ctxA, &stream1);
-  int runs = 0;
-  EXPECT_EQ(syncA(watch, &runs), Outcome::kOwnCapture);
-  EXPECT_EQ(runs, 0);
-  watch.settled(&stream1, /*capturing=*/false);  // the capture ended
-  EXPECT_EQ(syncA(watch, &runs), Outcome::kRan);
-  EXPECT_EQ(runs, 1);
-}
-
 // Inside its own capture a thread synchronises no context at all, not only the capture's.
-TEST(CaptureWatch, TheCallersOwnCaptureOnAnotherContextKeepsItFromSynchronisingAny) {
-  CaptureWatch watch;
-  watch.beginning(&ctxB, &stream1);
-  int runs = 0;
-  EXPECT_EQ(syncA(watch, &runs), Outcome::kOwnCapture);
-  EXPECT_EQ(runs, 0);
-  watch.settled(&stream1, /*capturing=*/false);
-  EXPECT_EQ(syncA(watch, &runs), Outcome::kRan);
-  EXPECT_EQ(runs, 1);
+TEST(CaptureWatch, TheCallersOwnCaptureIsNotSynchronisedNorWaitedFor) {
+  for (int *captured : {&ctxA, &ctxB}) {
+    CaptureWatch watch;
+    watch.beginning(captured, &stream1);
+    int runs = 0;
+    EXPECT_EQ(syncA(watch, &runs), Outcome::kOwnCapture);
+    EXPECT_EQ(runs, 0);
+    watch.settled(&stream1, /*capturing=*/false);  // the capture ended
+    EXPECT_EQ(syncA(watch, &runs), Outcome::kRan);
+    EXPECT_EQ(runs, 1);
+  }
 }
 
 TEST(CaptureWatch, WaitsForAnotherThreadsCaptureToEndThenRuns) {
