@@ -311,13 +311,13 @@ bool DeviceMetricBuffers::readRing(size_t i, size_t upTo) {
   for (const auto &[handle, r] : records_)
     if (r.onDevice && r.ring == i && r.offset < from) from = r.offset;
   std::vector<uint8_t> host(upTo > from ? upTo - from : 0);
-  bool copied = driver_->ctxPushCurrent(ring.context) == CUDA_SUCCESS;
-  if (copied) {
-    copied = host.empty() || (driver_->memcpyDtoHAsync(host.data(), ring.base + from, host.size(),
-                                                       ring.stream) == CUDA_SUCCESS &&
-                              driver_->streamSynchronize(ring.stream) == CUDA_SUCCESS);
-    CUcontext popped;
-    driver_->ctxPopCurrent(&popped);
+  bool copied = host.empty();
+  if (!copied) {
+    ContextScope scope(*driver_, ring.context, /*current=*/false);
+    copied = scope.ok() &&
+             driver_->memcpyDtoHAsync(host.data(), ring.base + from, host.size(), ring.stream) ==
+                 CUDA_SUCCESS &&
+             driver_->streamSynchronize(ring.stream) == CUDA_SUCCESS;
   }
   bool left = false;  // values given past upTo: a later drain's
   for (auto it = records_.begin(); it != records_.end();) {
@@ -369,10 +369,9 @@ void DeviceMetricBuffers::onContextDestroying(CUcontext context) {
   for (size_t i = 0; i < rings_.size(); ++i) {
     if (rings_[i].context != context) continue;
     RelaxedCaptureMode relaxed(*driver_);
-    if (rings_[i].used && driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
-      driver_->ctxSynchronize();  // the context's copies so far (it is going: nothing to spare)
-      CUcontext popped;
-      driver_->ctxPopCurrent(&popped);
+    if (rings_[i].used) {
+      ContextScope scope(*driver_, context, /*current=*/false);
+      if (scope.ok()) driver_->ctxSynchronize();  // its copies so far (it is going anyway)
     }
     readRing(i, rings_[i].used);  // what cannot be read is dropped, counted
     rings_[i] = Ring{};           // its memory and stream went with the context

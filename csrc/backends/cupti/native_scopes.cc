@@ -278,7 +278,8 @@ void NativeScopes::drain() {
   // buffers are not emptied under it. Launches wait for this lock from here on.
   const bool empty = launches_ == launchesAtFlush_;
   for (ContextBuffers &b : contexts_) {
-    if (driver_->ctxPushCurrent(b.context) != CUDA_SUCCESS) continue;
+    ContextScope scope(*driver_, b.context, /*current=*/false);
+    if (!scope.ok()) continue;
     // Events of launches whose records had not come at the last drain, first.
     std::vector<instrumentation::NativeEvent> events = std::exchange(b.carried, {});
     readEvents(b, events, empty);
@@ -291,8 +292,6 @@ void NativeScopes::drain() {
           return names_[key] = nameAt(b, address);
         },
         empty ? nullptr : &b.carried);
-    CUcontext popped;
-    driver_->ctxPopCurrent(&popped);
   }
   for (Orphaned &o : orphaned_) {
     fileEvents(o.events, o.device, o.cyclesPerNs, [&](uint64_t address) {
