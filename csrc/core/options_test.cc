@@ -59,6 +59,10 @@ TEST(ModeSpecTest, ParsesNameAndOptions) {
             (std::map<std::string, std::string>{{"interval", "1000"}, {"extra", "AbC"}}));
   EXPECT_EQ(m.toString(), "pcsampling:extra=AbC:interval=1000");
   EXPECT_EQ(parseModeSpec("mma:x=").value().options.at("x"), "");
+  // The default mode with options reads back as it was written (it read ":granularity=warp").
+  EXPECT_EQ(parseModeSpec("default:granularity=warp").value().toString(),
+            "default:granularity=warp");
+  EXPECT_EQ(parseModeSpec("default").value().toString(), "");
 }
 
 TEST(ModeSpecTest, MalformedOptionIsAnError) {

@@ -198,8 +198,9 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
   const RuntimeProbe &probe = probeCudaRuntime();
   if (!probe.available) {
     if (!explicitCupti) return cpuOnly("no GPU runtime was found: " + probe.reason, warning);
-    std::string what = options.backend == BackendKind::kCupti
-                           ? "backend='cupti'"
+    std::string what = options.backend == BackendKind::kCupti ? "backend='cupti'"
+                       : options.backend == BackendKind::kInstrumentation
+                           ? "backend='instrumentation'"
                            : "mode='" + options.mode.toString() + "'";
     return {StatusCode::kUnavailable,
             "[PROTON] " + what + " needs an NVIDIA GPU, but " + probe.reason +

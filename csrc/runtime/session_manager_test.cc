@@ -146,6 +146,14 @@ TEST(SessionManagerTest, UnavailableOptionsAreRefused) {
                                                 0),
               0u)
         << sampling.status().message();
+    o.mode = parseModeSpec("default:granularity=warp").value();
+    o.backend = BackendKind::kInstrumentation;
+    Result<StartResult> intra = mgr().start(o);
+    ASSERT_FALSE(intra.isOk());
+    EXPECT_EQ(intra.status().message().rfind(
+                  "[PROTON] backend='instrumentation' needs an NVIDIA GPU, but ", 0),
+              0u)
+        << intra.status().message();
   }
 }
 
