@@ -94,8 +94,11 @@ void IntraKernelBuffers::removeUser() {
   if (users_ > 0 && --users_ == 0) {
     // Launches left past their sessions' last flush (its drain put off for a capture under
     // way, or still in their launch call then) are filed later into sessions that ended: lost.
-    for (const Ring &ring : rings_)
+    // Counted here, once: their entries go, so that filing them later counts nothing more.
+    for (Ring &ring : rings_) {
       if (!ring.slots.empty()) stat("instrumentation_launches_unrecorded").add(ring.slots.size());
+      for (SlotRecord &slot : ring.slots) slot.numEntries = 0;
+    }
     // No callback tells of these streams' captures or ends until the next session.
     for (Ring &ring : rings_) {
       if (ring.streams.empty()) continue;
@@ -622,9 +625,10 @@ void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
 }
 
 size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
-                     instrumentation::IntraTarget *out) {
+                     instrumentation::IntraTarget *out, size_t *gone) {
   StringId name = StringTable::global().intern(readableKernelName(symbol));
   size_t count = 0;
+  if (gone) *gone = 0;
   for (size_t i = 0; i < n; ++i) {
     const LaunchEntry &e = entries[i];
     // A kernel-tracing session that runs beside an instrumentation session keeps the profile
@@ -632,7 +636,10 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, S
     if (e.session->options().backend != BackendKind::kInstrumentation) continue;
     StringId frame = e.named && launchName != StringId{} ? launchName : name;
     NodeId node = e.session->child(e.phase, e.node, frame);
-    if (node != kNoNode) out[count++] = {e.session, e.phase, node};
+    if (node != kNoNode)
+      out[count++] = {e.session, e.phase, node};
+    else if (gone)
+      ++*gone;
   }
   return count;
 }

@@ -64,9 +64,11 @@ struct TraceJob;  // a trace slot read back (intra_kernel_trace_drain.cc)
 // Where a launch's intra-kernel data goes: the kernel's own node in each instrumentation
 // session that recorded the launch (not in kernel-tracing sessions beside them), where kernel
 // tracing files the kernel: <context>/<launchName> for entries named by launch metadata
-// (hook="triton"), <context>/<kernel> otherwise. Returns the number of targets.
+// (hook="triton"), <context>/<kernel> otherwise. Returns the number of targets; *gone, when
+// given, is set to the number of instrumentation sessions whose data went meanwhile (the
+// session ended, or its phase was cleared): the launch's data is lost for those.
 size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
-                     instrumentation::IntraTarget *out);
+                     instrumentation::IntraTarget *out, size_t *gone = nullptr);
 
 class IntraKernelBuffers {
  public:

@@ -51,6 +51,23 @@ TEST(IntraKernelTargets, KernelTracingSessionsBesideAnInstrumentationSessionGetN
   EXPECT_EQ(out[0].session, &instrumenting);
 }
 
+// A session that ended (its data released) before its launch's data came is no target, and
+// is told apart from a kernel-tracing session, which never was one.
+TEST(IntraKernelTargets, ASessionThatEndedIsNoTargetAndIsCounted) {
+  Session tracing{SessionId{25}, SessionOptions{}};
+  Session ended{SessionId{26}, instrumentation()};
+  Session going{SessionId{27}, instrumentation()};
+  ended.releaseData();
+  LaunchEntry entries[] = {{&tracing, kRootNode, PhaseId{0}, false},
+                           {&ended, kRootNode, PhaseId{0}, false},
+                           {&going, kRootNode, PhaseId{0}, false}};
+  instrumentation::IntraTarget out[3];
+  size_t gone = 7;
+  ASSERT_EQ(kernelTargets(entries, 3, "sv", StringId{}, out, &gone), 1u);
+  EXPECT_EQ(out[0].session, &going);
+  EXPECT_EQ(gone, 1u);
+}
+
 // Triton asks for a launch's buffer before its launcher makes a context current, so a
 // thread's first launch finds none (a thread that launched nothing before). Its buffer comes
 // from the context the launch runs in, and the thread's context is left as it was. (Before,

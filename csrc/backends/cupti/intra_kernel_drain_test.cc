@@ -286,7 +286,9 @@ TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
   EXPECT_EQ(fake::contextSyncs, 4u);  // and the next drain waits for streams again
   EXPECT_EQ(waits.value(), before + 4);
   NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
-  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 6);
+  // The launch left in the ring when the last user went was counted as unrecorded then, and
+  // is not filed (its sessions have ended).
+  EXPECT_EQ(metric(tree, body, "count"), 2.0 * 5);
 }
 
 // A full trace ring is drained without a flush (whose context synchronisation would end a
@@ -469,6 +471,37 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
   buffers.removeUser();
   EXPECT_EQ(unrecorded.value(), unrecordedBefore + 1);
   buffers.addUser();
+  // Read back in the next session: counted once, at the end above, not again when filed.
+  tree.releaseData();
+  allowed = true;
+  buffers.drain(driver);
+  EXPECT_EQ(unrecorded.value(), unrecordedBefore + 1);
+}
+
+// One of two sessions ends while its last drain is put off for a capture: its launch, read
+// back in the other session's next drain, has no session to go to and is counted as
+// unrecorded; the other session's launch is filed. (Before, it was dropped without a count.)
+TEST(IntraKernelBuffersDrain, ALaunchReadBackAfterItsSessionEndedIsCountedAsUnrecorded) {
+  Summed s(58);
+  auto &[driver, buffers, table, tree, entry] = s;
+  static bool allowed;
+  allowed = false;
+  buffers.setContextSync([](CUcontext context) { return context == fake::kOther && allowed; });
+  Session other{SessionId{59}, instrumentation()};
+  LaunchEntry otherEntry{&other, kRootNode, PhaseId{0}, false};
+  buffers.addUser();  // the other session's
+  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 820, entry);
+  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 821, otherEntry);
+  buffers.drain(driver);  // the first session's last flush: put off
+  tree.releaseData();     // it ends
+  buffers.removeUser();
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  const uint64_t before = unrecorded.value();
+  allowed = true;
+  buffers.drain(driver);
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  NodeId kernel = other.child(PhaseId{0}, kRootNode, S("summed"));
+  EXPECT_EQ(metric(other, other.child(PhaseId{0}, kernel, S("body")), "count"), 2.0);
 }
 
 // A context being destroyed (cudaDeviceReset) takes its ring's memory with it: the ring is

@@ -39,7 +39,12 @@ Counter &stat(const char *name) { return Stats::global().counter(name); }
 
 instrumentation::IntraLaunch IntraKernelBuffers::launchOf(const Ring &ring, const SlotRecord &slot,
                                                           instrumentation::IntraTarget *targets) {
-  size_t n = kernelTargets(slot.entries, slot.numEntries, slot.symbol, slot.launchName, targets);
+  size_t gone = 0;
+  size_t n =
+      kernelTargets(slot.entries, slot.numEntries, slot.symbol, slot.launchName, targets, &gone);
+  // Read back after the last flush of a session that recorded it (its drain was put off for a
+  // capture, or the launch was still in its call), while another session went on: lost there.
+  if (gone) stat("instrumentation_launches_unrecorded").add();
   return {targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
 }
 

@@ -257,7 +257,9 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
     } else {
       const Launch &l = launch->second;
       instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
-      size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets);
+      size_t gone = 0;
+      size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets, &gone);
+      if (gone) stat("instrumentation_native_events_unattributed").add(j - i);  // session ended
       instrumentation::IntraLaunch where{targets, t, device, l.startNs, cyclesPerNs};
       decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf, where);
     }

@@ -152,5 +152,21 @@ TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
   EXPECT_EQ(n.bodyCount(), 3.0);
 }
 
+// Events of a launch whose session ended before they were read (the flush above ran during
+// the launch, and another session goes on) have nowhere to go: counted as unattributed.
+// (Before, they were dropped without a count.)
+TEST(NativeScopes, EventsReadAfterTheirSessionEndedAreCountedAsUnattributed) {
+  Native n;
+  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
+  const uint64_t before = unattributed.value();
+  n.launch(21);
+  n.append(21, false, 100);
+  n.append(21, true, 140);
+  n.finished(21);
+  n.session.releaseData();
+  n.flush();
+  EXPECT_EQ(unattributed.value(), before + 2);
+}
+
 }  // namespace
 }  // namespace proton::cupti
