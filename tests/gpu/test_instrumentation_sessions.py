@@ -472,3 +472,70 @@ def test_a_device_reset_keeps_the_scopes_before_it_and_records_those_after_it(tm
         assert find(kernel, "work")["metrics"]["count"] == launches * CTAS * WARPS, dump(root)
     stats = dict(root["proton_metadata"]["stats"])
     assert stats.get("instrumentation_launches_unrecorded", 0) == 0, stats
+
+
+ANOTHER_THREAD_ACROSS_A_RESET = """
+import ctypes, json, queue, threading, torch, triton, triton.language as tl, proton
+
+
+@triton.jit
+def now(x):
+    return tl.inline_asm_elementwise(
+        "mov.u64 $0, %globaltimer;", "=l,r", [x], dtype=tl.int64, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def spin_kernel(out, ns, TAG: tl.constexpr):  # TAG: a binary for each context
+    x = tl.program_id(0)
+    start = now(x)
+    t = start
+    while t - start < ns:
+        t = now(x)
+    tl.store(out, t - start)
+
+
+jobs, done = queue.Queue(), queue.Queue()
+
+
+def worker():  # launches on the context before the reset, then on the one made after it
+    while (job := jobs.get()) is not None:
+        try:
+            job()
+        finally:
+            done.put(None)
+
+
+thread = threading.Thread(target=worker)
+thread.start()
+proton.start("reset_thread")
+out = torch.zeros(1, dtype=torch.int64, device="cuda")
+jobs.put(lambda: spin_kernel[(1,)](out, 1000, TAG=0))
+done.get()
+torch.cuda.synchronize()
+del out
+torch.cuda.empty_cache()
+assert ctypes.CDLL("libcudart.so.13").cudaDeviceReset() == 0
+out = torch.zeros(1, dtype=torch.int64, device="cuda")  # the new context: no launch here
+jobs.put(lambda: spin_kernel[(1,)](out, 3_000_000_000, TAG=1))
+done.get()
+proton.finalize()  # the worker's kernel is still spinning
+jobs.put(None)
+thread.join()
+print(json.dumps(int(out.item())))
+"""
+
+
+def test_a_thread_launching_across_another_threads_reset_has_its_kernels_waited_for(tmp_path):
+    # The new context has the old one's handle, which the worker thread had launched on: its
+    # next launch must still tell Proton of the context, or the flush does not wait for the
+    # kernel (3 s, past the flush's 2 s wait for records) and its record is lost.
+    r = run_program(ANOTHER_THREAD_ACROSS_A_RESET, tmp_path, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) >= 3_000_000_000
+    root = load_hatchet(tmp_path / "reset_thread.hatchet")[0]
+    kernel = find(root, "spin_kernel")
+    assert kernel["metrics"]["count"] == 2, dump(root)
+    assert kernel["metrics"]["time (ns)"] >= 3_000_000_000, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("flush_timeouts", 0) == 0, stats

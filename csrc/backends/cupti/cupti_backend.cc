@@ -42,6 +42,7 @@ namespace {
 Counter &statCounter(const char *name) { return Stats::global().counter(name); }
 
 thread_local CUcontext tlsLastContext = nullptr;        // the context this thread launched on last
+thread_local uint64_t tlsContextsEnded = 0;             // contextsEnded as it was then
 thread_local std::vector<StringId> *tlsNvtx = nullptr;  // open NVTX ranges, innermost last
 
 // nvtxRangePushA / nvtxRangePushEx parameter blocks (layouts of generated_nvtx_meta.h).
@@ -139,6 +140,9 @@ class CuptiBackend final : public GpuBackend {
 
   std::mutex contextMu_;  // taken when a thread launches on a context new to it
   std::vector<CUcontext> contexts_;
+  // Contexts destroyed so far: a context made after one was destroyed may get its handle, so
+  // a thread's last context is new to it again (its thread-local copy is another thread's).
+  std::atomic<uint64_t> contextsEnded_{0};
   // Captures under way: a flush waits for them to end before it synchronises a context.
   CaptureWatch captureWatch_;
   std::vector<CUcontext> synced_;  // mu_: the contexts the last flush synchronised
@@ -558,6 +562,7 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
 
 void CuptiBackend::noteContext(CUcontext context) {
   tlsLastContext = context;
+  tlsContextsEnded = contextsEnded_.load(std::memory_order_acquire);  // before the look-up
   {
     std::lock_guard lock(contextMu_);
     for (CUcontext c : contexts_)
@@ -569,8 +574,9 @@ void CuptiBackend::noteContext(CUcontext context) {
 
 void CuptiBackend::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const CUpti_CallbackData *cb) {
-  if (cb->callbackSite == CUPTI_API_ENTER && PROTON_UNLIKELY(cb->context != tlsLastContext) &&
-      cb->context)
+  if (cb->callbackSite == CUPTI_API_ENTER && cb->context &&
+      PROTON_UNLIKELY(cb->context != tlsLastContext ||
+                      tlsContextsEnded != contextsEnded_.load(std::memory_order_relaxed)))
     noteContext(cb->context);
   tracker_.onLaunch(domain, cbid, cb);
 }
@@ -623,8 +629,8 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
     {
       std::lock_guard lock(contextMu_);  // first: a flush no longer synchronises it
       std::erase(contexts_, data->context);
+      contextsEnded_.fetch_add(1, std::memory_order_release);  // every thread's copy is stale
     }
-    if (tlsLastContext == data->context) tlsLastContext = nullptr;
     NativeScopes::global().onContextDestroying(data->context);
     IntraKernelBuffers::global().onContextDestroying(data->context);
     DeviceMetricBuffers::global().onContextDestroying(data->context);
