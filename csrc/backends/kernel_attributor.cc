@@ -29,6 +29,14 @@ Counter &typeConflicts() {
   return c;
 }
 
+// A record with no end, or an end before its start: a flush forced out the record of a kernel
+// still running (in a context the flush could not synchronise). Its launch counts; its time,
+// unknown, does not.
+Counter &untimed() {
+  static Counter &c = Stats::global().counter("kernel_records_untimed");
+  return c;
+}
+
 }  // namespace
 
 std::string readableKernelName(const char *name) {
@@ -48,6 +56,7 @@ KernelAttributor::KernelAttributor(LaunchTable &launches, CaptureRegistry &captu
   unmatched();
   uncaptured();
   typeConflicts();
+  untimed();
 }
 
 StringId KernelAttributor::kernelName(const char *name) {
@@ -74,6 +83,8 @@ void KernelAttributor::add(const KernelRecord &r) {
     if (observer_) observer_(r, nullptr, 0, StringId{});
     return;
   }
+  const bool timed = r.endNs >= r.startNs && r.endNs != 0;
+  if (!timed) untimed().add();
   LaunchEntry filedUnder[LaunchInfo::kMaxEntries];
   size_t numFiled = 0;
   StringId name = kernelName(r.name);
@@ -112,6 +123,7 @@ void KernelAttributor::add(const KernelRecord &r) {
       filedUnder[numFiled++] = {&s, parent, e.phase,
                                 captured ? captured->kernelName != StringId{} : e.named};
     if (s.options().data == DataKind::kTrace) {
+      if (!timed) continue;  // a slice needs both ends (counted above)
       TraceEvent event;
       event.name = name;
       event.context = node;
@@ -123,8 +135,7 @@ void KernelAttributor::add(const KernelRecord &r) {
       event.correlation = r.correlation;
       s.addDeviceEvent(e.phase, event, r.deviceType, r.device);
     } else {
-      s.addKernel(e.phase, node, r.endNs > r.startNs ? r.endNs - r.startNs : 0, r.device,
-                  r.deviceType);
+      s.addKernel(e.phase, node, timed ? r.endNs - r.startNs : 0, r.device, r.deviceType);
       if (captured && !captured->metrics.empty() && node != kNoNode &&
           !s.addMetrics(e.phase, node, captured->metrics).isOk())
         typeConflicts().add();

@@ -230,6 +230,25 @@ TEST_F(CuptiTranslateTest, TraceSessionGetsASliceOnTheStreamLane) {
   });
 }
 
+// A flush that could not synchronise a kernel's context forces out the record of a kernel
+// still running: no end. Its launch counts, its time is not guessed, and the record is
+// counted; a trace gets no slice without an end. (Before, a 3 s kernel was filed as 0 ns with
+// nothing said.)
+TEST_F(CuptiTranslateTest, ARecordWithoutAnEndCountsItsLaunchNotItsTime) {
+  Session trace(SessionId{902}, options(DataKind::kTrace));
+  const uint64_t before = stat("kernel_records_untimed");
+  launch(80, "s");
+  launch(81, "s");
+  launch(82, "t", false, &trace);
+  deliver(kernelRecord(80, "k", 5000, 5400));
+  deliver(kernelRecord(81, "k", 6000, 0));
+  deliver(kernelRecord(82, "k", 7000, 0));
+  EXPECT_EQ(kernelAt(session_, {"s"}, "k"), std::make_pair(uint64_t(2), uint64_t(400)));
+  EXPECT_EQ(stat("kernel_records_untimed"), before + 2);
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) { EXPECT_TRUE(p.events().empty()); });
+  EXPECT_EQ(table_.outstanding(), 0);
+}
+
 TEST_F(CuptiTranslateTest, KernelNamesAreDemangledOnce) {
   EXPECT_EQ(StringTable::global().view(attributor_.kernelName("_Z4vaddPfi")), "vadd(float*, int)");
   EXPECT_EQ(StringTable::global().view(attributor_.kernelName("triton_poi_fused")),
