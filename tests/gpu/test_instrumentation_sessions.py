@@ -517,7 +517,17 @@ del out
 torch.cuda.empty_cache()
 assert ctypes.CDLL("libcudart.so.13").cudaDeviceReset() == 0
 out = torch.empty(1, dtype=torch.int64, device="cuda")  # the new context: no launch here
-jobs.put(lambda: spin_kernel[(1,)](out, 3_000_000_000, TAG=1))
+cudart = ctypes.CDLL("libcudart.so.13")
+
+
+def spin_on_the_new_context():
+    # The runtime makes the new primary context current on this thread too (the driver may
+    # have given it another handle, and the old one is destroyed).
+    assert cudart.cudaSetDevice(0) == 0 and cudart.cudaFree(None) == 0
+    spin_kernel[(1,)](out, 3_000_000_000, TAG=1)
+
+
+jobs.put(spin_on_the_new_context)
 done.get()
 proton.finalize()  # the worker's kernel is still spinning
 jobs.put(None)
