@@ -475,7 +475,7 @@ def test_a_device_reset_keeps_the_scopes_before_it_and_records_those_after_it(tm
 
 
 ANOTHER_THREAD_ACROSS_A_RESET = """
-import ctypes, json, queue, threading, torch, triton, triton.language as tl, proton
+import ctypes, queue, threading, torch, triton, triton.language as tl, proton
 
 
 @triton.jit
@@ -486,13 +486,13 @@ def now(x):
 
 
 @triton.jit
-def spin_kernel(out, ns, TAG: tl.constexpr):  # TAG: a binary for each context
+def spin_kernel(ns, TAG: tl.constexpr):  # TAG: a binary for each context
+    # No pointer: after the reset, PyTorch's allocator may hand out memory of the old context.
     x = tl.program_id(0)
     start = now(x)
     t = start
     while t - start < ns:
         t = now(x)
-    tl.store(out, t - start)
 
 
 jobs, done = queue.Queue(), queue.Queue()
@@ -506,25 +506,21 @@ def worker():  # launches on the context before the reset, then on the one made 
             done.put(None)
 
 
+cudart = ctypes.CDLL("libcudart.so.13")
 thread = threading.Thread(target=worker)
 thread.start()
 proton.start("reset_thread")
-out = torch.zeros(1, dtype=torch.int64, device="cuda")
-jobs.put(lambda: spin_kernel[(1,)](out, 1000, TAG=0))
+torch.cuda.init()
+jobs.put(lambda: spin_kernel[(1,)](1000, TAG=0))
 done.get()
-torch.cuda.synchronize()
-del out
-torch.cuda.empty_cache()
-assert ctypes.CDLL("libcudart.so.13").cudaDeviceReset() == 0
-out = torch.empty(1, dtype=torch.int64, device="cuda")  # the new context: no launch here
-cudart = ctypes.CDLL("libcudart.so.13")
+assert cudart.cudaDeviceSynchronize() == 0 and cudart.cudaDeviceReset() == 0
+assert cudart.cudaFree(None) == 0  # the new context, made on this thread: no launch here
 
 
 def spin_on_the_new_context():
-    # The runtime makes the new primary context current on this thread too (the driver may
-    # have given it another handle, and the old one is destroyed).
+    # The runtime makes the new primary context current on this thread too.
     assert cudart.cudaSetDevice(0) == 0 and cudart.cudaFree(None) == 0
-    spin_kernel[(1,)](out, 3_000_000_000, TAG=1)
+    spin_kernel[(1,)](3_000_000_000, TAG=1)
 
 
 jobs.put(spin_on_the_new_context)
@@ -532,7 +528,6 @@ done.get()
 proton.finalize()  # the worker's kernel is still spinning
 jobs.put(None)
 thread.join()
-print(json.dumps(int(out.item())))
 """
 
 
@@ -543,7 +538,6 @@ def test_a_thread_launching_across_another_threads_reset_has_its_kernels_waited_
     # end. (Before, the profile had the 2 launches taking 1952 ns in all.)
     r = run_program(ANOTHER_THREAD_ACROSS_A_RESET, tmp_path, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(r.stdout.strip().splitlines()[-1]) >= 3_000_000_000
     root = load_hatchet(tmp_path / "reset_thread.hatchet")[0]
     kernel = find(root, "spin_kernel")
     assert kernel["metrics"]["count"] == 2, dump(root)
