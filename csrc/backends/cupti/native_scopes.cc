@@ -222,37 +222,57 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
     empty = true;
   }
   bool copied = true;
+  std::vector<instrumentation::NativeEvent> read;
   if (n > b.read) {
-    const size_t had = events.size();
-    events.resize(had + (n - b.read));
-    copied = fromDevice(b, events.data() + had, b.events + b.read * sizeof(events[0]),
-                        (n - b.read) * sizeof(events[0]));
-    if (!copied) {
-      stat("instrumentation_native_events_lost").add(n - b.read);
-      events.resize(had);
+    read.resize(n - b.read);
+    copied = fromDevice(b, read.data(), b.events + b.read * sizeof(read[0]),
+                        (n - b.read) * sizeof(read[0]));
+    if (!copied) {  // lost, all that were not filed yet
+      stat("instrumentation_native_events_lost").add(n - b.read - b.filedPast.size());
+      read.clear();
+      b.read = n;
+      b.filedPast.clear();
     }
   }
-  b.read = n;
+  // Taken: every event not filed before, or (while a kernel may still be appending) only
+  // those of finished launches; the first one left is where the next drain reads from.
+  std::vector<uint64_t> filed;
+  filed.swap(b.filedPast);
+  size_t past = 0;
+  uint64_t firstLeft = n;
+  for (uint64_t i = b.read; i < b.read + read.size(); ++i) {
+    if (past < filed.size() && filed[past] == i) {
+      ++past;
+      if (firstLeft < n) b.filedPast.push_back(i);  // still past where the next drain reads
+      continue;
+    }
+    const instrumentation::NativeEvent &e = read[i - b.read];
+    if (empty || byGrid_.count(static_cast<int64_t>(e.grid))) {
+      events.push_back(e);
+      if (firstLeft < n) b.filedPast.push_back(i);
+    } else if (firstLeft == n) {
+      firstLeft = i;
+    }
+  }
+  b.read = firstLeft;
   if (empty) {
     control.head = 0;
     b.read = 0;
+    b.filedPast.clear();
     toDevice(b, b.control, &control, sizeof(control));
   }
   return copied;
 }
 
 void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, int device,
-                              double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf,
-                              std::vector<instrumentation::NativeEvent> *carry) {
+                              double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf) {
   std::stable_sort(events.begin(), events.end(),
                    [](const auto &a, const auto &c) { return a.grid < c.grid; });
   for (size_t i = 0; i < events.size();) {
     size_t j = i;
     while (j < events.size() && events[j].grid == events[i].grid) ++j;
     auto launch = byGrid_.find(static_cast<int64_t>(events[i].grid));
-    if (launch == byGrid_.end() && carry) {
-      carry->insert(carry->end(), events.begin() + i, events.begin() + j);
-    } else if (launch == byGrid_.end()) {
+    if (launch == byGrid_.end()) {
       stat("instrumentation_native_events_unattributed").add(j - i);
     } else {
       const Launch &l = launch->second;
@@ -282,18 +302,14 @@ void NativeScopes::drain() {
   for (ContextBuffers &b : contexts_) {
     ContextScope scope(*driver_, b.context, /*current=*/false);
     if (!scope.ok()) continue;
-    // Events of launches whose records had not come at the last drain, first.
-    std::vector<instrumentation::NativeEvent> events = std::exchange(b.carried, {});
+    std::vector<instrumentation::NativeEvent> events;
     readEvents(b, events, empty);
-    fileEvents(
-        events, b.device, b.cyclesPerNs,
-        [&](uint64_t address) {
-          auto key = std::make_pair(b.context, address);
-          auto found = names_.find(key);
-          if (found != names_.end()) return found->second;
-          return names_[key] = nameAt(b, address);
-        },
-        empty ? nullptr : &b.carried);
+    fileEvents(events, b.device, b.cyclesPerNs, [&](uint64_t address) {
+      auto key = std::make_pair(b.context, address);
+      auto found = names_.find(key);
+      if (found != names_.end()) return found->second;
+      return names_[key] = nameAt(b, address);
+    });
   }
   for (Orphaned &o : orphaned_) {
     fileEvents(o.events, o.device, o.cyclesPerNs, [&](uint64_t address) {
@@ -315,7 +331,6 @@ void NativeScopes::onContextDestroying(CUcontext context) {
     RelaxedCaptureMode relaxed(*driver_);
     if (driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
       Orphaned o;
-      o.events = std::move(b->carried);
       o.device = b->device;
       o.cyclesPerNs = b->cyclesPerNs;
       if (readEvents(*b, o.events, /*empty=*/true) && !o.events.empty()) {

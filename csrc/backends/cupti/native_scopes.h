@@ -13,11 +13,12 @@
 // record maps back to the launch and so to the context it was launched in. When the last
 // session ends the module globals are set back to null (one predicated-off load per scope).
 //
-// A drain reads a context's events from the last one it read up to the claim counter, and then
-// empties the buffer (the counter back to 0), unless an instrumented kernel was launched since
-// the flush began: that kernel may still be appending, so the buffer is kept, the next drain
-// reads on from where this one stopped, and events of launches whose record has not come yet
-// are kept for it too.
+// A drain reads a context's events from the first one not filed yet up to the claim counter,
+// and then empties the buffer (the counter back to 0), unless an instrumented kernel was
+// launched since the flush began: that kernel may still be appending (a claimed event may not
+// be written yet, or be half-written), so the buffer is kept and only events of launches whose
+// record has come (finished kernels) are filed; the others are read again, whole, by the next
+// drain.
 //
 // Every copy to or from the GPU goes through a non-blocking stream of Proton's own per context,
 // in relaxed capture mode: a module's first launch may be one being captured into a CUDA graph,
@@ -86,8 +87,8 @@ class NativeScopes {
     CUdeviceptr control = 0;
     CUdeviceptr events = 0;
     CUstream stream = nullptr;  // Proton's own, non-blocking: every copy
-    uint64_t read = 0;          // events read by earlier drains since the buffer was emptied
-    std::vector<instrumentation::NativeEvent> carried;  // read, their launch's record not come
+    uint64_t read = 0;  // events before it filed by earlier drains since the buffer was emptied
+    std::vector<uint64_t> filedPast;  // ascending: indices past `read` filed already
   };
   struct Launch {
     const char *symbol = nullptr;
@@ -112,15 +113,14 @@ class NativeScopes {
   // mu_ held, b's context current, relaxed capture mode: copies on b's stream, waited for.
   bool toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from, size_t bytes);
   bool fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes);
-  // mu_ held, b's context current: its events not read yet appended to `events`; the buffer
-  // emptied if `empty` (no kernel can be appending to it), else where they ended noted.
+  // mu_ held, b's context current: its events not filed yet appended to `events`, all of them
+  // and the buffer emptied if `empty` (no kernel can be appending to it); otherwise only those
+  // of launches whose record has come, the others left on the GPU for the next drain.
   bool readEvents(ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events, bool empty);
   // mu_ held: events filed by launch, each launch's in the order they were written; those of
-  // launches with no record yet go into `carry` if given (a kernel launched during the flush
-  // may still run), else are counted as unattributed.
+  // launches with no record are counted as unattributed.
   void fileEvents(std::vector<instrumentation::NativeEvent> &events, int device, double cyclesPerNs,
-                  const std::function<StringId(uint64_t)> &nameOf,
-                  std::vector<instrumentation::NativeEvent> *carry = nullptr);
+                  const std::function<StringId(uint64_t)> &nameOf);
 
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> generation_{1};

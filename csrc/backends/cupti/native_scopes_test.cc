@@ -68,13 +68,15 @@ struct Native {
     cb.symbolName = "scaled";
     scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb, grid, &entry, 1);
   }
-  // What a warp of grid `grid` appends on entering (or leaving) its scope.
-  void append(uint64_t grid, bool exit, uint64_t clock) {
-    Control &control = at<Control>(at<CUdeviceptr>(kGlobal));
-    uint64_t i = control.head++;
+  // A warp's claim of the next event: written later (write), as a kernel may still do when a
+  // drain reads.
+  uint64_t claim() { return at<Control>(at<CUdeviceptr>(kGlobal)).head++; }
+  // What a warp of grid `grid` writes into event i on entering (or leaving) its scope.
+  void write(uint64_t i, uint64_t grid, bool exit, uint64_t clock) {
     NativeEvent e{grid, kName, clock, 1000 + clock, 0, exit ? 1u : 0u, 0};
-    at<NativeEvent>(control.events + i * sizeof(NativeEvent)) = e;
+    at<NativeEvent>(at<Control>(at<CUdeviceptr>(kGlobal)).events + i * sizeof(NativeEvent)) = e;
   }
+  void append(uint64_t grid, bool exit, uint64_t clock) { write(claim(), grid, exit, clock); }
   // Grid `grid`'s kernel record.
   void finished(uint64_t grid) {
     KernelRecord record;
@@ -88,10 +90,11 @@ struct Native {
     duringIt();
     scopes.drain();
   }
-  double bodyCount() {
+  double bodyMetric(const char *name) {
     NodeId kernel = session.child(PhaseId{0}, kRootNode, S("scaled"));
-    return metric(session, session.child(PhaseId{0}, kernel, S("body")), "count");
+    return metric(session, session.child(PhaseId{0}, kernel, S("body")), name);
   }
+  double bodyCount() { return bodyMetric("count"); }
 
   CudaDriverApi driver;
   NativeScopes scopes;
@@ -150,6 +153,37 @@ TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
   n.finished(13);
   n.flush();
   EXPECT_EQ(n.bodyCount(), 3.0);
+}
+
+// A drain during which a kernel still runs finds events claimed and not written yet (or
+// half-written): only events of finished launches are filed, and the rest is read again, whole,
+// by the next drain, around those filed already. (Before, what the drain read was kept and
+// filed later as it was: the unwritten enter was unattributed, the scope lost.)
+TEST(NativeScopes, AnEventClaimedButNotWrittenWhenADrainReadsIsReadAgainWhole) {
+  Native n;
+  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
+  const uint64_t before = unattributed.value();
+  n.launch(31);
+  n.append(31, false, 100);
+  uint64_t unwritten = 0;
+  n.flush([&] {
+    n.launch(32);  // during the flush: running when the drain reads
+    unwritten = n.claim();
+    n.append(31, true, 130);  // the first launch's last event, after the claim
+    n.finished(31);
+  });
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 30.0);
+  n.flush([&] { n.launch(33); });  // the claim still unwritten: left again, past it kept as filed
+  EXPECT_EQ(n.bodyMetric("cycles"), 30.0);
+  n.write(unwritten, 32, false, 200);
+  n.append(32, true, 260);
+  n.finished(32);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 2.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 30.0 + 60.0);  // the first launch's exit not filed twice
+  EXPECT_EQ(unattributed.value(), before);
+  EXPECT_EQ(at<Control>(at<CUdeviceptr>(kGlobal)).head, 0u);
 }
 
 // Events of a launch whose session ended before they were read (the flush above ran during
