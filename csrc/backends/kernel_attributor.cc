@@ -29,9 +29,7 @@ Counter &typeConflicts() {
   return c;
 }
 
-// A record with no end, or an end before its start: a flush forced out the record of a kernel
-// still running (in a context the flush could not synchronise). Its launch counts; its time,
-// unknown, does not.
+// Records that are not KernelRecord::timed(): the launch counts; its time, unknown, does not.
 Counter &untimed() {
   static Counter &c = Stats::global().counter("kernel_records_untimed");
   return c;
@@ -83,7 +81,7 @@ void KernelAttributor::add(const KernelRecord &r) {
     if (observer_) observer_(r, nullptr, 0, StringId{});
     return;
   }
-  const bool timed = r.endNs >= r.startNs && r.endNs != 0;
+  const bool timed = r.timed();
   if (!timed) untimed().add();
   LaunchEntry filedUnder[LaunchInfo::kMaxEntries];
   size_t numFiled = 0;

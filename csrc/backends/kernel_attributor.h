@@ -37,6 +37,9 @@ struct KernelRecord {
   uint64_t graphNodeId = 0;    // 0: not launched from a graph
   int64_t gridId = 0;          // the launch's grid id (%gridid on the device)
   DeviceType deviceType = DeviceType::kCuda;
+  // False for a record with no end, or an end before its start: a flush forced out the record
+  // of a kernel still running (in a context it could not synchronise).
+  bool timed() const { return endNs != 0 && endNs >= startNs; }
 };
 
 class PcSampleAttributor;

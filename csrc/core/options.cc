@@ -91,7 +91,7 @@ Result<OutputFormat> parseOutputFormat(std::string_view s) {
 }
 
 std::string ModeSpec::toString() const {
-  // The default mode's name is kept empty; with options it is spelled, as it was given.
+  // The default mode's name is kept empty; with options it is spelled out ("default:...").
   std::string out = name.empty() && !options.empty() ? "default" : name;
   for (const auto &[k, v] : options) out += ":" + k + "=" + v;
   return out;

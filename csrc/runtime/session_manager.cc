@@ -161,9 +161,7 @@ Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
   if (mode.name.empty() || mode.name == "pcsampling") return {};
   // Intra-kernel modes: their fields are checked by the Python layer, which compiles them in.
-  if (options.backend == BackendKind::kInstrumentation &&
-      (mode.name == "default" || mode.name == "mma"))
-    return {};
+  if (options.backend == BackendKind::kInstrumentation && mode.name == "mma") return {};
   if (mode.name == "periodic_flushing") return periodicFormat(options).status();
   return {StatusCode::kUnavailable,
           "[PROTON] mode='" + mode.toString() + "' is not supported by backend '" +
@@ -195,13 +193,13 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
     if (!explicitCupti) return cpuOnly(why, warning);
     return {StatusCode::kUnavailable, "[PROTON] GPU profiling is off: " + why};
   }
+  // What asked for the GPU, as the user wrote it.
+  const std::string what = options.backend != BackendKind::kAuto
+                               ? std::string("backend='") + backendKindName(options.backend) + "'"
+                               : "mode='" + options.mode.toString() + "'";
   const RuntimeProbe &probe = probeCudaRuntime();
   if (!probe.available) {
     if (!explicitCupti) return cpuOnly("no GPU runtime was found: " + probe.reason, warning);
-    std::string what = options.backend == BackendKind::kCupti ? "backend='cupti'"
-                       : options.backend == BackendKind::kInstrumentation
-                           ? "backend='instrumentation'"
-                           : "mode='" + options.mode.toString() + "'";
     return {StatusCode::kUnavailable,
             "[PROTON] " + what + " needs an NVIDIA GPU, but " + probe.reason +
                 ". Leave backend and mode unset to record CPU scopes and metrics only."};
@@ -212,7 +210,7 @@ Status SessionManager::selectBackend(Session &session, std::string &warning, Gpu
         "this build of Proton has no CUPTI backend (CUPTI headers were not found when it "
         "was built; reinstall with the CUDA toolkit present)";
     if (!explicitCupti) return cpuOnly("a GPU was found, but " + why, warning);
-    return {StatusCode::kUnavailable, "[PROTON] backend='cupti': " + why};
+    return {StatusCode::kUnavailable, "[PROTON] " + what + ": " + why};
   }
   Status status = backend->acquire(session);
   if (status.isOk()) {

@@ -253,7 +253,7 @@ void CuptiBackend::flush(std::chrono::milliseconds captureWait) {
   // Every instrumented launch has finished and its record was filed: its buffers can be read
   // (a ring waits for its launches' streams itself).
   IntraKernelBuffers::global().drain(*driver_);
-  NativeScopes::global().drain();
+  NativeScopes::global().drain(synced_);
 }
 
 void CuptiBackend::onInstrumentedRecord(const KernelRecord &record, const LaunchEntry *filedUnder,

@@ -96,7 +96,7 @@ void IntraKernelBuffers::removeUser() {
     // way, or still in their launch call then) are filed later into sessions that ended: lost.
     // Counted here, once: their entries go, so that filing them later counts nothing more.
     for (Ring &ring : rings_) {
-      if (!ring.slots.empty()) stat("instrumentation_launches_unrecorded").add(ring.slots.size());
+      if (size_t n = wanted(ring.slots)) stat("instrumentation_launches_unrecorded").add(n);
       for (SlotRecord &slot : ring.slots) slot.numEntries = 0;
     }
     // No callback tells of these streams' captures or ends until the next session.
@@ -622,6 +622,11 @@ void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
   auto it = byCorrelation_.find(correlation);
   if (it == byCorrelation_.end()) return;
   rings_[it->second.first].slots[it->second.second].startNs = startNs;
+}
+
+size_t IntraKernelBuffers::wanted(const std::vector<SlotRecord> &slots) {
+  return static_cast<size_t>(std::count_if(slots.begin(), slots.end(),
+                                           [](const SlotRecord &s) { return s.numEntries > 0; }));
 }
 
 size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,

@@ -158,9 +158,13 @@ class IntraKernelBuffers {
     uint64_t startNs = 0;
     const char *symbol = nullptr;
     StringId launchName;  // the kernel's name from launch metadata, for named entries
+    // 0: filed in no session; also a slot counted as unrecorded when the last session ended
+    // (removeUser), which drains then neither read nor count again.
     uint32_t numEntries = 0;
     LaunchEntry entries[LaunchInfo::kMaxEntries];
   };
+  // The slots that some session may still want: not yet counted as lost.
+  static size_t wanted(const std::vector<SlotRecord> &slots);
   struct InFlight {
     uint64_t ticket = 0;
     size_t offset = 0;

@@ -102,10 +102,9 @@ void IntraKernelBuffers::onContextDestroying(CUcontext context) {
   if (ring->end) {
     RelaxedCaptureMode relaxed(*driver_);
     ContextScope scope(*driver_, context, /*current=*/false);
-    if (!scope.ok() || !drainRing(*driver_, r, kept))
-      stat("instrumentation_launches_unrecorded").add(ring->slots.size());
-    else
-      stat("instrumentation_launches_unrecorded").add(kept.size());  // still in their call
+    if (scope.ok()) drainRing(*driver_, r, kept);
+    // Left: every slot if it could not be drained, else those of launches still in their call.
+    stat("instrumentation_launches_unrecorded").add(wanted(ring->slots));
   }
   std::erase_if(byCorrelation_, [&](const auto &entry) { return entry.second.first == r; });
   // Retired, not removed (slots elsewhere hold rings' indices): a context made later, even

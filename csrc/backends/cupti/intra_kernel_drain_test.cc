@@ -478,6 +478,25 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
   EXPECT_EQ(unrecorded.value(), unrecordedBefore + 1);
 }
 
+// Two sessions one after the other whose last drains are both put off (the capture goes on):
+// the first one's launch is counted when it ends, once, and not again when the second ends.
+TEST(IntraKernelBuffersDrain, ALaunchLeftPastTwoSessionsIsCountedOnce) {
+  Summed s(60);
+  auto &[driver, buffers, table, tree, entry] = s;
+  buffers.setContextSync([](CUcontext) { return false; });
+  Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
+  const uint64_t before = unrecorded.value();
+  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 830, entry);
+  buffers.drain(driver);
+  buffers.removeUser();
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  buffers.addUser();  // the second session
+  buffers.drain(driver);
+  buffers.removeUser();
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  buffers.addUser();  // (the fixture's end takes it)
+}
+
 // One of two sessions ends while its last drain is put off for a capture: its launch, read
 // back in the other session's next drain, has no session to go to and is counted as
 // unrecorded; the other session's launch is filed. (Before, it was dropped without a count.)

@@ -53,7 +53,7 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
   // thread's time); they are made and filed on the filing thread, while the program goes on.
   std::vector<const SlotRecord *> slots;
   for (const SlotRecord &slot : ring.slots)
-    if (slot.trace) slots.push_back(&slot);
+    if (slot.trace && slot.numEntries) slots.push_back(&slot);  // (0: counted as lost)
   for (size_t next = 0; next < slots.size();) {
     std::shared_ptr<TraceJob> batch[kCountBatch];
     size_t n = 0, bytes = 0;
@@ -98,6 +98,7 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
   try {  // no memory for the copy: the launch is not recorded
     auto job = std::make_shared<TraceJob>();
     job->launch = launchOf(ring, slot, job->targets);
+    if (job->launch.numTargets == 0) return nullptr;  // no session wants it (counted there)
     for (size_t t = 0; t < job->launch.numTargets; ++t)
       job->traces += job->targets[t].session->options().data == DataKind::kTrace;
     if (job->onlyTraces() && traceCapReached()) {

@@ -42,9 +42,9 @@ instrumentation::IntraLaunch IntraKernelBuffers::launchOf(const Ring &ring, cons
   size_t gone = 0;
   size_t n =
       kernelTargets(slot.entries, slot.numEntries, slot.symbol, slot.launchName, targets, &gone);
-  // Read back after the last flush of a session that recorded it (its drain was put off for a
-  // capture, or the launch was still in its call), while another session went on: lost there.
-  if (gone) stat("instrumentation_launches_unrecorded").add();
+  // Read back after the last flush of every session that recorded it (its drain was put off
+  // for a capture, or the launch was still in its call), while another session went on: lost.
+  if (n == 0 && gone) stat("instrumentation_launches_unrecorded").add();
   return {targets, n, ring.device, slot.startNs, ring.cyclesPerNs};
 }
 
@@ -129,7 +129,7 @@ bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
 void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   std::vector<const SlotRecord *> tree;
   for (const SlotRecord &slot : ring.slots)
-    if (!slot.trace) tree.push_back(&slot);
+    if (!slot.trace && slot.numEntries) tree.push_back(&slot);  // (0: counted as lost)
   if (tree.empty()) return;
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
   if (!loadReduce(driver, ring)) {

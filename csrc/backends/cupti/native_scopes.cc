@@ -105,6 +105,7 @@ NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
             driver_->memAlloc(&b.control, sizeof(Control)) == CUDA_SUCCESS &&
             driver_->streamCreate(&b.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
   Control control{b.events, kEventsPerContext, 0};
+  if (ok) zeroEvents(b, kEventsPerContext);  // a claimed place not written yet reads as grid 0
   if (!ok || !toDevice(b, b.control, &control, sizeof(control))) {
     if (b.events) driver_->memFree(b.events);
     if (b.control) driver_->memFree(b.control);
@@ -180,6 +181,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   auto it = byCorrelation_.find(record.correlation);
   if (it != byCorrelation_.end()) {
     it->second.startNs = record.startNs;
+    it->second.finished = record.timed();
     byGrid_[record.gridId] = it->second;
     byCorrelation_.erase(it);
     return;
@@ -192,6 +194,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   launch.symbol = record.name;
   launch.launchName = launchName;
   launch.startNs = record.startNs;
+  launch.finished = record.timed();
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(filedUnder, filedUnder + launch.numEntries, launch.entries);
   byGrid_[record.gridId] = launch;
@@ -247,7 +250,8 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
       continue;
     }
     const instrumentation::NativeEvent &e = read[i - b.read];
-    if (empty || byGrid_.count(static_cast<int64_t>(e.grid))) {
+    auto launch = byGrid_.find(static_cast<int64_t>(e.grid));
+    if (empty || (launch != byGrid_.end() && launch->second.finished)) {
       events.push_back(e);
       if (firstLeft < n) b.filedPast.push_back(i);
     } else if (firstLeft == n) {
@@ -256,6 +260,9 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
   }
   b.read = firstLeft;
   if (empty) {
+    // Zeroed: a place claimed and not yet written reads as no launch's (grid 0), not as the
+    // event an earlier launch left there.
+    if (n) zeroEvents(b, n);
     control.head = 0;
     b.read = 0;
     b.filedPast.clear();
@@ -279,9 +286,12 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
       instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
       size_t gone = 0;
       size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets, &gone);
-      if (gone) stat("instrumentation_native_events_unattributed").add(j - i);  // session ended
-      instrumentation::IntraLaunch where{targets, t, device, l.startNs, cyclesPerNs};
-      decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf, where);
+      if (t == 0 && gone) {  // every session that recorded the launch has ended
+        stat("instrumentation_native_events_unattributed").add(j - i);
+      } else {
+        instrumentation::IntraLaunch where{targets, t, device, l.startNs, cyclesPerNs};
+        decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf, where);
+      }
     }
     i = j;
   }
@@ -292,16 +302,21 @@ void NativeScopes::beforeSync() {
   launchesAtFlush_ = launches_;
 }
 
-void NativeScopes::drain() {
+void NativeScopes::drain(const std::vector<CUcontext> &synced) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);
-  // A kernel launched since the flush began (on another thread) may still be appending: the
-  // buffers are not emptied under it. Launches wait for this lock from here on.
-  const bool empty = launches_ == launchesAtFlush_;
+  // A kernel launched since the flush began (on another thread), or any kernel of a context the
+  // flush did not synchronise, may still be appending: those buffers are not emptied under it.
+  // Launches wait for this lock from here on.
+  const bool noneLaunched = launches_ == launchesAtFlush_;
+  bool allEmptied = true;
   for (ContextBuffers &b : contexts_) {
     ContextScope scope(*driver_, b.context, /*current=*/false);
     if (!scope.ok()) continue;
+    const bool empty =
+        noneLaunched && std::find(synced.begin(), synced.end(), b.context) != synced.end();
+    allEmptied &= empty;
     std::vector<instrumentation::NativeEvent> events;
     readEvents(b, events, empty);
     fileEvents(events, b.device, b.cyclesPerNs, [&](uint64_t address) {
@@ -319,7 +334,17 @@ void NativeScopes::drain() {
     });
   }
   orphaned_.clear();
-  byGrid_.clear();
+  // Launches not known to be finished may have events still to be read; kept until then.
+  if (allEmptied)
+    byGrid_.clear();
+  else
+    std::erase_if(byGrid_, [](const auto &entry) { return entry.second.finished; });
+}
+
+void NativeScopes::zeroEvents(const ContextBuffers &b, uint64_t count) {
+  if (driver_->memsetD8Async(b.events, 0, count * sizeof(instrumentation::NativeEvent), b.stream) ==
+      CUDA_SUCCESS)
+    driver_->streamSynchronize(b.stream);
 }
 
 void NativeScopes::onContextDestroying(CUcontext context) {

@@ -4,7 +4,7 @@
 //   scopes.onLaunch(cbid, cb, entries, n);         // every driver launch (cheap when not ours)
 //   scopes.noteKernel(record, filedUnder, n, name); // its record: grid id -> launch
 //   scopes.beforeSync();                           // a flush begins (before it synchronises)
-//   scopes.drain();                                // after flush: read events back, file them
+//   scopes.drain(synced);                          // after flush: read events back, file them
 //
 // Each CUDA module compiled with the header has a global `proton_instrument_control`. When a
 // kernel of such a module is launched in a session, Proton points that global at its
@@ -14,11 +14,11 @@
 // session ends the module globals are set back to null (one predicated-off load per scope).
 //
 // A drain reads a context's events from the first one not filed yet up to the claim counter,
-// and then empties the buffer (the counter back to 0), unless an instrumented kernel was
-// launched since the flush began: that kernel may still be appending (a claimed event may not
-// be written yet, or be half-written), so the buffer is kept and only events of launches whose
-// record has come (finished kernels) are filed; the others are read again, whole, by the next
-// drain.
+// and then empties the buffer (zeroed, the counter back to 0), unless a kernel may still be
+// appending: one launched since the flush began, or any in a context the flush did not
+// synchronise (a capture was under way there). A claimed event may then not be written yet, or
+// be half-written, so the buffer is kept and only events of finished launches (their record
+// came, with an end) are filed; the others are read again, whole, by the next drain.
 //
 // Every copy to or from the GPU goes through a non-blocking stream of Proton's own per context,
 // in relaxed capture mode: a module's first launch may be one being captured into a CUDA graph,
@@ -66,7 +66,8 @@ class NativeScopes {
   void noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
                   StringId launchName);
   void beforeSync();
-  void drain();
+  // synced: the contexts the flush synchronised.
+  void drain(const std::vector<CUcontext> &synced);
   // A context is about to be destroyed (its resource callback, on the destroying thread): its
   // events are read back while they can be, with their scopes' names, for the next drain to
   // file; its buffers go with it, and modules loaded into it again are instrumented again.
@@ -95,6 +96,7 @@ class NativeScopes {
     StringId launchName;  // the frame of entries that are `named`
     CUcontext context = nullptr;
     uint64_t startNs = 0;
+    bool finished = false;  // its record came with an end: every event of it is written
     uint32_t numEntries = 0;
     LaunchEntry entries[LaunchInfo::kMaxEntries];
   };
@@ -113,6 +115,8 @@ class NativeScopes {
   // mu_ held, b's context current, relaxed capture mode: copies on b's stream, waited for.
   bool toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from, size_t bytes);
   bool fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes);
+  // mu_ held, b's context current: its first `count` event places zeroed.
+  void zeroEvents(const ContextBuffers &b, uint64_t count);
   // mu_ held, b's context current: its events not filed yet appended to `events`, all of them
   // and the buffer emptied if `empty` (no kernel can be appending to it); otherwise only those
   // of launches whose record has come, the others left on the GPU for the next drain.

@@ -77,19 +77,25 @@ struct Native {
     at<NativeEvent>(at<Control>(at<CUdeviceptr>(kGlobal)).events + i * sizeof(NativeEvent)) = e;
   }
   void append(uint64_t grid, bool exit, uint64_t clock) { write(claim(), grid, exit, clock); }
-  // Grid `grid`'s kernel record.
-  void finished(uint64_t grid) {
+  // Grid `grid`'s kernel record; with no end where a flush forced it out while it ran.
+  void finished(uint64_t grid, bool ended = true) {
     KernelRecord record;
     record.correlation = grid;
     record.gridId = static_cast<int64_t>(grid);
     record.startNs = 1000;
+    record.endNs = ended ? 2000 : 0;
     scopes.noteKernel(record, &entry, 1, StringId{});
   }
-  void flush(const std::function<void()> &duringIt = [] {}) {
+  // A flush that synchronised the context (or, as when a capture was under way, did not).
+  void flush(
+      const std::function<void()> &duringIt = [] {}, bool synced = true) {
     scopes.beforeSync();
     duringIt();
-    scopes.drain();
+    std::vector<CUcontext> contexts;
+    if (synced) contexts.push_back(fake::kOther);
+    scopes.drain(contexts);
   }
+  Control &control() { return at<Control>(at<CUdeviceptr>(kGlobal)); }
   double bodyMetric(const char *name) {
     NodeId kernel = session.child(PhaseId{0}, kRootNode, S("scaled"));
     return metric(session, session.child(PhaseId{0}, kernel, S("body")), name);
@@ -184,6 +190,55 @@ TEST(NativeScopes, AnEventClaimedButNotWrittenWhenADrainReadsIsReadAgainWhole) {
   EXPECT_EQ(n.bodyMetric("cycles"), 30.0 + 60.0);  // the first launch's exit not filed twice
   EXPECT_EQ(unattributed.value(), before);
   EXPECT_EQ(at<Control>(at<CUdeviceptr>(kGlobal)).head, 0u);
+}
+
+// A flush that could not synchronise the context (a capture was under way there) forces out
+// the record of a kernel still running, with no end: its events are not filed, and the buffer
+// is not emptied under it, until a flush that synchronised the context. (Before, that drain
+// emptied the buffer: the exit the kernel wrote after it was never read, and the place it had
+// claimed was read unwritten, as no launch's.)
+TEST(NativeScopes, AKernelOfAContextTheFlushDidNotSynchroniseIsNotReadUnderIt) {
+  Native n;
+  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
+  const uint64_t before = unattributed.value();
+  n.launch(41);
+  n.append(41, false, 100);
+  const uint64_t exitAt = n.claim();
+  n.finished(41, /*ended=*/false);
+  n.flush([] {}, /*synced=*/false);
+  EXPECT_EQ(n.control().head, 2u);
+  n.write(exitAt, 41, true, 150);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 50.0);
+  EXPECT_EQ(n.control().head, 0u);
+  EXPECT_EQ(unattributed.value(), before);
+}
+
+// An emptied buffer is zeroed: a place claimed and not yet written when a drain reads it holds
+// no earlier launch's event, which that launch (its record come late) would take as its own.
+TEST(NativeScopes, APlaceClaimedAndNotWrittenHoldsNoEarlierEvent) {
+  Native n;
+  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
+  const uint64_t before = unattributed.value();
+  n.launch(51);
+  n.append(51, false, 100);
+  n.append(51, true, 130);
+  n.flush();  // 51's record has not come: its events are unattributed, the buffer emptied
+  EXPECT_EQ(unattributed.value(), before + 2);
+  n.finished(51);
+  uint64_t claimed = 0;
+  n.flush([&] {
+    n.launch(52);
+    claimed = n.claim();  // where 51's enter was
+  });
+  n.write(claimed, 52, false, 200);
+  n.append(52, true, 260);
+  n.finished(52);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 60.0);
+  EXPECT_EQ(unattributed.value(), before + 2);
 }
 
 // Events of a launch whose session ended before they were read (the flush above ran during
