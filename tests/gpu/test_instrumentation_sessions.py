@@ -541,7 +541,9 @@ def test_a_thread_launching_across_another_threads_reset_has_its_kernels_waited_
     root = load_hatchet(tmp_path / "reset_thread.hatchet")[0]
     kernel = find(root, "spin_kernel")
     assert kernel["metrics"]["count"] == 2, dump(root)
-    assert kernel["metrics"]["time (ns)"] >= 3_000_000_000, dump(root)
+    # CUPTI's clock and the GPU's %globaltimer that the kernel spins on differ by some ppm (an
+    # H200 read 2999965578 ns); without the fix the time read about 2 us.
+    assert kernel["metrics"]["time (ns)"] >= 2_900_000_000, dump(root)
     stats = dict(root["proton_metadata"]["stats"])
     assert stats.get("flush_timeouts", 0) == 0, stats
     assert stats.get("kernel_records_untimed", 0) == 0, stats
