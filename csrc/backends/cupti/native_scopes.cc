@@ -354,17 +354,14 @@ void NativeScopes::onContextDestroying(CUcontext context) {
                         [&](const ContextBuffers &c) { return c.context == context; });
   if (b != contexts_.end()) {
     RelaxedCaptureMode relaxed(*driver_);
-    if (driver_->ctxPushCurrent(context) == CUDA_SUCCESS) {
-      Orphaned o;
-      o.device = b->device;
-      o.cyclesPerNs = b->cyclesPerNs;
-      if (readEvents(*b, o.events, /*empty=*/true) && !o.events.empty()) {
-        for (const instrumentation::NativeEvent &e : o.events)
-          if (!o.names.count(e.name)) o.names[e.name] = nameAt(*b, e.name);
-        orphaned_.push_back(std::move(o));
-      }
-      CUcontext popped;
-      driver_->ctxPopCurrent(&popped);
+    ContextScope scope(*driver_, context, /*current=*/false);
+    Orphaned o;
+    o.device = b->device;
+    o.cyclesPerNs = b->cyclesPerNs;
+    if (scope.ok() && readEvents(*b, o.events, /*empty=*/true) && !o.events.empty()) {
+      for (const instrumentation::NativeEvent &e : o.events)
+        if (!o.names.count(e.name)) o.names[e.name] = nameAt(*b, e.name);
+      orphaned_.push_back(std::move(o));
     }
     contexts_.erase(b);  // its memory goes with the context
   }

@@ -96,6 +96,15 @@ struct Native {
     scopes.drain(contexts);
   }
   Control &control() { return at<Control>(at<CUdeviceptr>(kGlobal)); }
+  // A launch of grid `grid` whose warp enters its scope at `from` and leaves at `to`, finished.
+  void ran(uint64_t grid, uint64_t from, uint64_t to) {
+    launch(grid);
+    append(grid, false, from);
+    append(grid, true, to);
+    finished(grid);
+  }
+  // Events counted as unattributed since the fixture was made.
+  uint64_t unattributed() const { return unattributedCounter.value() - unattributedBefore; }
   double bodyMetric(const char *name) {
     NodeId kernel = session.child(PhaseId{0}, kRootNode, S("scaled"));
     return metric(session, session.child(PhaseId{0}, kernel, S("body")), name);
@@ -106,6 +115,9 @@ struct Native {
   NativeScopes scopes;
   Session session{SessionId{90}, instrumentation()};
   LaunchEntry entry{&session, kRootNode, PhaseId{0}, false};
+  Counter &unattributedCounter =
+      Stats::global().counter("instrumentation_native_events_unattributed");
+  const uint64_t unattributedBefore = unattributedCounter.value();
 };
 
 // A module's first launch sets it up with copies on Proton's own stream, in relaxed capture
@@ -134,29 +146,20 @@ TEST(NativeScopes, AModulesFirstLaunchSetsItUpOffTheLegacyStreamInRelaxedMode) {
 // whatever the kernel appended between the drain's read and the emptying.
 TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
   Native n;
-  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
-  const uint64_t before = unattributed.value();
-  n.launch(11);
-  n.append(11, false, 100);
-  n.append(11, true, 130);
-  n.finished(11);
+  n.ran(11, 100, 130);
   n.flush([&] {
     n.launch(12);  // during the flush: running when the drain reads
     n.append(12, false, 200);
   });
   EXPECT_EQ(n.bodyCount(), 1.0);
-  Control &control = at<Control>(at<CUdeviceptr>(kGlobal));
-  EXPECT_EQ(control.head, 3u);  // not emptied under the running kernel
+  EXPECT_EQ(n.control().head, 3u);  // not emptied under the running kernel
   n.append(12, true, 260);
   n.finished(12);
   n.flush();
   EXPECT_EQ(n.bodyCount(), 2.0);
-  EXPECT_EQ(control.head, 0u);  // no launch during this flush: emptied
-  EXPECT_EQ(unattributed.value(), before);
-  n.launch(13);
-  n.append(13, false, 300);
-  n.append(13, true, 310);
-  n.finished(13);
+  EXPECT_EQ(n.control().head, 0u);  // no launch during this flush: emptied
+  EXPECT_EQ(n.unattributed(), 0u);
+  n.ran(13, 300, 310);
   n.flush();
   EXPECT_EQ(n.bodyCount(), 3.0);
 }
@@ -167,8 +170,6 @@ TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
 // filed later as it was: the unwritten enter was unattributed, the scope lost.)
 TEST(NativeScopes, AnEventClaimedButNotWrittenWhenADrainReadsIsReadAgainWhole) {
   Native n;
-  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
-  const uint64_t before = unattributed.value();
   n.launch(31);
   n.append(31, false, 100);
   uint64_t unwritten = 0;
@@ -188,7 +189,7 @@ TEST(NativeScopes, AnEventClaimedButNotWrittenWhenADrainReadsIsReadAgainWhole) {
   n.flush();
   EXPECT_EQ(n.bodyCount(), 2.0);
   EXPECT_EQ(n.bodyMetric("cycles"), 30.0 + 60.0);  // the first launch's exit not filed twice
-  EXPECT_EQ(unattributed.value(), before);
+  EXPECT_EQ(n.unattributed(), 0u);
   EXPECT_EQ(at<Control>(at<CUdeviceptr>(kGlobal)).head, 0u);
 }
 
@@ -199,8 +200,6 @@ TEST(NativeScopes, AnEventClaimedButNotWrittenWhenADrainReadsIsReadAgainWhole) {
 // claimed was read unwritten, as no launch's.)
 TEST(NativeScopes, AKernelOfAContextTheFlushDidNotSynchroniseIsNotReadUnderIt) {
   Native n;
-  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
-  const uint64_t before = unattributed.value();
   n.launch(41);
   n.append(41, false, 100);
   const uint64_t exitAt = n.claim();
@@ -212,20 +211,18 @@ TEST(NativeScopes, AKernelOfAContextTheFlushDidNotSynchroniseIsNotReadUnderIt) {
   EXPECT_EQ(n.bodyCount(), 1.0);
   EXPECT_EQ(n.bodyMetric("cycles"), 50.0);
   EXPECT_EQ(n.control().head, 0u);
-  EXPECT_EQ(unattributed.value(), before);
+  EXPECT_EQ(n.unattributed(), 0u);
 }
 
 // An emptied buffer is zeroed: a place claimed and not yet written when a drain reads it holds
 // no earlier launch's event, which that launch (its record come late) would take as its own.
 TEST(NativeScopes, APlaceClaimedAndNotWrittenHoldsNoEarlierEvent) {
   Native n;
-  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
-  const uint64_t before = unattributed.value();
   n.launch(51);
   n.append(51, false, 100);
   n.append(51, true, 130);
   n.flush();  // 51's record has not come: its events are unattributed, the buffer emptied
-  EXPECT_EQ(unattributed.value(), before + 2);
+  EXPECT_EQ(n.unattributed(), 2u);
   n.finished(51);
   uint64_t claimed = 0;
   n.flush([&] {
@@ -238,7 +235,7 @@ TEST(NativeScopes, APlaceClaimedAndNotWrittenHoldsNoEarlierEvent) {
   n.flush();
   EXPECT_EQ(n.bodyCount(), 1.0);
   EXPECT_EQ(n.bodyMetric("cycles"), 60.0);
-  EXPECT_EQ(unattributed.value(), before + 2);
+  EXPECT_EQ(n.unattributed(), 2u);
 }
 
 // Events of a launch whose session ended before they were read (the flush above ran during
@@ -246,15 +243,10 @@ TEST(NativeScopes, APlaceClaimedAndNotWrittenHoldsNoEarlierEvent) {
 // (Before, they were dropped without a count.)
 TEST(NativeScopes, EventsReadAfterTheirSessionEndedAreCountedAsUnattributed) {
   Native n;
-  Counter &unattributed = Stats::global().counter("instrumentation_native_events_unattributed");
-  const uint64_t before = unattributed.value();
-  n.launch(21);
-  n.append(21, false, 100);
-  n.append(21, true, 140);
-  n.finished(21);
+  n.ran(21, 100, 140);
   n.session.releaseData();
   n.flush();
-  EXPECT_EQ(unattributed.value(), before + 2);
+  EXPECT_EQ(n.unattributed(), 2u);
 }
 
 }  // namespace
