@@ -182,7 +182,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   if (it != byCorrelation_.end()) {
     it->second.startNs = record.startNs;
     it->second.finished = record.timed();
-    byGrid_[record.gridId] = it->second;
+    byGrid_[{record.device, record.gridId}] = it->second;
     byCorrelation_.erase(it);
     return;
   }
@@ -197,7 +197,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   launch.finished = record.timed();
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(filedUnder, filedUnder + launch.numEntries, launch.entries);
-  byGrid_[record.gridId] = launch;
+  byGrid_[{record.device, record.gridId}] = launch;
 }
 
 StringId NativeScopes::nameAt(const ContextBuffers &b, uint64_t address) {
@@ -250,8 +250,8 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
       continue;
     }
     const instrumentation::NativeEvent &e = read[i - b.read];
-    auto launch = byGrid_.find(static_cast<int64_t>(e.grid));
-    if (empty || (launch != byGrid_.end() && launch->second.finished)) {
+    const Launch *launch = launchOf(b.device, e.grid);
+    if (empty || (launch && launch->finished)) {
       events.push_back(e);
       if (firstLeft < n) b.filedPast.push_back(i);
     } else if (firstLeft == n) {
@@ -271,6 +271,11 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
   return copied;
 }
 
+const NativeScopes::Launch *NativeScopes::launchOf(int device, uint64_t grid) const {
+  auto found = byGrid_.find({device, static_cast<int64_t>(grid)});
+  return found == byGrid_.end() ? nullptr : &found->second;
+}
+
 void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, int device,
                               double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf) {
   std::stable_sort(events.begin(), events.end(),
@@ -278,11 +283,11 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
   for (size_t i = 0; i < events.size();) {
     size_t j = i;
     while (j < events.size() && events[j].grid == events[i].grid) ++j;
-    auto launch = byGrid_.find(static_cast<int64_t>(events[i].grid));
-    if (launch == byGrid_.end()) {
+    const Launch *launch = launchOf(device, events[i].grid);
+    if (!launch) {
       stat("instrumentation_native_events_unattributed").add(j - i);
     } else {
-      const Launch &l = launch->second;
+      const Launch &l = *launch;
       instrumentation::IntraTarget targets[LaunchInfo::kMaxEntries];
       size_t gone = 0;
       size_t t = kernelTargets(l.entries, l.numEntries, l.symbol, l.launchName, targets, &gone);

@@ -121,6 +121,8 @@ class NativeScopes {
   // and the buffer emptied if `empty` (no kernel can be appending to it); otherwise only those
   // of launches whose record has come, the others left on the GPU for the next drain.
   bool readEvents(ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events, bool empty);
+  // mu_ held: the launch of grid `grid` on `device`, or nullptr while its record has not come.
+  const Launch *launchOf(int device, uint64_t grid) const;
   // mu_ held: events filed by launch, each launch's in the order they were written; those of
   // launches with no record are counted as unattributed.
   void fileEvents(std::vector<instrumentation::NativeEvent> &events, int device, double cyclesPerNs,
@@ -136,7 +138,18 @@ class NativeScopes {
   std::map<std::pair<const void *, CUcontext>, CUdeviceptr> modules_;
   std::vector<ContextBuffers> contexts_;
   std::unordered_map<uint64_t, Launch> byCorrelation_;
-  std::unordered_map<int64_t, Launch> byGrid_;
+  // By (device, grid id): %gridid counts launches per context, so two GPUs reuse the same ids.
+  struct GridKey {
+    int device;
+    int64_t grid;
+    bool operator==(const GridKey &) const = default;
+  };
+  struct GridKeyHash {
+    size_t operator()(const GridKey &k) const {
+      return std::hash<int64_t>{}(k.grid) ^ (static_cast<size_t>(k.device) << 48);
+    }
+  };
+  std::unordered_map<GridKey, Launch, GridKeyHash> byGrid_;
   // Kernels of instrumented modules seen launched (captured into graphs too), by name: their
   // replays' records are matched to the nodes they were filed under.
   std::unordered_set<std::string> instrumentedKernels_;

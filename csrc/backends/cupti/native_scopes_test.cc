@@ -249,5 +249,31 @@ TEST(NativeScopes, EventsReadAfterTheirSessionEndedAreCountedAsUnattributed) {
   EXPECT_EQ(n.unattributed(), 2u);
 }
 
+// %gridid counts launches per context, so a second GPU reuses the first one's grid ids: a
+// replay of the same kernel on GPU 1 as grid 31 does not take the events of GPU 0's grid 31.
+// (Before, its record replaced GPU 0's launch and GPU 0's events were filed under it.)
+TEST(NativeScopes, TheSameGridIdOnAnotherGpuIsAnotherLaunch) {
+  Native n;
+  n.ran(31, 100, 150);
+  NodeId elsewhere = n.session.child(PhaseId{0}, kRootNode, S("replayed_on_gpu1"));
+  LaunchEntry replayedUnder{&n.session, elsewhere, PhaseId{0}, false};
+  KernelRecord replay;
+  replay.correlation = 9031;
+  replay.gridId = 31;
+  replay.device = 1;
+  replay.graphNodeId = 7;
+  replay.name = "scaled";
+  replay.startNs = 3000;
+  replay.endNs = 4000;
+  n.scopes.noteKernel(replay, &replayedUnder, 1, StringId{});
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 50.0);
+  NodeId kernelThere = n.session.child(PhaseId{0}, elsewhere, S("scaled"));
+  // -1: no count at all there (metric's "none").
+  EXPECT_EQ(metric(n.session, n.session.child(PhaseId{0}, kernelThere, S("body")), "count"), -1);
+  EXPECT_EQ(n.unattributed(), 0u);
+}
+
 }  // namespace
 }  // namespace proton::cupti
