@@ -35,7 +35,8 @@ struct KernelRecord {
   uint32_t stream = 0;
   const char *name = nullptr;  // as the vendor gives it (mangled or not); stable per kernel
   uint64_t graphNodeId = 0;    // 0: not launched from a graph
-  int64_t gridId = 0;          // the launch's grid id (%gridid on the device)
+  int64_t gridId = 0;          // the launch's grid id (%gridid: counted per context)
+  uint32_t context = 0;        // the vendor's id of the context it ran in
   DeviceType deviceType = DeviceType::kCuda;
   // False for a record with no end, or an end before its start: a flush forced out the record
   // of a kernel still running (in a context it could not synchronise).

@@ -305,7 +305,11 @@ def scoped_app(tmp_path_factory):
     source = Path(__file__).parent / "native" / "scoped_app.cu"
     command = [NVCC, "-std=c++17", "-arch=native", f"-I{proton.get_include()}", str(source)]
     result = subprocess.run(
-        [*command, "-o", str(out)], capture_output=True, text=True, timeout=600, check=False
+        [*command, "-lcuda", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     return out
@@ -343,3 +347,24 @@ def test_instrumented_native_program_records_its_scopes_and_exits_cleanly(
     stats = dict(root["proton_metadata"]["stats"])
     assert stats.get("instrumentation_native_events_unattributed", 0) == 0, stats
     assert stats.get("instrumentation_native_events_lost", 0) == 0, stats
+
+
+def test_native_scopes_of_two_contexts_on_one_gpu_stay_with_their_launches(scoped_app, tmp_path):
+    # %gridid counts launches per context, so launches in a second context of the same GPU can
+    # carry the grid ids of the first's. Launches were found by grid id alone: a record of the
+    # second context's could take the first's events, and the scopes landed under the wrong
+    # NVTX range. Each range holds its own launches, and each launch its 4 warps x 64 CTAs.
+    r = proton_cli("-b", "instrumentation", "-n", "ctx", str(scoped_app), "contexts", cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    assert "done 0" in r.stdout
+    root = load_hatchet(tmp_path / "ctx.hatchet")[0]
+    for rng, launches in (("primary", 10), ("second", 5)):
+        kernels = scaled_kernels(child(root, rng))
+        assert sum(k["metrics"]["count"] for k in kernels) == launches, dump(root)
+        bodies = [
+            c["metrics"] for k in kernels for c in k["children"] if c["frame"]["name"] == "body"
+        ]
+        assert sum(b["count"] for b in bodies) == launches * 64 * 4, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("instrumentation_native_events_unattributed", 0) == 0, stats
+    assert stats.get("instrumentation_native_modules", 0) == 2, stats

@@ -19,7 +19,9 @@ constexpr bool sameFieldsAs() {
          offsetof(Newer, streamId) == offsetof(KernelActivity, streamId) &&
          offsetof(Newer, correlationId) == offsetof(KernelActivity, correlationId) &&
          offsetof(Newer, name) == offsetof(KernelActivity, name) &&
-         offsetof(Newer, graphNodeId) == offsetof(KernelActivity, graphNodeId);
+         offsetof(Newer, graphNodeId) == offsetof(KernelActivity, graphNodeId) &&
+         offsetof(Newer, gridId) == offsetof(KernelActivity, gridId) &&
+         offsetof(Newer, contextId) == offsetof(KernelActivity, contextId);
 }
 static_assert(sameFieldsAs<CUpti_ActivityKernel9>());  // CUDA 12's, declared by both majors
 // CUDA 13.5's headers declare every later version (which 13.x introduced each is not
@@ -45,6 +47,7 @@ bool translateKernel(const CUpti_Activity *record, KernelRecord &out) {
   out.name = k->name;
   out.graphNodeId = k->graphNodeId;
   out.gridId = k->gridId;
+  out.context = k->contextId;
   out.deviceType = DeviceType::kCuda;
   return true;
 }

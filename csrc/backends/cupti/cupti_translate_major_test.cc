@@ -32,6 +32,8 @@ Record filled(CUpti_ActivityKind kind) {
   r.correlationId = 123456;
   r.name = "matmul_kernel";
   r.graphNodeId = 0x1122334455667788ull;
+  r.gridId = 77;
+  r.contextId = 6;
   return r;
 }
 
@@ -46,6 +48,8 @@ void expectTranslated(const Record &r) {
   EXPECT_EQ(out.stream, 41u);
   EXPECT_STREQ(out.name, "matmul_kernel");
   EXPECT_EQ(out.graphNodeId, 0x1122334455667788ull);
+  EXPECT_EQ(out.gridId, 77);
+  EXPECT_EQ(out.context, 6u);
   EXPECT_EQ(out.deviceType, DeviceType::kCuda);
 }
 

@@ -73,6 +73,8 @@ class CuptiTranslateTest : public ::testing::Test {
 TEST_F(CuptiTranslateTest, TranslatesEveryFieldOfAKernelRecord) {
   KernelActivity r = kernelRecord(17, "vadd", 100, 350, 9);
   r.deviceId = 3;
+  r.contextId = 5;
+  r.gridId = 44;
   r.kind = CUPTI_ACTIVITY_KIND_KERNEL;
   KernelRecord k;
   ASSERT_TRUE(translateKernel(reinterpret_cast<const CUpti_Activity *>(&r), k));
@@ -83,6 +85,8 @@ TEST_F(CuptiTranslateTest, TranslatesEveryFieldOfAKernelRecord) {
   EXPECT_EQ(k.stream, 7u);
   EXPECT_STREQ(k.name, "vadd");
   EXPECT_EQ(k.graphNodeId, 9u);
+  EXPECT_EQ(k.context, 5u);
+  EXPECT_EQ(k.gridId, 44);
   EXPECT_EQ(k.deviceType, DeviceType::kCuda);
 }
 

@@ -89,11 +89,12 @@ bool NativeScopes::fromDevice(const ContextBuffers &b, void *to, CUdeviceptr fro
          driver_->streamSynchronize(b.stream) == CUDA_SUCCESS;
 }
 
-NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
+NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context, uint32_t contextId) {
   for (ContextBuffers &b : contexts_)
     if (b.context == context) return &b;
   ContextBuffers b;
   b.context = context;
+  b.contextId = contextId;
   CUdevice device = 0;
   if (driver_->ctxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
   b.device = static_cast<int>(device);
@@ -115,7 +116,8 @@ NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context) {
   return &contexts_.back();
 }
 
-bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext context) {
+bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext context,
+                                    uint32_t contextId) {
   if (modules_.count({code, context})) return true;
   CUdeviceptr address = 0;
   size_t bytes = 0;
@@ -124,7 +126,7 @@ bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext co
                     : driver_->moduleGetGlobal(&address, &bytes, (CUmodule)code, kControlSymbol);
   if (rc != CUDA_SUCCESS || bytes != sizeof(CUdeviceptr)) return false;
   RelaxedCaptureMode relaxed(*driver_);  // this launch may be one being captured
-  ContextBuffers *b = buffersFor(context);
+  ContextBuffers *b = buffersFor(context, contextId);
   if (!b || !toDevice(*b, address, &b->control, sizeof(b->control))) return false;
   modules_[{code, context}] = address;
   stat("instrumentation_native_modules").add();
@@ -161,7 +163,7 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
     known = it != cache->modules.end();
   }
   std::lock_guard lock(mu_);
-  bool instrumented = instrumentModule(module, library, cb->context);
+  bool instrumented = instrumentModule(module, library, cb->context, cb->contextUid);
   if (cache && !known) cache->modules.push_back({module, instrumented});
   if (!instrumented) return;
   Launch launch;
@@ -182,7 +184,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   if (it != byCorrelation_.end()) {
     it->second.startNs = record.startNs;
     it->second.finished = record.timed();
-    byGrid_[{record.device, record.gridId}] = it->second;
+    byGrid_[{record.context, record.gridId}] = it->second;
     byCorrelation_.erase(it);
     return;
   }
@@ -197,7 +199,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   launch.finished = record.timed();
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(filedUnder, filedUnder + launch.numEntries, launch.entries);
-  byGrid_[{record.device, record.gridId}] = launch;
+  byGrid_[{record.context, record.gridId}] = launch;
 }
 
 StringId NativeScopes::nameAt(const ContextBuffers &b, uint64_t address) {
@@ -250,7 +252,7 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
       continue;
     }
     const instrumentation::NativeEvent &e = read[i - b.read];
-    const Launch *launch = launchOf(b.device, e.grid);
+    const Launch *launch = launchOf(b.contextId, e.grid);
     if (empty || (launch && launch->finished)) {
       events.push_back(e);
       if (firstLeft < n) b.filedPast.push_back(i);
@@ -271,19 +273,20 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
   return copied;
 }
 
-const NativeScopes::Launch *NativeScopes::launchOf(int device, uint64_t grid) const {
-  auto found = byGrid_.find({device, static_cast<int64_t>(grid)});
+const NativeScopes::Launch *NativeScopes::launchOf(uint32_t contextId, uint64_t grid) const {
+  auto found = byGrid_.find({contextId, static_cast<int64_t>(grid)});
   return found == byGrid_.end() ? nullptr : &found->second;
 }
 
-void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, int device,
-                              double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf) {
+void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, uint32_t contextId,
+                              int device, double cyclesPerNs,
+                              const std::function<StringId(uint64_t)> &nameOf) {
   std::stable_sort(events.begin(), events.end(),
                    [](const auto &a, const auto &c) { return a.grid < c.grid; });
   for (size_t i = 0; i < events.size();) {
     size_t j = i;
     while (j < events.size() && events[j].grid == events[i].grid) ++j;
-    const Launch *launch = launchOf(device, events[i].grid);
+    const Launch *launch = launchOf(contextId, events[i].grid);
     if (!launch) {
       stat("instrumentation_native_events_unattributed").add(j - i);
     } else {
@@ -324,7 +327,7 @@ void NativeScopes::drain(const std::vector<CUcontext> &synced) {
     allEmptied &= empty;
     std::vector<instrumentation::NativeEvent> events;
     readEvents(b, events, empty);
-    fileEvents(events, b.device, b.cyclesPerNs, [&](uint64_t address) {
+    fileEvents(events, b.contextId, b.device, b.cyclesPerNs, [&](uint64_t address) {
       auto key = std::make_pair(b.context, address);
       auto found = names_.find(key);
       if (found != names_.end()) return found->second;
@@ -332,7 +335,7 @@ void NativeScopes::drain(const std::vector<CUcontext> &synced) {
     });
   }
   for (Orphaned &o : orphaned_) {
-    fileEvents(o.events, o.device, o.cyclesPerNs, [&](uint64_t address) {
+    fileEvents(o.events, o.contextId, o.device, o.cyclesPerNs, [&](uint64_t address) {
       auto found = o.names.find(address);
       return found != o.names.end() ? found->second
                                     : StringTable::global().intern("<unnamed scope>");
@@ -361,6 +364,7 @@ void NativeScopes::onContextDestroying(CUcontext context) {
     RelaxedCaptureMode relaxed(*driver_);
     ContextScope scope(*driver_, context, /*current=*/false);
     Orphaned o;
+    o.contextId = b->contextId;
     o.device = b->device;
     o.cyclesPerNs = b->cyclesPerNs;
     if (scope.ok() && readEvents(*b, o.events, /*empty=*/true) && !o.events.empty()) {

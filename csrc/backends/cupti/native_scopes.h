@@ -83,6 +83,7 @@ class NativeScopes {
   };
   struct ContextBuffers {
     CUcontext context = nullptr;
+    uint32_t contextId = 0;  // CUPTI's, as kernel records carry it
     int device = 0;
     double cyclesPerNs = 0;
     CUdeviceptr control = 0;
@@ -105,12 +106,14 @@ class NativeScopes {
   struct Orphaned {
     std::vector<instrumentation::NativeEvent> events;
     std::unordered_map<uint64_t, StringId> names;  // by the name's device address
+    uint32_t contextId = 0;
     int device = 0;
     double cyclesPerNs = 0;
   };
 
-  bool instrumentModule(const void *code, bool library, CUcontext context);  // mu_ held
-  ContextBuffers *buffersFor(CUcontext context);                             // mu_ held
+  // mu_ held; contextId: CUPTI's id of `context`.
+  bool instrumentModule(const void *code, bool library, CUcontext context, uint32_t contextId);
+  ContextBuffers *buffersFor(CUcontext context, uint32_t contextId);  // mu_ held
   StringId nameAt(const ContextBuffers &b, uint64_t address);  // mu_ held, b's context current
   // mu_ held, b's context current, relaxed capture mode: copies on b's stream, waited for.
   bool toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from, size_t bytes);
@@ -121,12 +124,13 @@ class NativeScopes {
   // and the buffer emptied if `empty` (no kernel can be appending to it); otherwise only those
   // of launches whose record has come, the others left on the GPU for the next drain.
   bool readEvents(ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events, bool empty);
-  // mu_ held: the launch of grid `grid` on `device`, or nullptr while its record has not come.
-  const Launch *launchOf(int device, uint64_t grid) const;
+  // mu_ held: the launch of grid `grid` in context `contextId` (CUPTI's), or nullptr while its
+  // record has not come.
+  const Launch *launchOf(uint32_t contextId, uint64_t grid) const;
   // mu_ held: events filed by launch, each launch's in the order they were written; those of
   // launches with no record are counted as unattributed.
-  void fileEvents(std::vector<instrumentation::NativeEvent> &events, int device, double cyclesPerNs,
-                  const std::function<StringId(uint64_t)> &nameOf);
+  void fileEvents(std::vector<instrumentation::NativeEvent> &events, uint32_t contextId, int device,
+                  double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf);
 
   std::atomic<bool> active_{false};
   std::atomic<uint64_t> generation_{1};
@@ -138,15 +142,16 @@ class NativeScopes {
   std::map<std::pair<const void *, CUcontext>, CUdeviceptr> modules_;
   std::vector<ContextBuffers> contexts_;
   std::unordered_map<uint64_t, Launch> byCorrelation_;
-  // By (device, grid id): %gridid counts launches per context, so two GPUs reuse the same ids.
+  // By (context, grid id): %gridid counts launches per context, so two contexts (two GPUs, or
+  // two contexts of one) reuse the same ids. `context` is CUPTI's id, which is never reused.
   struct GridKey {
-    int device;
+    uint32_t context;
     int64_t grid;
     bool operator==(const GridKey &) const = default;
   };
   struct GridKeyHash {
     size_t operator()(const GridKey &k) const {
-      return std::hash<int64_t>{}(k.grid) ^ (static_cast<size_t>(k.device) << 48);
+      return std::hash<int64_t>{}(k.grid) ^ (static_cast<size_t>(k.context) << 40);
     }
   };
   std::unordered_map<GridKey, Launch, GridKeyHash> byGrid_;

@@ -22,6 +22,7 @@ constexpr CUdeviceptr kGlobal = 0x100000 + kEventBytes + 0x1000;
 constexpr CUdeviceptr kName = kGlobal + 0x100;
 const auto kModule = reinterpret_cast<CUmodule>(0x4d0d);
 const auto kFunction = reinterpret_cast<CUfunction>(0xf00);
+constexpr uint32_t kContextId = 1;  // CUPTI's id of fake::kOther
 
 CUresult moduleOf(CUmodule *module, CUfunction) {
   *module = kModule;
@@ -65,6 +66,7 @@ struct Native {
     CUpti_CallbackData cb{};
     cb.functionParams = &params;
     cb.context = fake::kOther;
+    cb.contextUid = kContextId;
     cb.symbolName = "scaled";
     scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb, grid, &entry, 1);
   }
@@ -82,6 +84,7 @@ struct Native {
     KernelRecord record;
     record.correlation = grid;
     record.gridId = static_cast<int64_t>(grid);
+    record.context = kContextId;
     record.startNs = 1000;
     record.endNs = ended ? 2000 : 0;
     scopes.noteKernel(record, &entry, 1, StringId{});
@@ -249,17 +252,19 @@ TEST(NativeScopes, EventsReadAfterTheirSessionEndedAreCountedAsUnattributed) {
   EXPECT_EQ(n.unattributed(), 2u);
 }
 
-// %gridid counts launches per context, so a second GPU reuses the first one's grid ids: a
-// replay of the same kernel on GPU 1 as grid 31 does not take the events of GPU 0's grid 31.
-// (Before, its record replaced GPU 0's launch and GPU 0's events were filed under it.)
-TEST(NativeScopes, TheSameGridIdOnAnotherGpuIsAnotherLaunch) {
+// %gridid counts launches per context, so another context (of another GPU, or of the same one)
+// reuses the first one's grid ids: a replay of the same kernel there as grid 31 does not take
+// the events of this context's grid 31. (Before, its record replaced this context's launch and
+// this context's events were filed under it.)
+TEST(NativeScopes, TheSameGridIdInAnotherContextIsAnotherLaunch) {
   Native n;
   n.ran(31, 100, 150);
-  NodeId elsewhere = n.session.child(PhaseId{0}, kRootNode, S("replayed_on_gpu1"));
+  NodeId elsewhere = n.session.child(PhaseId{0}, kRootNode, S("replayed_elsewhere"));
   LaunchEntry replayedUnder{&n.session, elsewhere, PhaseId{0}, false};
   KernelRecord replay;
   replay.correlation = 9031;
   replay.gridId = 31;
+  replay.context = kContextId + 1;
   replay.device = 1;
   replay.graphNodeId = 7;
   replay.name = "scaled";

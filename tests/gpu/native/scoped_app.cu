@@ -3,6 +3,12 @@
 // device (the CUDA samples' idiom) and launches 5 more in the device's new context. `capture`
 // first captures 2 launches into a CUDA graph (the kernel's first launches, so Proton sets up
 // its module during the capture) on a blocking stream in global mode, and replays it 3 times.
+// `contexts` launches its 10 inside the NVTX range "primary", then makes a second context on
+// the same GPU and launches 5 more there inside "second": %gridid counts launches per context,
+// so both contexts' launches can carry the same grid ids.
+#include <cuda.h>
+#include <nvtx3/nvToolsExt.h>
+
 #include <cstdio>
 #include <cstring>
 #include <proton/instrument.cuh>
@@ -44,9 +50,33 @@ static int captured(int replays) {
   return e == cudaSuccess ? 0 : 1;
 }
 
+// 5 launches in a second context of device 0, made current (the runtime then uses it).
+static int inSecondContext() {
+  CUdevice device = 0;
+  CUcontext second = nullptr;
+  if (cuDeviceGet(&device, 0) != CUDA_SUCCESS) return 1;
+#if CUDA_VERSION >= 13000
+  if (cuCtxCreate(&second, nullptr, 0, device) != CUDA_SUCCESS) return 1;
+#else
+  if (cuCtxCreate(&second, 0, device) != CUDA_SUCCESS) return 1;
+#endif
+  nvtxRangePushA("second");
+  int failed = run(5);
+  nvtxRangePop();
+  CUcontext popped = nullptr;
+  cuCtxPopCurrent(&popped);
+  return failed;  // the context stays until the program ends: its events are read at exit
+}
+
 int main(int argc, char **argv) {
+  const bool contexts = argc > 1 && std::strcmp(argv[1], "contexts") == 0;
   int failed = argc > 1 && std::strcmp(argv[1], "capture") == 0 ? captured(3) : 0;
+  if (contexts) nvtxRangePushA("primary");
   failed |= run(10);
+  if (contexts) {
+    nvtxRangePop();
+    failed |= inSecondContext();
+  }
   if (argc > 1 && std::strcmp(argv[1], "reset") == 0) {
     failed |= cudaDeviceReset() != cudaSuccess;
     failed |= run(5);
