@@ -350,10 +350,9 @@ def test_instrumented_native_program_records_its_scopes_and_exits_cleanly(
 
 
 def test_native_scopes_of_two_contexts_on_one_gpu_stay_with_their_launches(scoped_app, tmp_path):
-    # %gridid counts launches per context, so launches in a second context of the same GPU can
-    # carry the grid ids of the first's. Launches were found by grid id alone: a record of the
-    # second context's could take the first's events, and the scopes landed under the wrong
-    # NVTX range. Each range holds its own launches, and each launch its 4 warps x 64 CTAs.
+    # %gridid numbers launches per context by PTX's definition (an H100 numbered the second
+    # context's launches on from the first's). Launches are found by context and grid id: each
+    # NVTX range holds its own launches, and each launch the scopes of its 4 warps x 64 CTAs.
     r = proton_cli("-b", "instrumentation", "-n", "ctx", str(scoped_app), "contexts", cwd=tmp_path)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     assert "done 0" in r.stdout

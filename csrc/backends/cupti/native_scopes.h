@@ -142,8 +142,9 @@ class NativeScopes {
   std::map<std::pair<const void *, CUcontext>, CUdeviceptr> modules_;
   std::vector<ContextBuffers> contexts_;
   std::unordered_map<uint64_t, Launch> byCorrelation_;
-  // By (context, grid id): %gridid counts launches per context, so two contexts (two GPUs, or
-  // two contexts of one) reuse the same ids. `context` is CUPTI's id, which is never reused.
+  // By (context, grid id): %gridid numbers launches per context (PTX's definition; an H100
+  // numbered a second context's launches on from the first's), so two GPUs reuse the same ids.
+  // `context` is CUPTI's id, which is never reused.
   struct GridKey {
     uint32_t context;
     int64_t grid;
