@@ -4,8 +4,8 @@
 // first captures 2 launches into a CUDA graph (the kernel's first launches, so Proton sets up
 // its module during the capture) on a blocking stream in global mode, and replays it 3 times.
 // `contexts` launches its 10 inside the NVTX range "primary", then makes a second context on
-// the same GPU and launches 5 more there inside "second": %gridid counts launches per context,
-// so both contexts' launches can carry the same grid ids.
+// the same GPU and launches 5 more there inside "second": each range must hold its own
+// launches' scopes (they are matched by context and grid id).
 #include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
 
