@@ -62,6 +62,8 @@ _INSTRUMENTATION_CHOICES = {
     "buffer_type": ("shared", "global"),
 }
 OPTIMIZATIONS = ("clock32", "time_shift", "sched_stores", "sched_barriers")
+MAX_BUFFER_SIZE = 1 << 24  # bytes per recording unit (2M events)
+MAX_UNITS = 32  # a CTA has at most 32 warps, so at most 32 recording units
 
 
 def _config_error(message: str):
@@ -106,8 +108,15 @@ class InstrumentationMode(BaseMode):
                     f"Unknown optimization: {o!r}. Allowed values: {', '.join(OPTIMIZATIONS)}"
                 )
         object.__setattr__(self, "optimizations", opts)
-        if not isinstance(self.buffer_size, int) or self.buffer_size < 0:
-            raise _config_error(f"buffer_size must be a non-negative int, got {self.buffer_size!r}")
+        if (
+            not isinstance(self.buffer_size, int)
+            or isinstance(self.buffer_size, bool)
+            or not 0 <= self.buffer_size <= MAX_BUFFER_SIZE
+        ):
+            raise _config_error(
+                f"buffer_size must be a number of bytes from 0 (the default) to "
+                f"{MAX_BUFFER_SIZE}, got {self.buffer_size!r}"
+            )
         units = self.selected_units()
         if self.sampling_strategy == "selective" and not units:
             raise _config_error("sampling_strategy='selective' needs sampling_options, e.g. '0,4'")
@@ -117,11 +126,15 @@ class InstrumentationMode(BaseMode):
         if not text:
             return ()
         try:
-            return tuple(int(part) for part in text.split(",") if part.strip())
+            units = tuple(int(part) for part in text.split(",") if part.strip())
         except ValueError:
+            units = (-1,)
+        if not all(0 <= u < MAX_UNITS for u in units):
             raise _config_error(
-                f"sampling_options must list warp (or unit) ids like '0,4', got {text!r}"
-            ) from None
+                f"sampling_options must list warp (or unit) ids from 0 to {MAX_UNITS - 1} "
+                f"like '0,4', got {text!r}"
+            )
+        return units
 
     def __str__(self) -> str:
         if self == type(self)():

@@ -87,6 +87,29 @@ def test_malformed_mode_option_raises_config_error():
             "buffer_strategy, buffer_type, buffer_size, optimizations",
         ),
         ("mma:buffer_size=lots", "[PROTON] buffer_size must be a number of bytes, got 'lots'"),
+        # Past 2^24 bytes a unit's size no longer fits the device layout's 32-bit fields, and
+        # ids past 31 name no warp: before, start() took them and every kernel then ran
+        # uninstrumented, with a warning per kernel.
+        (
+            "default:buffer_size=4294967296",
+            "[PROTON] buffer_size must be a number of bytes from 0 (the default) to 16777216, "
+            "got 4294967296",
+        ),
+        (
+            "default:sampling_strategy=selective:sampling_options=0;4294967296",
+            "[PROTON] sampling_options must list warp (or unit) ids from 0 to 31 like '0,4', "
+            "got '0,4294967296'",
+        ),
+        (
+            "default:sampling_strategy=selective:sampling_options=-1",
+            "[PROTON] sampling_options must list warp (or unit) ids from 0 to 31 like '0,4', "
+            "got '-1'",
+        ),
+        (
+            "default:sampling_strategy=selective:sampling_options=a",
+            "[PROTON] sampling_options must list warp (or unit) ids from 0 to 31 like '0,4', "
+            "got 'a'",
+        ),
     ],
 )
 def test_bad_instrumentation_mode_strings_raise_config_error(mode, message):

@@ -216,8 +216,9 @@ void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
   // A slot that a CUDA graph's replays added into holds the sums of `launches` launches:
   // normalized_cycles is per warp and launch, summed over launches.
   const uint32_t launches = std::max<uint32_t>(1, load<uint32_t>(reduced + 12));
-  noteLosses(table, {load<uint32_t>(reduced + 4) + table.staticUnmatched,
-                     load<uint32_t>(reduced + 8) + table.staticCrossing, 0});
+  // The units' own counts: every execution of an unmatched or crossing marker by a recording
+  // warp (the table's static counts are for traces, which keep no such count).
+  noteLosses(table, {load<uint32_t>(reduced + 4), load<uint32_t>(reduced + 8), 0});
   fileSums(*interned, sums, launches, launch);
 }
 

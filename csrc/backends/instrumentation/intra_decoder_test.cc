@@ -126,6 +126,32 @@ TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatchedBefore + 1);
 }
 
+// A tree counts every execution of an unmatched exit (or crossing one) by a recording warp,
+// from the warps' own counts, once: the table's count of such markers is for traces, which
+// keep none. (Before, a tree added the table's count on top: one execution counted 2.)
+TEST_F(IntraDecoderTest, ATreeCountsAnUnmatchedExitRunOnceOnce) {
+  ScopeTable t = table(0xabd, false);
+  t.staticUnmatched = 1;  // one `exit_scope` marker with no enter
+  t.staticCrossing = 1;
+  ScopeTables tables;
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  const uint32_t unitBytes = 64;
+  std::vector<uint8_t> slot = treeSlot(0xabd, unitBytes, 1);
+  treeRecord(slot, 16, /*unmatched=*/1, {{500, 1}, {0, 0}, {0, 0}});
+  put<uint32_t>(slot, 16 + 4, 2);  // crossing exits run: 2
+  std::vector<uint8_t> reduced(kReducedTreeBytes);
+  ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
+  const uint64_t unmatched = counter("instrumentation_unmatched_scopes");
+  const uint64_t crossing = counter("instrumentation_crossing_scopes");
+  IntraTarget target{&tree, PhaseId{0}, kernel};
+  testing::internal::CaptureStderr();  // the warning naming the kernel
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched + 1);
+  EXPECT_EQ(counter("instrumentation_crossing_scopes"), crossing + 2);
+}
+
 TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope) {
   ScopeTables tables;
   tables.add(table(0xabd, false));

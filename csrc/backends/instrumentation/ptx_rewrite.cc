@@ -1,6 +1,7 @@
 #include "backends/instrumentation/ptx_rewrite.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <map>
 #include <string>
@@ -329,7 +330,10 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   t.kernel = e.name;
   t.trace = config.trace;
   t.numWarps = e.threads / 32;
-  t.unitWarps = config.unitWarps == 0 ? t.numWarps : std::min(config.unitWarps, t.numWarps);
+  // A unit is a power of two of warps (warp ids are split by mask and shift): a CTA of 12
+  // warps (Gluon's warp_specialize) recorded per CTA is one unit of 16, led by warp 0.
+  const uint32_t wholeCta = std::bit_ceil(std::max<uint32_t>(t.numWarps, 1));
+  t.unitWarps = config.unitWarps == 0 ? wholeCta : std::min(config.unitWarps, wholeCta);
   t.unitsPerCta = (t.numWarps + t.unitWarps - 1) / t.unitWarps;
   t.paths.push_back("");
   std::map<std::string, size_t> ids{{"", 0}};
@@ -388,8 +392,13 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
       t.slotBytes = t.unitBytes;
     }
   }
+  // The same kernel compiled with another layout (an autotuned num_warps, another shared
+  // memory budget) has the same name, scopes and mode: its layout keys the table too.
   uint32_t h = fnv1a(config.text, fnv1a(e.name));
   for (const std::string &p : t.paths) h = fnv1a(p, fnv1a("\x1e", h));
+  for (uint32_t v : {t.numWarps, t.unitWarps, t.unitsPerCta, t.capacity, t.unitBytes, t.slotBytes,
+                     t.ctaSumsOffset, t.sharedBytes})
+    h = fnv1a(std::to_string(v), fnv1a("\x1e", h));
   t.hash = h == 0 ? 1 : h;
 
   // CTA sums live in the kernel's dynamic shared memory: the symbol it declares, else ours.

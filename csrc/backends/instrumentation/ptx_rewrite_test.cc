@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -606,6 +607,62 @@ TEST(PtxRewrite, TableTextRoundTrips) {
   // A v1 trace table describes an older unit header: not decoded with today's.
   EXPECT_FALSE(decodeTable("v1\t6b\t9\t1\t4\t1\t4\t8\t112\t448\t0\t0\t0\t").isOk());
   EXPECT_EQ(v1.value().paths, (std::vector<std::string>{"", "l"}));
+}
+
+// The golden vector add (4 warps) declared with `threads` threads instead.
+std::string vaddWithThreads(uint32_t threads) {
+  std::string ptx = golden("instrumentation_vadd.ptx");
+  size_t at = ptx.find(".reqntid 128");
+  EXPECT_NE(at, std::string::npos);
+  return ptx.replace(at, 12, ".reqntid " + std::to_string(threads));
+}
+
+// Per unit, the warps the prologue's mask and shift make its leader: warp w leads unit
+// w >> shift when (w & mask) == 0.
+std::vector<int> leadersPerUnit(const RewriteResult &r) {
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(r.ptx, m, std::regex("and\\.b32 \t%pt_w3, %pt_w1, (\\d+);")));
+  const uint32_t mask = static_cast<uint32_t>(std::stoul(m[1]));
+  EXPECT_TRUE(std::regex_search(r.ptx, m, std::regex("shr\\.u32 \t%pt_w3, %pt_w1, (\\d+);")));
+  const uint32_t shift = static_cast<uint32_t>(std::stoul(m[1]));
+  std::vector<int> leaders(r.table.unitsPerCta, 0);
+  for (uint32_t w = 0; w < r.table.numWarps; ++w)
+    if ((w & mask) == 0) ++leaders.at(w >> shift);
+  return leaders;
+}
+
+// A CTA of 12 warps (Gluon's warp_specialize with 4 default and 2 x 4 worker warps) recorded
+// per CTA or per 16 or 32 warps is one unit with one leader, warp 0. (Before, the unit was
+// 12 warps wide, its mask 11, and warps 0 and 4 both led it: two warps' events and sums in
+// one unit's place.)
+TEST(PtxRewrite, ACtaOfTwelveWarpsRecordedWholeHasOneLeader) {
+  const std::string ptx = vaddWithThreads(384);
+  for (const char *mode : {"proton:tree:0:256:*:", "proton:trace:0:256:*:",
+                           "proton:trace:16:256:*:", "proton:tree:32:256:*:"}) {
+    RewriteResult r = rewrite(ptx, mode);
+    EXPECT_EQ(r.table.numWarps, 12u) << mode;
+    EXPECT_EQ(r.table.unitWarps, 16u) << mode;
+    EXPECT_EQ(leadersPerUnit(r), std::vector<int>{1}) << mode;
+  }
+  // Units of 8 warps: warps 0 and 8 lead the two.
+  RewriteResult r = rewrite(ptx, "proton:tree:8:256:*:");
+  EXPECT_EQ(r.table.unitsPerCta, 2u);
+  EXPECT_EQ(leadersPerUnit(r), (std::vector<int>{1, 1}));
+}
+
+// One kernel autotuned over num_warps compiles to entries of the same name, scopes and mode:
+// the tables' hashes differ by layout, so each variant's buffers are decoded with its own.
+// (Before, both had one hash and the table loaded last split every variant's CTAs.)
+TEST(PtxRewrite, TheSameKernelWithAnotherLayoutHasAnotherTable) {
+  for (const char *mode : {"proton:trace:1:256:*:", "proton:tree:1:256:*:"}) {
+    RewriteResult four = rewrite(golden("instrumentation_vadd.ptx"), mode);
+    RewriteResult eight = rewrite(vaddWithThreads(256), mode);
+    EXPECT_EQ(four.table.kernel, eight.table.kernel);
+    EXPECT_NE(four.table.unitsPerCta, eight.table.unitsPerCta);
+    EXPECT_NE(four.table.hash, eight.table.hash) << mode;
+    // The same layout, the same table.
+    EXPECT_EQ(rewrite(golden("instrumentation_vadd.ptx"), mode).table.hash, four.table.hash);
+  }
 }
 
 }  // namespace
