@@ -9,7 +9,8 @@ configuration:
   instrumented in between; ratio = instrumented / min(before, after);
 - end-to-end cost: wall time of 1000 launches plus one synchronise, same protocol.
 Configurations: `proton` (backend="instrumentation", tree: a CTA's warps leave their sums in
-shared memory and one record per CTA is stored), `proton_global` (tree with
+shared memory and one record per CTA is stored), `proton_clock32` (the same with 32-bit
+clock deltas, optimizations="clock32"), `proton_global` (tree with
 buffer_type="global": one record per warp), `proton_trace` (data="trace"),
 `cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
 `triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).
@@ -32,7 +33,7 @@ from overhead import bootstrap_ci
 
 KERNELS = ("vadd", "softmax", "matmul", "attention", "attention_mh")
 SET = KERNELS[:4]  # the geometric mean is over these; attention_mh: the same kernel, 32 heads
-CONFIGS = ("proton", "proton_global", "proton_trace", "cupti", "triton")
+CONFIGS = ("proton", "proton_clock32", "proton_global", "proton_trace", "cupti", "triton")
 
 
 def define_kernels(pl):
@@ -212,6 +213,9 @@ def _worker(config: str, out_path: str) -> None:
             prof.start(f"b_{config}_{name}")
         elif config == "proton_trace":
             prof.start(f"b_{config}_{name}", backend="instrumentation", data="trace")
+        elif config == "proton_clock32":  # 32-bit clock deltas (optimizations="clock32")
+            mode = prof.mode.Default(optimizations="clock32")
+            prof.start(f"b_{config}_{name}", backend="instrumentation", mode=mode)
         elif config == "proton_global":  # one record per warp, no sums in shared memory
             mode = prof.mode.Default(buffer_type="global")
             prof.start(f"b_{config}_{name}", backend="instrumentation", mode=mode)

@@ -189,16 +189,22 @@ def without_scope_clocks(ptx):
     """The tree variant with each scope's clock reads (not the kernel scope's) replaced by an
     add on a register that changes every iteration, so that ptxas can neither fold it nor
     treat it as a clock read."""
+    wide = "mov.u64 \t%pt_s0, %clock64;" in ptx
+    # 64-bit clocks (the tree's default) add onto the scope's 64-bit sum, 32-bit ones onto its
+    # count.
+    width, source = ("u64", "%pt_a") if wide else ("u32", "%pt_c")
     ptx, enters = re.subn(
-        r"@%pt_lead mov\.u32 \t%pt_s([1-9]\d*), %clock;",
-        lambda m: f"@%pt_lead add.u32 \t%pt_s{m.group(1)}, %pt_c{m.group(1)}, 3;",
+        rf"@%pt_lead mov\.{width} \t%pt_s([1-9]\d*), %clock(?:64)?;",
+        lambda m: f"@%pt_lead add.{width} \t%pt_s{m.group(1)}, {source}{m.group(1)}, 3;",
         ptx,
     )
-    exit_read = "@%pt_lead mov.u32 \t%pt_w9, %clock;"
+    reg = "%pt_d8" if wide else "%pt_w9"
+    exit_read = f"@%pt_lead mov.{width} \t{reg}, %clock{'64' if wide else ''};"
     head, _, last = ptx.rpartition(exit_read)  # the last one ends the kernel scope
     if not enters or exit_read not in head:
         raise RuntimeError("no scope clock reads to replace")
-    return head.replace(exit_read, "@%pt_lead add.u32 \t%pt_w9, %pt_c0, 7;") + exit_read + last
+    replaced = f"@%pt_lead add.{width} \t{reg}, {source}0, 7;"
+    return head.replace(exit_read, replaced) + exit_read + last
 
 
 def make_launch(driver, func, ptx, values, grid, threads, shared, stream, ring=None):

@@ -133,6 +133,10 @@ def config_string(mode: _mode.InstrumentationMode, data: str) -> str:
     if mode.sampling_strategy != "selective":
         units = "*"
     opts = [o for o in mode.optimizations if o in ("clock32", "time_shift")]
+    if data != "trace" and "clock32" not in opts:
+        # A tree's scope times are 64-bit unless clock32 is asked for, as in triton.profiler:
+        # 32-bit deltas wrap, unsaid, in a scope run of 2^32 cycles (about 2.2 s on an H100).
+        opts.insert(0, "clock64")
     if mode.buffer_type == "shared":
         # Tree: a CTA's units add their sums in shared memory and store one record per CTA
         # (where the kernel's shared memory allows; ptx_rewrite.cc decides per kernel).

@@ -45,10 +45,11 @@ def test_the_no_clock_variant_replaces_only_the_scopes_clock_reads(ptx_variants)
     ptx, _shared = ptx_variants.variants("softmax", 232448)["tree"]
     bare = ptx_variants.without_scope_clocks(ptx)
     # softmax: the kernel scope's two reads stay; "load"'s enter, its exit (which "reduce"'s
-    # enter shares) and "reduce"'s exit become adds on a count register.
-    assert ptx.count("%clock;") == 5
-    assert bare.count("%clock;") == 2
-    assert bare.count("@%pt_lead mov.u32 \t%pt_s0, %clock;") == 1
-    assert bare.count("@%pt_lead add.u32 \t%pt_s1, %pt_c1, 3;") == 1
-    assert bare.count("@%pt_lead add.u32 \t%pt_w9, %pt_c0, 7;") == 2
+    # enter shares) and "reduce"'s exit become adds on a sum register (64-bit clocks, the
+    # default).
+    assert ptx.count("%clock64;") == 5
+    assert bare.count("%clock64;") == 2
+    assert bare.count("@%pt_lead mov.u64 \t%pt_s0, %clock64;") == 1
+    assert bare.count("@%pt_lead add.u64 \t%pt_s1, %pt_a1, 3;") == 1
+    assert bare.count("@%pt_lead add.u64 \t%pt_d8, %pt_a0, 7;") == 2
     assert bare.count("\n") == ptx.count("\n")  # one instruction for another

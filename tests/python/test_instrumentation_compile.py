@@ -4,6 +4,7 @@ recording code, the scope table lands in the kernel's metadata, and everything P
 Triton is put back afterwards."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -230,6 +231,20 @@ def test_without_a_session_the_scopes_compile_to_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     ptx = compile_for_hopper("").asm["ptx"]
     assert "@proton" not in ptx and "%pt_" not in ptx
+
+
+def test_tree_scopes_read_64_bit_clocks_unless_clock32_is_asked_for():
+    # As in triton.profiler, clock32 is an optimization to ask for: 32-bit deltas wrap, unsaid,
+    # in a scope run of 2^32 cycles. (Before, a tree read only the 32-bit %clock, always.)
+    vadd = (Path(__file__).parent.parent / "golden" / "instrumentation_vadd.ptx").read_text()
+    wide = instrumentation.config_string(_mode.Default(), "tree")
+    narrow = instrumentation.config_string(_mode.Default(optimizations="clock32"), "tree")
+    assert "clock64" in wide.split(":")[-1].split(",")
+    assert "clock32" in narrow.split(":")[-1].split(",") and "clock64" not in narrow
+    wide_ptx = _C.instrument_ptx(vadd, wide, 0, 0)[0]
+    narrow_ptx = _C.instrument_ptx(vadd, narrow, 0, 0)[0]
+    assert wide_ptx.count("%clock64;") == 2 and "%clock;" not in wide_ptx  # the kernel scope
+    assert narrow_ptx.count("%clock;") == 2 and "%clock64;" not in narrow_ptx
 
 
 def test_the_buffer_layout_keys_the_compile_cache():
