@@ -219,13 +219,24 @@ def test_unknown_option_values_raise_config_error_listing_the_allowed_ones():
         proton.mode.Default(optimizations="fast")
 
 
-def test_unmatched_exit_is_counted_and_named(capfd):
+@pytest.mark.parametrize("data", ["tree", "trace"])
+def test_unmatched_exit_is_counted_and_named(capfd, data):
+    # A tree counts each recording warp's run of the exit (1 CTA of 4 warps: 4); a trace has
+    # no event for it and counts the marker once per launch. (Before, a tree added that count
+    # on top of its warps': 5.)
     out = torch.empty(1, device="cuda")
     with pytest.warns(UserWarning, match="never_opened"):
-        profile("unm", lambda: (unmatched_kernel[(1,)](out), torch.cuda.synchronize()))
-    stats = load_hatchet("unm.hatchet")
-    text = json.dumps(stats)
-    assert "instrumentation_unmatched_scopes[unmatched_kernel]" in text
+        profile(
+            "unm",
+            lambda: (unmatched_kernel[(1,)](out, num_warps=4), torch.cuda.synchronize()),
+            data=data,
+        )
+    written = load_hatchet("unm.hatchet" if data == "tree" else "unm.chrome_trace")
+    meta = written[0] if data == "tree" else written["otherData"]
+    stats = dict(meta["proton_metadata"]["stats"])
+    expected = 4 if data == "tree" else 1
+    assert stats["instrumentation_unmatched_scopes[unmatched_kernel]"] == expected, stats
+    assert stats["instrumentation_unmatched_scopes"] == expected, stats
     assert "unmatched_kernel" in capfd.readouterr().err
 
 

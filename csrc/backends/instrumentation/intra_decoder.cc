@@ -417,8 +417,10 @@ void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launc
   beginSlices(launch, table.paths.size());
   for (size_t u = 0; u < parsed.units.size(); ++u)
     fileTraceUnit(*parsed.interned, parsed.units[u], u, slot.stride, clock, launch, tally);
-  noteLosses(table, {tally.losses.unmatched + table.staticUnmatched,
-                     tally.losses.crossing + table.staticCrossing, tally.losses.overwritten});
+  // Crossing exits show in the events; an unmatched exit has none: the table's count of them
+  // stands for it, once per launch.
+  noteLosses(table, {tally.losses.unmatched + table.staticUnmatched, tally.losses.crossing,
+                     tally.losses.overwritten});
   fileSlices(launch);
   fileSums(*parsed.interned, tally.sums, 1, launch);
 }

@@ -303,6 +303,29 @@ void unit(std::vector<uint8_t> &buf, size_t at, uint32_t hash, uint32_t sm, uint
   }
 }
 
+// A crossing exit (`exit_scope("load")` with "wait" still open inside it) run once by one warp
+// is one crossing pair in a trace as in a tree: its events show it, so the table's count of
+// such markers is not added on top. (Before, a trace counted it twice.) An unmatched exit has
+// no event in a trace: the table's count stands for it, once per launch.
+TEST_F(IntraDecoderTest, ATraceCountsACrossingExitRunOnceOnce) {
+  ScopeTable t = table(0xdf0, true);
+  t.staticCrossing = 1;
+  t.staticUnmatched = 1;
+  ScopeTables tables;
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  std::vector<uint8_t> buf(2 * t.unitBytes, 0);
+  unit(buf, 0, 0xdf0, 3, 5000, 1000, {{2, 1100}, {4, 1200}, {3, 1300}}, 4);
+  unit(buf, t.unitBytes, 0xdf0, 0, 0, 1000, {}, 4, /*ctaPart=*/false);
+  const uint64_t crossing = counter("instrumentation_crossing_scopes");
+  const uint64_t unmatched = counter("instrumentation_unmatched_scopes");
+  testing::internal::CaptureStderr();
+  traceOf(decoder, buf, t.unitBytes, 70000);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counter("instrumentation_crossing_scopes"), crossing + 1);
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched + 1);
+}
+
 TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
   Session trace{SessionId{8}, traceData()};
   NodeId node = trace.child(PhaseId{0}, kRootNode, S("mm_kernel"));
