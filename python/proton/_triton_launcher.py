@@ -21,10 +21,12 @@ instrumentation session is live, Proton stands in front of CudaLauncher.__call__
     scope) and loaded;
 - a kernel whose PTX cannot be found, rewritten or loaded runs as it was, with one warning; one
   whose source cannot be compiled again records its kernel scope, with one warning.
-The binaries are kept per function handle and configuration, so later sessions reuse them;
+The binaries are kept per function handle, kernel and configuration, so later sessions reuse
+them;
 finalize() puts the launcher back.
-Thread-safety: launches hold the GIL; a kernel's binary may be built twice by two threads
-racing on its first launch, and one of the two is kept.
+Thread-safety: launches hold the GIL between bytecodes only; a kernel's binary may be built
+twice by two threads racing on its first launch, and one of the two is kept; a load on one
+thread copies the binaries' keys before it looks them over.
 """
 
 import copy
@@ -36,6 +38,8 @@ import weakref
 from . import _C, _inductor_source
 
 _DRIVER_MODULE = "triton.backends.nvidia.driver"
+# What Triton's CUDA launcher raises when a launch fails (driver.c), the kernel not run.
+_LAUNCH_ERROR = "Triton Error [CUDA]"
 
 
 def instrument(ptx: str, config: str, shared: int, max_shared: int) -> tuple:
@@ -92,7 +96,10 @@ class _Patch:
         self.max_shared = None
         self.kernels = {}  # function handle -> _Kernel
         self.scanned = False  # the live CompiledKernels were looked over in this session
-        self.binaries = {}  # (function handle, config) -> _Binary, or None (runs as it was)
+        # (function handle, kernel hash, config) -> _Binary, or None (runs as it was). The hash:
+        # a handle freed with its kernel's module (Triton 3.7 and later unload it with its
+        # CompiledKernel) may be another kernel's in a later session.
+        self.binaries = {}
 
 
 _patch = _Patch()
@@ -125,7 +132,12 @@ def install(config: str, max_shared, warn) -> None:
         try:
             return call(binary.launcher, gridX, gridY, gridZ, stream, binary.function, metadata,
                         *args[1:])  # fmt: skip
-        except Exception as e:  # noqa: BLE001 - never the program's failure: the plain binary
+        except RuntimeError as e:
+            # The launch itself failed (its binary did not run): the plain binary runs. Any
+            # other error is the program's own (a launch hook's, which may come after the
+            # kernel ran): raised as without Proton, the kernel not run again.
+            if _LAUNCH_ERROR not in str(e):
+                raise
             _forget(function, f"its instrumented binary did not launch: {e}")
             return call(self, gridX, gridY, gridZ, stream, function, *args)
 
@@ -168,8 +180,9 @@ def note_loaded(function, name, metadata_group, hash) -> None:
     """Triton loaded a kernel during the session (its load hook). A binary built for another
     kernel loaded under the same function handle before (Triton 3.7 and later unload a
     kernel's module with its CompiledKernel) is not this one's."""
-    for key in [k for k in _patch.binaries if k[0] == function]:
-        del _patch.binaries[key]
+    # list(): one step under the GIL, while another thread may add a binary.
+    for key in [k for k in list(_patch.binaries) if k[0] == function]:
+        _patch.binaries.pop(key, None)
     _note(function, name, metadata_group, hash, None)
 
 
@@ -184,24 +197,30 @@ def _kernel_of(function):
     if kernel is None and not _patch.scanned:
         # Loaded before the session: one look over the live CompiledKernels finds them all
         # (those loaded later in the session pass through note_loaded).
-        _patch.scanned = True
         from triton.compiler.compiler import CompiledKernel
 
         for obj in gc.get_objects():
             # type(), not isinstance(): a weak proxy's __class__ raises once its object died.
             if issubclass(type(obj), CompiledKernel) and obj.module is not None:
                 _note(obj.function, obj.name, obj.metadata_group, obj.hash, obj)
+        # Only now: a thread that found it set before the scan ended would take a kernel
+        # loaded before the session for one with no CompiledKernel.
+        _patch.scanned = True
         kernel = _patch.kernels.get(function)
     return kernel
 
 
+def _key(function):
+    kernel = _kernel_of(function)
+    return (function, kernel.hash if kernel is not None else None, _patch.config), kernel
+
+
 def _binary_of(launcher, function, args):
-    key = (function, _patch.config)
+    key, kernel = _key(function)
     if key in _patch.binaries:
         return _patch.binaries[key]
     binary = None
     try:
-        kernel = _kernel_of(function)
         if kernel is None:
             raise RuntimeError("no CompiledKernel of this process holds its binary")
         metadata = args[0] if args else None
@@ -216,8 +235,8 @@ def _binary_of(launcher, function, args):
 
 def _forget(function, reason: str) -> None:
     """The kernel runs its plain binary from now on in this configuration."""
-    _patch.binaries[(function, _patch.config)] = None
-    kernel = _patch.kernels.get(function)
+    key, kernel = _key(function)
+    _patch.binaries[key] = None
     name = kernel.name if kernel is not None else f"at function handle {function:#x}"
     _patch.warn(name, f"[PROTON] kernel {name} runs without instrumentation: {reason}")
 

@@ -305,7 +305,10 @@ _max_shared_by_device = {}
 def _on_kernel_load(module, function, name, metadata_group, hash, **_kwargs) -> None:
     """Registers the scope table of a kernel loaded from Triton's cache (or just compiled), and
     where its PTX is, should it be launched with its plain binary (_triton_launcher)."""
-    _triton_launcher.note_loaded(function, name, metadata_group, hash)
+    try:
+        _triton_launcher.note_loaded(function, name, metadata_group, hash)
+    except Exception as e:  # noqa: BLE001 - Triton's load hook: never the program's failure
+        warnings.warn(f"[PROTON] kernel {name}: not noted for instrumentation: {e}", stacklevel=2)
     for path in (metadata_group or {}).values():
         if not str(path).endswith(".json"):
             continue

@@ -1,8 +1,10 @@
 """Session lifecycle: start, activate, deactivate, finalize and the profile decorator."""
 
 import atexit
+import contextlib
 import functools
 import os
+import threading
 import warnings
 from typing import Optional, Union
 
@@ -18,6 +20,9 @@ def _guard(session, action: str) -> None:
     """Raises as triton.profiler does when the command line owns session 0."""
     if flags.command_line and session != 0:
         raise ValueError(f"Only one session can {action} when running from the command line.")
+
+
+_instrumentation_starts = threading.Lock()
 
 
 def start(
@@ -60,18 +65,23 @@ def start(
     if backend in (None, "cupti", "instrumentation"):
         _C.set_library_search_dirs(knobs.cupti_dirs + _libraries.cupti_dirs())
     mode_text = _mode.to_string(mode)
-    if backend == "instrumentation":
-        mode_text, typed_mode = instrumentation.prepare(mode, data)
-    with triton_knobs.environment(knobs.env):
-        session, created, warning = _C.start(
-            os.fspath(name),
-            context or "shadow",
-            data or "tree",
-            backend or "",
-            mode_text,
-        )
-    if backend == "instrumentation" and created:
-        instrumentation.activate(session, typed_mode, data)
+    # Instrumentation sessions start one at a time: the check that a session compiles with the
+    # configuration of those live holds until it is active (two threads starting sessions of
+    # other modes both passed it, and the second compiled with the first one's).
+    one_at_a_time = _instrumentation_starts if backend == "instrumentation" else None
+    with one_at_a_time or contextlib.nullcontext():
+        if backend == "instrumentation":
+            mode_text, typed_mode = instrumentation.prepare(mode, data)
+        with triton_knobs.environment(knobs.env):
+            session, created, warning = _C.start(
+                os.fspath(name),
+                context or "shadow",
+                data or "tree",
+                backend or "",
+                mode_text,
+            )
+        if backend == "instrumentation" and created:
+            instrumentation.activate(session, typed_mode, data)
     flags.profiling_on = True
     _process.install_signal_handlers()
     if hook_object is not None:
@@ -106,16 +116,20 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         _guard(session, "be finalized")
     if flags.command_line:
         return
-    _C.finalize(session, output_format or "")
-    live = _C.live_sessions()
-    for finalized in hooks.registry.sessions() - set(live):
-        hooks.registry.unregister(finalized)
-    for finalized in instrumentation.live_sessions() - set(live):
-        instrumentation.deactivate(finalized)
-    if session is None or not live:
-        flags.profiling_on = False
-    if not live:
-        _process.uninstall_signal_handlers()
+    try:
+        _C.finalize(session, output_format or "")
+    finally:
+        # Sessions that could not be written are dropped too: their hooks, compile step and
+        # launcher go with them.
+        live = _C.live_sessions()
+        for finalized in hooks.registry.sessions() - set(live):
+            hooks.registry.unregister(finalized)
+        for finalized in instrumentation.live_sessions() - set(live):
+            instrumentation.deactivate(finalized)
+        if session is None or not live:
+            flags.profiling_on = False
+        if not live:
+            _process.uninstall_signal_handlers()
 
 
 def profile(

@@ -353,3 +353,54 @@ def test_after_the_session_the_program_s_own_profile_allocator_is_back():
         assert _allocation._profile_allocator.get() is own
     finally:
         _allocation.set_profile_allocator(None)
+
+
+def test_a_finalize_that_fails_for_another_session_still_takes_the_compile_step_out(tmp_path):
+    # finalize() writes and drops every session it can and raises for the one it cannot (kept,
+    # to be finalized again). Proton's compile step, mode knob and launcher went only after a
+    # finalize that raised nothing: the instrumentation session, dropped, left kernels
+    # compiled with instrumentation after it.
+    # No GPU here: the instrumentation session is started as start() does it on one.
+    import shutil
+
+    import proton
+
+    before = triton.knobs.runtime.add_stages_inspection_hook
+    instr = proton.start(str(tmp_path / "instr"))
+    instrumentation.activate(instr, _mode.Default(), "tree")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    other = proton.start(str(gone / "other"))
+    shutil.rmtree(gone)
+    with pytest.raises(proton.ProfilerError):
+        proton.finalize()
+    try:
+        assert proton._C.live_sessions() == [other]
+        assert instrumentation.live_sessions() == set()
+        assert triton.knobs.compilation.instrumentation_mode == ""
+        assert triton.knobs.runtime.add_stages_inspection_hook is before
+    finally:
+        gone.mkdir()
+        proton.finalize()
+
+
+def test_instrumentation_sessions_start_one_at_a_time(monkeypatch):
+    # The check that a session compiles with the configuration of those live (prepare) and
+    # its activation happen under one lock: two threads starting sessions of other modes both
+    # passed the check before either was active, and the second compiled with the first's.
+    import sys
+
+    import proton
+
+    _profile = sys.modules["proton.profile"]  # proton.profile is the decorator
+    held = []
+
+    def prepare(mode, data):
+        held.append(_profile._instrumentation_starts.locked())
+        raise proton.ConfigError("[PROTON] stop here")
+
+    monkeypatch.setattr(instrumentation, "prepare", prepare)
+    with pytest.raises(proton.ConfigError, match="stop here"):
+        proton.start("one_at_a_time", backend="instrumentation")
+    assert held == [True]
+    assert not _profile._instrumentation_starts.locked()

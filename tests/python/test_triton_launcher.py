@@ -24,10 +24,15 @@ class FakeCudaLauncher:
 
     def __call__(self, gridX, gridY, gridZ, stream, function, *args):
         if function == 0xBAD:
-            raise RuntimeError("CUDA_ERROR_OUT_OF_RESOURCES")
+            # As driver.c reports a launch that failed.
+            raise RuntimeError("Triton Error [CUDA]: CUDA_ERROR_OUT_OF_RESOURCES")
         self.launches.append(
             (function, (gridX, gridY, gridZ), stream, args, self.profile_scratch_size)
         )
+        if function == 0xE1F:
+            # Triton's launcher calls launch_exit_hook after the launch (driver.c): here the
+            # program's hook raises, once the kernel ran.
+            raise ValueError("the program's launch_exit_hook failed")
 
 
 class FakeCompiledKernel:
@@ -104,7 +109,7 @@ def test_a_binary_loaded_before_the_session_runs_rewritten_with_a_buffer(fake_tr
     assert name == "add_kernel" and shared == 0 and device == 0
     assert "proton: instrumentation prologue" in ptx  # the rewrite, not the plain PTX
     # The kernel's launch code (its copy shares the launch list) with a buffer to ask for.
-    ours = launcher_mod._patch.binaries[(0x1, launcher_mod._patch.config)].launcher
+    ours = launcher_mod._patch.binaries[launcher_mod._key(0x1)[0]].launcher
     assert ours.profile_scratch_align == 256 and kernel.run.profile_scratch_size == 0
     assert len(kernel.run.launches) == 2
     for function, grid, stream, args, per_cta in kernel.run.launches:
@@ -145,7 +150,7 @@ def test_a_kernel_nobody_holds_runs_as_it_was_once_warned(fake_triton):
 def test_an_instrumented_binary_that_fails_to_launch_gives_way_to_the_plain_one(fake_triton):
     kernel = FakeCompiledKernel("add_kernel", 0x4, fake_triton.ptx, FakeCudaLauncher())
     fake_triton.install()
-    launcher_mod._patch.binaries[(0x4, launcher_mod._patch.config)] = launcher_mod._Binary(
+    launcher_mod._patch.binaries[launcher_mod._key(0x4)[0]] = launcher_mod._Binary(
         0xBAD, 0, FakeCudaLauncher(128)
     )
     launch(kernel)
@@ -198,7 +203,7 @@ def test_a_kernel_with_scopes_runs_compiled_again_from_its_source(fake_triton, m
     launch(kernel, metadata=(4, 1, 0, "rest"))
     assert sources == [(kernel, launcher_mod._patch.config)] and kernel.loads == 1
     assert fake_triton.loaded == [] and fake_triton.warned == []  # no PTX rewrite
-    binary = launcher_mod._patch.binaries[(0x6, launcher_mod._patch.config)]
+    binary = launcher_mod._patch.binaries[launcher_mod._key(0x6)[0]]
     assert binary.launcher is binary.compiled.run and kernel.run.launches == []
     assert len(binary.launcher.launches) == 2
     for function, _grid, _stream, args, per_cta in binary.launcher.launches:
@@ -236,3 +241,69 @@ def test_a_kernel_loaded_anew_under_a_handle_seen_before_gets_its_own_binary(fak
     launcher_mod.note_loaded(0x8, "second_kernel", {"second_kernel.ptx": ptx}, "h2")
     launch(types.SimpleNamespace(function=0x8, run=FakeCudaLauncher()))
     assert [name for name, *_ in fake_triton.loaded] == ["first_kernel", "second_kernel"]
+
+
+def test_a_handle_reused_between_sessions_gets_its_own_kernels_binary(fake_triton):
+    # Triton 3.7 and later unload a kernel's module with its CompiledKernel, so between two
+    # sessions another kernel can be loaded under the same function handle. (Before, binaries
+    # were kept by handle and configuration, and the second kernel ran the first's.)
+    first = FakeCompiledKernel("first_kernel", 0x9, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    launch(first)
+    launcher_mod.uninstall()
+    del first
+    second = FakeCompiledKernel("second_kernel", 0x9, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    launch(second)
+    assert [name for name, *_ in fake_triton.loaded] == ["first_kernel", "second_kernel"]
+
+
+def test_an_error_of_the_programs_launch_hook_is_raised_and_the_kernel_not_run_again(
+    fake_triton,
+):
+    # Before, any error of the instrumented launch ran the plain binary too: a kernel that had
+    # run ran twice, and the program's error was swallowed.
+    kernel = FakeCompiledKernel("add_kernel", 0xA, fake_triton.ptx, FakeCudaLauncher())
+    fake_triton.install()
+    ours = FakeCudaLauncher(128)
+    launcher_mod._patch.binaries[launcher_mod._key(0xA)[0]] = launcher_mod._Binary(0xE1F, 0, ours)
+    with pytest.raises(ValueError, match="launch_exit_hook"):
+        launch(kernel)
+    assert [f for f, *_ in ours.launches] == [0xE1F] and kernel.run.launches == []
+    assert fake_triton.warned == []
+
+
+def test_a_load_while_another_thread_adds_binaries_does_not_raise(fake_triton):
+    # Triton's load hook (note_loaded) looks over the binaries while a launch on another
+    # thread may add one. (Before: "dictionary changed size during iteration", raised into the
+    # program's kernel load.)
+    import sys
+    import threading
+
+    fake_triton.install()
+    for i in range(20000):
+        launcher_mod._patch.binaries[(0x100000 + i, "h", "c")] = None
+    errors, stop = [], threading.Event()
+
+    def launches():
+        i = 0
+        while not stop.is_set():
+            launcher_mod._patch.binaries[(0x200000 + i, "h", "c")] = None
+            i += 1
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    thread = threading.Thread(target=launches)
+    thread.start()
+    try:
+        for _ in range(50):
+            try:
+                launcher_mod.note_loaded(0x42, "k", {}, "h")
+            except RuntimeError as e:
+                errors.append(e)
+                break
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)
+    assert errors == []
