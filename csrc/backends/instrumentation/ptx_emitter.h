@@ -105,11 +105,7 @@ class Emitter {
       o << "\tand.pred \t%pt_lead, %pt_q0, %pt_q1;\n";
     }
     o << "\tmov.u32 \t%pt_u, 0;\n\tmov.u32 \t%pt_x, 0;\n\tmov.u32 \t%pt_n, 0;\n";
-    if (c_.timeShift && !c_.trace && !c_.clock32) {
-      // The cost of one read of the clock the scopes read (64-bit CS2R costs another).
-      o << "\tmov.u64 \t%pt_d6, %clock64;\n\tmov.u64 \t%pt_d7, %clock64;\n"
-        << "\tsub.u64 \t%pt_d6, %pt_d7, %pt_d6;\n\tcvt.u32.u64 \t%pt_sh, %pt_d6;\n";
-    } else if (c_.timeShift) {
+    if (c_.timeShift) {
       o << "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"
         << "\tsub.u32 \t%pt_sh, %pt_w5, %pt_w4;\n";
     } else {

@@ -426,17 +426,6 @@ TEST(PtxRewrite, MarkersBackToBackShareOneClockRead) {
   EXPECT_EQ(count(n.ptx, "mov.u32 \t%pt_s3, %pt_w9;"), 1u);  // mma after load's exit
   // time_shift takes one read's cost off every scope: each marker keeps its own read.
   EXPECT_EQ(count(rewrite(ptx, "proton:tree:1:256:*:time_shift").ptx, "%pt_lead mov.u32"), 6u);
-  // The shift is the cost of one read of the clock the scopes read: with 64-bit clocks, two
-  // back-to-back %clock64 reads (two %clock reads left an empty scope 2 cycles on an H100).
-  const std::string shifted = rewrite(ptx, "proton:tree:1:256:*:clock64,time_shift").ptx;
-  EXPECT_EQ(count(shifted,
-                  "\tmov.u64 \t%pt_d6, %clock64;\n\tmov.u64 \t%pt_d7, %clock64;\n"
-                  "\tsub.u64 \t%pt_d6, %pt_d7, %pt_d6;\n\tcvt.u32.u64 \t%pt_sh, %pt_d6;"),
-            1u);
-  EXPECT_EQ(count(shifted, "%clock;"), 0u);
-  EXPECT_EQ(count(rewrite(ptx, "proton:tree:1:256:*:time_shift").ptx,
-                  "\tmov.u32 \t%pt_w4, %clock;\n\tmov.u32 \t%pt_w5, %clock;\n"),
-            1u);
   // 64-bit clocks share the reading the same way.
   RewriteResult wide = rewrite(ptx, "proton:tree:1:256:*:clock64");
   EXPECT_EQ(count(wide.ptx, "%clock64;"), 5u);
