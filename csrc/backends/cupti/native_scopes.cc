@@ -168,7 +168,6 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   if (!instrumented) return;
   Launch launch;
   launch.symbol = cb->symbolName;
-  launch.context = cb->context;
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(entries, entries + launch.numEntries, launch.entries);
   byCorrelation_[correlation] = launch;

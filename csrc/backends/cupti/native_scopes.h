@@ -95,7 +95,6 @@ class NativeScopes {
   struct Launch {
     const char *symbol = nullptr;
     StringId launchName;  // the frame of entries that are `named`
-    CUcontext context = nullptr;
     uint64_t startNs = 0;
     bool finished = false;  // its record came with an end: every event of it is written
     uint32_t numEntries = 0;
