@@ -330,6 +330,10 @@ def main():
             if proc.returncode != 0:
                 print(f"[{c} round {r}] failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
                 continue
+            # A kernel that failed inside a worker that went on (Triton's parser): say why.
+            for line in proc.stderr.splitlines():
+                if line.startswith(f"[{c}] ") and " failed: " in line:
+                    print(f"round {r + 1}: {line}", file=sys.stderr)
             rounds[c].append(json.load(open(out)))
     table = summarize_rounds(rounds)
     print(f"{'config':14s} " + " ".join(f"{k:>20s}" for k in KERNELS) + "   geomean(kernel, 4)")
@@ -342,7 +346,9 @@ def main():
             f"{row[k]['kernel_ratio']:8.3f}/{row[k]['wall_ratio']:8.3f}  " for k in KERNELS
         )
         lo, hi = table[c]["kernel_geomean_ci"]
-        print(f"{c:14s} {cells}   {gm:.3f} [{lo:.3f}, {hi:.3f}]")
+        missing = [k for k in SET if math.isnan(row[k]["kernel_ratio"])]
+        partial = f" (without {','.join(missing)})" if missing else ""
+        print(f"{c:14s} {cells}   {gm:.3f} [{lo:.3f}, {hi:.3f}]{partial}")
     print("cells: kernel-time ratio / wall-time ratio of a loop of launches (median of rounds);")
     print("geomean: median over rounds of each round's geometric mean, [95% bootstrap interval]")
     if args.json:
