@@ -249,6 +249,9 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
                                                        uint64_t *devicePtr) {
   *devicePtr = 0;
   forgetThreadsSlots();
+  // An empty grid (Triton's launcher asks for grid x bytes per CTA, then skips the launch):
+  // no slot. A slot of no bytes would protect nothing, yet hold its offset as in flight.
+  if (bytes == 0) return Alloc::kOff;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE) {
@@ -425,7 +428,7 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
   slot.offset = p.offset;
   slot.bytes = p.bytes;
   slot.trace = p.trace;
-  slot.symbol = symbol;
+  slot.symbol = StringTable::global().intern(symbol ? symbol : "");
   slot.launchName = launchName;
   slot.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   for (uint32_t i = 0; i < slot.numEntries; ++i) slot.entries[i] = entries[i];
@@ -480,7 +483,7 @@ void IntraKernelBuffers::bindCaptured(CaptureContext context, const char *symbol
   captured->offset = p.offset;
   captured->bytes = p.bytes;
   captured->trace = p.trace;
-  captured->symbol = symbol;
+  captured->symbol = StringTable::global().intern(symbol ? symbol : "");
   captured->context = std::move(context);
   std::lock_guard lock(mu_);
   captured_.add(p.captureGraph, std::move(captured));
@@ -629,9 +632,10 @@ size_t IntraKernelBuffers::wanted(const std::vector<SlotRecord> &slots) {
                                            [](const SlotRecord &s) { return s.numEntries > 0; }));
 }
 
-size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
+size_t kernelTargets(const LaunchEntry *entries, size_t n, StringId symbol, StringId launchName,
                      instrumentation::IntraTarget *out, size_t *gone) {
-  StringId name = StringTable::global().intern(readableKernelName(symbol));
+  const std::string text(StringTable::global().view(symbol));
+  StringId name = StringTable::global().intern(readableKernelName(text.c_str()));
   size_t count = 0;
   if (gone) *gone = 0;
   for (size_t i = 0; i < n; ++i) {

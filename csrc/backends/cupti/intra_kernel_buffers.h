@@ -67,7 +67,7 @@ struct TraceJob;  // a trace slot read back (intra_kernel_trace_drain.cc)
 // (hook="triton"), <context>/<kernel> otherwise. Returns the number of targets; *gone, when
 // given, is set to the number of instrumentation sessions whose data went meanwhile (the
 // session ended, or its phase was cleared): the launch's data is lost for those.
-size_t kernelTargets(const LaunchEntry *entries, size_t n, const char *symbol, StringId launchName,
+size_t kernelTargets(const LaunchEntry *entries, size_t n, StringId symbol, StringId launchName,
                      instrumentation::IntraTarget *out, size_t *gone = nullptr);
 
 class IntraKernelBuffers {
@@ -156,7 +156,7 @@ class IntraKernelBuffers {
     size_t bytes = 0;
     bool trace = false;
     uint64_t startNs = 0;
-    const char *symbol = nullptr;
+    StringId symbol;      // the kernel's name as CUPTI gave it (its text goes with its module)
     StringId launchName;  // the kernel's name from launch metadata, for named entries
     // 0: filed in no session; also a slot counted as unrecorded when the last session ended
     // (removeUser), which drains then neither read nor count again.
@@ -219,7 +219,7 @@ class IntraKernelBuffers {
     size_t offset = 0;
     size_t bytes = 0;
     bool trace = false;
-    const char *symbol = nullptr;
+    StringId symbol;  // the kernel's name as CUPTI gave it (its text goes with its module)
     CaptureContext context;
   };
   // One replay of a run of captured slots that follow one another in the arena: copied out

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/capture_registry.h"
@@ -27,7 +29,7 @@ TEST(IntraKernelTargets, NamedLaunchesFileUnderTheMetadataNameOthersUnderTheKern
   LaunchEntry entries[] = {{&hooked, scope, PhaseId{0}, /*named=*/true},
                            {&plain, kRootNode, PhaseId{0}, /*named=*/false}};
   instrumentation::IntraTarget out[2];
-  ASSERT_EQ(kernelTargets(entries, 2, "hooked_kernel", S("named_100000"), out), 2u);
+  ASSERT_EQ(kernelTargets(entries, 2, S("hooked_kernel"), S("named_100000"), out), 2u);
   EXPECT_EQ(out[0].session, &hooked);
   EXPECT_EQ(out[0].kernelNode, hooked.child(PhaseId{0}, scope, S("named_100000")));
   EXPECT_NE(out[0].kernelNode, scope);
@@ -35,7 +37,7 @@ TEST(IntraKernelTargets, NamedLaunchesFileUnderTheMetadataNameOthersUnderTheKern
   EXPECT_EQ(out[1].kernelNode, plain.child(PhaseId{0}, kRootNode, S("hooked_kernel")));
   // A named entry without a name (a kernel built with proton/instrument.cuh) takes the
   // kernel's, demangled as kernel tracing shows it.
-  ASSERT_EQ(kernelTargets(entries, 1, "_Z6kernelPf", StringId{}, out), 1u);
+  ASSERT_EQ(kernelTargets(entries, 1, S("_Z6kernelPf"), StringId{}, out), 1u);
   EXPECT_EQ(out[0].kernelNode, hooked.child(PhaseId{0}, scope, S("kernel(float*)")));
 }
 
@@ -47,7 +49,7 @@ TEST(IntraKernelTargets, KernelTracingSessionsBesideAnInstrumentationSessionGetN
   LaunchEntry entries[] = {{&tracing, kRootNode, PhaseId{0}, false},
                            {&instrumenting, kRootNode, PhaseId{0}, false}};
   instrumentation::IntraTarget out[2];
-  ASSERT_EQ(kernelTargets(entries, 2, "sv", StringId{}, out), 1u);
+  ASSERT_EQ(kernelTargets(entries, 2, S("sv"), StringId{}, out), 1u);
   EXPECT_EQ(out[0].session, &instrumenting);
 }
 
@@ -63,7 +65,7 @@ TEST(IntraKernelTargets, ASessionThatEndedIsNoTargetAndIsCounted) {
                            {&going, kRootNode, PhaseId{0}, false}};
   instrumentation::IntraTarget out[3];
   size_t gone = 7;
-  ASSERT_EQ(kernelTargets(entries, 3, "sv", StringId{}, out, &gone), 1u);
+  ASSERT_EQ(kernelTargets(entries, 3, S("sv"), StringId{}, out, &gone), 1u);
   EXPECT_EQ(out[0].session, &going);
   EXPECT_EQ(gone, 1u);
 }
@@ -446,6 +448,47 @@ TEST(IntraKernelBuffersDrain, EveryTraceSlotBelowTheCapIsFiledOnce) {
   EXPECT_EQ(slicesOf(trace), 19u);
   EXPECT_EQ(fake::copiedBytes.size(), 2 * 19u);
   EXPECT_EQ(pastCap.value(), before);
+  buffers.removeUser();
+}
+
+// An empty grid: Triton's launcher asks for 0 bytes (grid x bytes per CTA) and skips the
+// launch. It gets no slot. Before, its slot of no bytes stayed in flight while its thread
+// idled: another thread's slot at the same offset was taken for it (kept, yet cleared), each
+// launch's data was lost there and the last one's filed once per launch, with no count.
+TEST(IntraKernelBuffersAllocate, AnEmptyGridGetsNoSlotAndHidesNoOtherThreadsLaunch) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  Session trace{SessionId{27}, traceInstrumentation()};
+  buffers.addUser();
+  buffers.setLimits(uint64_t{1} << 20, 100, /*traceCapacity=*/4);
+  addOneWarpTraceTable(buffers);
+  fake::ringMemory.assign(uint64_t{1} << 20, 0);
+  LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
+  std::promise<void> allocated, finish;
+  std::thread idle([&] {
+    uint64_t ptr = 1;
+    EXPECT_EQ(buffers.allocate(driver, 0, true, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOff);
+    EXPECT_EQ(ptr, 0u);
+    allocated.set_value();
+    finish.get_future().wait();  // the thread idles, its launch skipped
+  });
+  allocated.get_future().wait();
+  for (int launch = 0; launch < 3; ++launch) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x8888, &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    buffers.bindLaunch(700 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
+    oneWarpRan(ptr);
+    buffers.launchReturned();
+    buffers.noteKernel(700 + launch, 5000 + 1000 * launch);
+    buffers.drain(driver);
+    EXPECT_EQ(slicesOf(trace), launch + 1u);
+  }
+  finish.set_value();
+  idle.join();
+  buffers.drain(driver);
+  EXPECT_EQ(slicesOf(trace), 3u);
   buffers.removeUser();
 }
 

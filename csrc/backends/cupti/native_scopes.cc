@@ -37,6 +37,10 @@ CUfunction launchedFunction(CUpti_CallbackId cbid, const void *params) {
       return static_cast<const cuLaunchKernelEx_params *>(params)->f;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
       return static_cast<const cuLaunchKernelEx_ptsz_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      return static_cast<const cuLaunchCooperativeKernel_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return static_cast<const cuLaunchCooperativeKernel_ptsz_params *>(params)->f;
     default:
       return nullptr;
   }
@@ -76,6 +80,7 @@ void NativeScopes::stop() {
     if (scope.ok()) toDevice(*b, entry.second, &null, sizeof(null));  // unloaded: error ignored
   }
   modules_.clear();
+  anyModule_.store(false, std::memory_order_release);
 }
 
 bool NativeScopes::toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from,
@@ -130,12 +135,22 @@ bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext co
   if (!b || !toDevice(*b, address, &b->control, sizeof(b->control))) return false;
   modules_[{code, context}] = address;
   stat("instrumentation_native_modules").add();
+  anyModule_.store(true, std::memory_order_release);
   return true;
 }
 
 void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
                             uint64_t correlation, const LaunchEntry *entries, size_t n) {
   if (!active_.load(std::memory_order_acquire)) return;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+      cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
+    // A replay may run kernels of instrumented modules: a drain must not empty a buffer that
+    // they may still be appending to. (Its kernels' records find their launches by name.)
+    if (!anyModule_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(mu_);
+    ++launches_;
+    return;
+  }
   CUfunction function = launchedFunction(cbid, cb->functionParams);
   if (!function) return;
   // A function of a module (driver API), or a kernel of a library (the CUDA runtime's).
@@ -163,11 +178,15 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
     known = it != cache->modules.end();
   }
   std::lock_guard lock(mu_);
+  // The session may have ended since the check above: a module set up now would record
+  // outside any session (stop() has pointed the others back at null).
+  if (!active_.load(std::memory_order_acquire)) return;
   bool instrumented = instrumentModule(module, library, cb->context, cb->contextUid);
   if (cache && !known) cache->modules.push_back({module, instrumented});
   if (!instrumented) return;
   Launch launch;
-  launch.symbol = cb->symbolName;
+  // Kept as text: CUPTI's string goes with the module, which may be unloaded before a drain.
+  launch.symbol = StringTable::global().intern(cb->symbolName ? cb->symbolName : "");
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(entries, entries + launch.numEntries, launch.entries);
   byCorrelation_[correlation] = launch;
@@ -192,7 +211,7 @@ void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *fil
   if (record.graphNodeId == 0 || n == 0 || !record.name || !instrumentedKernels_.count(record.name))
     return;
   Launch launch;
-  launch.symbol = record.name;
+  launch.symbol = StringTable::global().intern(record.name);
   launch.launchName = launchName;
   launch.startNs = record.startNs;
   launch.finished = record.timed();
@@ -220,10 +239,12 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
   Control control{};
   if (!fromDevice(b, &control, b.control, sizeof(control))) return false;
   const uint64_t n = std::min<uint64_t>(control.head, control.capacity);
-  // Past the capacity nothing more is written: counted, and the buffer emptied.
+  // Past the capacity nothing more is written: counted (each claim once, while the buffer
+  // stays full), and the buffer is emptied by the next drain that no kernel can be appending
+  // to; emptied under a running kernel, claims made meanwhile would be lost uncounted.
   if (control.head > n) {
-    stat("instrumentation_native_events_lost").add(control.head - n);
-    empty = true;
+    stat("instrumentation_native_events_lost").add(control.head - n - b.lostCounted);
+    b.lostCounted = control.head - n;
   }
   bool copied = true;
   std::vector<instrumentation::NativeEvent> read;
@@ -266,6 +287,7 @@ bool NativeScopes::readEvents(ContextBuffers &b, std::vector<instrumentation::Na
     if (n) zeroEvents(b, n);
     control.head = 0;
     b.read = 0;
+    b.lostCounted = 0;
     b.filedPast.clear();
     toDevice(b, b.control, &control, sizeof(control));
   }
@@ -297,7 +319,10 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
         stat("instrumentation_native_events_unattributed").add(j - i);
       } else {
         instrumentation::IntraLaunch where{targets, t, device, l.startNs, cyclesPerNs};
-        decoder_.fileNative(events.data() + i, j - i, readableKernelName(l.symbol), nameOf, where);
+        decoder_.fileNative(
+            events.data() + i, j - i,
+            readableKernelName(std::string(StringTable::global().view(l.symbol)).c_str()), nameOf,
+            where);
       }
     }
     i = j;

@@ -15,10 +15,10 @@
 //
 // A drain reads a context's events from the first one not filed yet up to the claim counter,
 // and then empties the buffer (zeroed, the counter back to 0), unless a kernel may still be
-// appending: one launched since the flush began, or any in a context the flush did not
-// synchronise (a capture was under way there). A claimed event may then not be written yet, or
-// be half-written, so the buffer is kept and only events of finished launches (their record
-// came, with an end) are filed; the others are read again, whole, by the next drain.
+// appending: one launched (or a CUDA graph launched) since the flush began, or any in a context the
+// flush did not synchronise (a capture was under way there). A claimed event may then not be
+// written yet, or be half-written, so the buffer is kept and only events of finished launches
+// (their record came, with an end) are filed; the others are read again, whole, by the next drain.
 //
 // Every copy to or from the GPU goes through a non-blocking stream of Proton's own per context,
 // in relaxed capture mode: a module's first launch may be one being captured into a CUDA graph,
@@ -91,9 +91,10 @@ class NativeScopes {
     CUstream stream = nullptr;  // Proton's own, non-blocking: every copy
     uint64_t read = 0;  // events before it filed by earlier drains since the buffer was emptied
     std::vector<uint64_t> filedPast;  // ascending: indices past `read` filed already
+    uint64_t lostCounted = 0;  // claims past the capacity counted as lost since it was emptied
   };
   struct Launch {
-    const char *symbol = nullptr;
+    StringId symbol;      // the kernel's (mangled) name
     StringId launchName;  // the frame of entries that are `named`
     uint64_t startNs = 0;
     bool finished = false;  // its record came with an end: every event of it is written
@@ -132,6 +133,7 @@ class NativeScopes {
                   double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf);
 
   std::atomic<bool> active_{false};
+  std::atomic<bool> anyModule_{false};  // a module is set up to record (graph launches count)
   std::atomic<uint64_t> generation_{1};
   uint64_t launches_ = 0;         // mu_: instrumented launches seen
   uint64_t launchesAtFlush_ = 0;  // mu_: launches_ when the flush began

@@ -167,6 +167,79 @@ TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
   EXPECT_EQ(n.bodyCount(), 3.0);
 }
 
+// A CUDA graph launched during a flush may run kernels of an instrumented module: the
+// buffer is kept for the next drain as for any launch. (Before, only cuLaunchKernel[Ex]
+// counted: the drain emptied the buffer under the replay, whose events were then counted
+// unattributed or never read.)
+TEST(NativeScopes, AGraphLaunchedDuringAFlushKeepsTheBufferForTheNextDrain) {
+  Native n;
+  n.ran(11, 100, 130);
+  n.flush([&] {
+    CUpti_CallbackData cb{};
+    cb.context = fake::kOther;
+    n.scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &cb, 77, &n.entry, 1);
+    n.append(12, false, 200);  // the replay's kernel, grid 12: its record has not come
+  });
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.control().head, 3u);  // not emptied under the replay
+  n.append(12, true, 260);
+  KernelRecord replay;  // the replayed kernel's record: found by its name, filed where it went
+  replay.correlation = 77;
+  replay.gridId = 12;
+  replay.context = kContextId;
+  replay.graphNodeId = 5;
+  replay.name = "scaled";
+  replay.startNs = 1000;
+  replay.endNs = 2000;
+  n.scopes.noteKernel(replay, &n.entry, 1, StringId{});
+  n.flush();
+  EXPECT_EQ(n.control().head, 0u);
+  EXPECT_EQ(n.bodyCount(), 2.0);
+  EXPECT_EQ(n.unattributed(), 0u);
+}
+
+// A cooperative launch (cuLaunchCooperativeKernel) is a launch of the module like any other.
+TEST(NativeScopes, ACooperativeLaunchIsMatchedLikeAnyOther) {
+  Native n;
+  cuLaunchCooperativeKernel_params params{};
+  params.f = kFunction;
+  CUpti_CallbackData cb{};
+  cb.functionParams = &params;
+  cb.context = fake::kOther;
+  cb.contextUid = kContextId;
+  cb.symbolName = "scaled";
+  n.scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, &cb, 21, &n.entry, 1);
+  ASSERT_NE(at<CUdeviceptr>(kGlobal), 0u);  // its first launch set the module up
+  n.append(21, false, 100);
+  n.append(21, true, 140);
+  n.finished(21);
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 40.0);
+  EXPECT_EQ(n.unattributed(), 0u);
+}
+
+// Claims past the capacity are counted once each, and a full buffer is not emptied while a
+// kernel may still append to it (claims made between the drain's read and its reset were lost
+// uncounted, and the running launch's events split).
+TEST(NativeScopes, ClaimsPastTheCapacityAreCountedOnceAndAFullBufferWaitsForQuiet) {
+  Native n;
+  Counter &lost = Stats::global().counter("instrumentation_native_events_lost");
+  const uint64_t before = lost.value();
+  n.ran(11, 100, 130);
+  n.control().head = NativeScopes::kEventsPerContext + 5;  // 5 claims found it full
+  n.flush([&] { n.launch(12); });                          // running during the flush
+  EXPECT_EQ(lost.value(), before + 5);
+  EXPECT_EQ(n.bodyCount(), 1.0);  // the finished launch's scope is filed
+  EXPECT_EQ(n.control().head, NativeScopes::kEventsPerContext + 5);  // kept
+  n.control().head += 2;  // two more claims while it is full
+  n.finished(12);
+  n.flush();  // quiet: counted and emptied
+  EXPECT_EQ(lost.value(), before + 7);
+  EXPECT_EQ(n.control().head, 0u);
+  EXPECT_EQ(n.bodyCount(), 1.0);
+}
+
 // A drain during which a kernel still runs finds events claimed and not written yet (or
 // half-written): only events of finished launches are filed, and the rest is read again, whole,
 // by the next drain, around those filed already. (Before, what the drain read was kept and

@@ -43,8 +43,18 @@ struct Control {
 }  // namespace proton
 
 extern "C" {
-// One per translation unit (CUDA module); Proton finds it by name in each module it sees.
+// One per CUDA module; Proton finds it by name in each module it sees. A whole-program build
+// makes a module of each translation unit: the global is its own. With relocatable device code
+// (nvcc -rdc=true, CMake's CUDA_SEPARABLE_COMPILATION) the units linked into one module share
+// one weak definition: a static one would be renamed per unit, and not found.
+#ifdef __CUDACC_RDC__
+#if __cplusplus < 201703L
+#error "proton/instrument.cuh with relocatable device code (-rdc=true) needs C++17 or later"
+#endif
+inline __device__ proton::device::Control *proton_instrument_control = nullptr;
+#else
 static __device__ proton::device::Control *proton_instrument_control = nullptr;
+#endif
 }
 
 namespace proton {
@@ -81,10 +91,19 @@ __device__ __forceinline__ void record(const char *name, unsigned int exit) {
 __device__ __forceinline__ void enter_scope(const char *name) { device::record(name, 0); }
 __device__ __forceinline__ void exit_scope(const char *name) { device::record(name, 1); }
 
+// Also usable in __host__ __device__ functions: on the host it records nothing.
 struct ScopeGuard {
   const char *name;
-  __device__ explicit ScopeGuard(const char *n) : name(n) { enter_scope(n); }
-  __device__ ~ScopeGuard() { exit_scope(name); }
+  __host__ __device__ explicit ScopeGuard(const char *n) : name(n) {
+#ifdef __CUDA_ARCH__
+    enter_scope(n);
+#endif
+  }
+  __host__ __device__ ~ScopeGuard() {
+#ifdef __CUDA_ARCH__
+    exit_scope(name);
+#endif
+  }
   ScopeGuard(const ScopeGuard &) = delete;
   ScopeGuard &operator=(const ScopeGuard &) = delete;
 };
