@@ -294,16 +294,19 @@ def test_python3_script_under_the_launcher_is_profiled_in_process(tmp_path):
     assert sum(c["metrics"].get("count", 0) for c in child(root, "py")["children"]) == 5, dump(root)
 
 
-@pytest.fixture(scope="module")
-def scoped_app(tmp_path_factory):
-    """tests/gpu/native/scoped_app.cu, built with nvcc against proton/instrument.cuh."""
+def build_scoped_app(tmp_path_factory, rdc=False):
+    """tests/gpu/native/scoped_app.cu, built with nvcc against proton/instrument.cuh; with rdc,
+    as relocatable device code together with scoped_app_part.cu."""
     if NVCC is None:
         pytest.skip("needs nvcc")
     import proton
 
     out = tmp_path_factory.mktemp("scoped") / "scoped_app"
-    source = Path(__file__).parent / "native" / "scoped_app.cu"
-    command = [NVCC, "-std=c++17", "-arch=native", f"-I{proton.get_include()}", str(source)]
+    native_dir = Path(__file__).parent / "native"
+    sources = [str(native_dir / "scoped_app.cu")]
+    if rdc:
+        sources += ["-rdc=true", "-DSCOPED_APP_RDC", str(native_dir / "scoped_app_part.cu")]
+    command = [NVCC, "-std=c++17", "-arch=native", f"-I{proton.get_include()}", *sources]
     result = subprocess.run(
         [*command, "-lcuda", "-o", str(out)],
         capture_output=True,
@@ -315,13 +318,18 @@ def scoped_app(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def scoped_app(tmp_path_factory):
+    return build_scoped_app(tmp_path_factory)
+
+
 def scaled_kernels(node):
     """Every `scaled` kernel node under node (eager launches, and replays under <captured_at>)."""
     here = [node] if node["frame"]["name"].startswith("scaled") else []
     return here + [k for c in node["children"] for k in scaled_kernels(c)]
 
 
-@pytest.mark.parametrize("mode", ["plain", "reset", "capture"])
+@pytest.mark.parametrize("mode", ["plain", "reset", "capture", "cooperative"])
 def test_instrumented_native_program_records_its_scopes_and_exits_cleanly(
     scoped_app, tmp_path, mode
 ):
@@ -331,13 +339,14 @@ def test_instrumented_native_program_records_its_scopes_and_exits_cleanly(
     # With cudaDeviceReset, the scopes recorded before it went with the context, unsaid, and
     # the module loaded again after it was taken as instrumented already: none recorded.
     # With the kernel's first launches in a capture on a blocking stream, setting its module up
-    # (allocations, synchronous copies on the legacy stream) ended the capture.
+    # (allocations, synchronous copies on the legacy stream) ended the capture. Cooperative
+    # launches (cuLaunchCooperativeKernel) were not taken for launches of the module.
     args = [] if mode == "plain" else [mode]
     r = proton_cli("-b", "instrumentation", "-n", "scoped", str(scoped_app), *args, cwd=tmp_path)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     assert "done 0" in r.stdout
     root = load_hatchet(tmp_path / "scoped.hatchet")[0]
-    launches = {"plain": 10, "reset": 15, "capture": 10 + 3 * 2}[mode]
+    launches = {"plain": 10, "reset": 15, "capture": 10 + 3 * 2, "cooperative": 10}[mode]
     kernels = scaled_kernels(root)
     assert sum(k["metrics"]["count"] for k in kernels) == launches, dump(root)
     assert all([c["frame"]["name"] for c in k["children"]] == ["body"] for k in kernels)
@@ -367,3 +376,22 @@ def test_native_scopes_of_two_contexts_on_one_gpu_stay_with_their_launches(scope
     stats = dict(root["proton_metadata"]["stats"])
     assert stats.get("instrumentation_native_events_unattributed", 0) == 0, stats
     assert stats.get("instrumentation_native_modules", 0) == 2, stats
+
+
+def test_relocatable_device_code_records_the_scopes_of_every_unit(tmp_path_factory, tmp_path):
+    # With -rdc=true nvcc renamed a static control global per unit: Proton did not find it, and
+    # the kernels ran with no scopes and nothing said. Units linked into one module now share
+    # one weak global: 10 launches of one unit's kernel and 5 of the other's, 4 warps x 64 CTAs.
+    app = build_scoped_app(tmp_path_factory, rdc=True)
+    r = proton_cli("-b", "instrumentation", "-n", "rdc", str(app), "rdc", cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    assert "done 0" in r.stdout
+    root = load_hatchet(tmp_path / "rdc.hatchet")[0]
+    for kernel, scope, launches in (("scaled", "body", 10), ("shifted", "part", 5)):
+        nodes = [c for c in root["children"] if c["frame"]["name"].startswith(kernel)]
+        assert sum(k["metrics"]["count"] for k in nodes) == launches, dump(root)
+        scopes = [c["metrics"] for k in nodes for c in k["children"] if c["frame"]["name"] == scope]
+        assert sum(m["count"] for m in scopes) == launches * 64 * 4, dump(root)
+    stats = dict(root["proton_metadata"]["stats"])
+    assert stats.get("instrumentation_native_modules", 0) == 1, stats
+    assert stats.get("instrumentation_native_events_unattributed", 0) == 0, stats

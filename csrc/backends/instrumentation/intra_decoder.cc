@@ -572,15 +572,40 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
                               const IntraLaunch &launch) {
   if (n == 0) return;
   beginSlices(launch, 0);
+  // A warp's slices are placed from its first event: that event's %globaltimer plus the cycles
+  // since, at the SM clock's rate measured over the launch's warps (first to last event), as a
+  // Triton trace's are. Each end from its own %globaltimer instead would be quantised apart
+  // from its cycles (a child ending after its parent); the device's nominal clock, which the
+  // SM may run below, is the fallback for warps too brief to measure.
+  struct Anchor {
+    uint64_t clock, ns, lastClock, lastNs;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Anchor> anchors;  // (cta, warp)
   uint64_t firstNs = UINT64_MAX;
-  for (size_t i = 0; i < n; ++i) firstNs = std::min(firstNs, events[i].globaltimer);
+  for (size_t i = 0; i < n; ++i) {
+    const NativeEvent &e = events[i];
+    firstNs = std::min(firstNs, e.globaltimer);
+    auto [it, fresh] = anchors.try_emplace({e.cta, (e.where >> 1) & 0x7fff},
+                                           Anchor{e.clock, e.globaltimer, e.clock, e.globaltimer});
+    if (!fresh) {
+      it->second.lastClock = e.clock;
+      it->second.lastNs = e.globaltimer;
+    }
+  }
+  uint64_t clocks = 0, nanos = 0;
+  for (const auto &[warp, a] : anchors) {
+    if (a.lastClock <= a.clock || a.lastNs <= a.ns) continue;
+    clocks += a.lastClock - a.clock;
+    nanos += a.lastNs - a.ns;
+  }
+  double rate = nanos > 0 ? static_cast<double>(clocks) / static_cast<double>(nanos)
+                          : (launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0);
   int64_t shift = launch.kernelStartNs
                       ? static_cast<int64_t>(launch.kernelStartNs) - static_cast<int64_t>(firstNs)
                       : 0;
-  double rate = launch.cyclesPerNs > 0 ? launch.cyclesPerNs : 1.0;
   struct Open {
     StringId name;
-    uint64_t clock, ns;
+    uint64_t clock;
   };
   // Each warp's events in the order it wrote them.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<Open>> stacks;  // (cta, warp)
@@ -593,7 +618,7 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
     std::vector<Open> &stack = stacks[{e.cta, warp}];
     StringId name = nameOf(e.name);
     if (!(e.where & 1)) {
-      stack.push_back({name, e.clock, e.globaltimer});
+      stack.push_back({name, e.clock});
       continue;
     }
     auto open =
@@ -605,16 +630,21 @@ void IntraDecoder::fileNative(const NativeEvent *events, size_t n, const std::st
     crossing += static_cast<uint64_t>(open - stack.rbegin());
     std::vector<StringId> path;
     for (auto it = stack.begin(); it != open.base(); ++it) path.push_back(it->name);
-    uint64_t begin = open->clock, beginNs = open->ns;
+    uint64_t begin = open->clock;
     stack.erase(std::prev(open.base()), stack.end());
     uint64_t cycles = e.clock > begin ? e.clock - begin : 0;
     ScopeSums &sum = sums[path];
     sum.cycles += cycles;
     sum.count += 1;
     if (warpsSeen.insert({e.cta, warp, path}).second) sum.warps += 1;
-    uint64_t at = static_cast<uint64_t>(static_cast<int64_t>(beginNs) + shift);
-    addSlice(launch, path, kNoScopeId, name, e.cta, warp, sm, at,
-             at + static_cast<uint64_t>(static_cast<double>(cycles) / rate), cycles);
+    const Anchor &a = anchors[{e.cta, warp}];
+    auto nsAt = [&](uint64_t clock) {
+      double since = static_cast<double>(static_cast<int64_t>(clock - a.clock)) / rate;
+      return static_cast<uint64_t>(static_cast<int64_t>(a.ns) + shift + std::llround(since));
+    };
+    uint64_t at = nsAt(begin);
+    addSlice(launch, path, kNoScopeId, name, e.cta, warp, sm, at, std::max(at, nsAt(e.clock)),
+             cycles);
   }
   fileSlices(launch);
   for (const auto &[key, stack] : stacks) unmatched += stack.size();

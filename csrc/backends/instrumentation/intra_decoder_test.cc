@@ -703,3 +703,52 @@ TEST_F(IntraDecoderTest, TraceScopesNestAndFeedTreeSessionsToo) {
 
 }  // namespace
 }  // namespace proton::instrumentation
+
+namespace proton::instrumentation {
+namespace {
+
+// Native scopes' slices (proton/instrument.cuh) are placed at the SM clock's measured rate,
+// from each warp's first event: on a GPU running at 1.5 cycles/ns whose nominal clock is 1.98,
+// a scope of 1488 cycles lasts 992 ns, and a child ends inside its parent. (Before, each
+// slice began at its own quantised %globaltimer and lasted cycles / the nominal clock: the
+// body lasted 752 ns, the child ended after its parent once quantised apart.)
+TEST(IntraDecoderNative, SlicesUseTheMeasuredClockAndNestWithinTheirWarp) {
+  ScopeTables tables;
+  IntraDecoder decoder(tables);
+  SessionOptions options;
+  options.backend = BackendKind::kInstrumentation;
+  options.data = DataKind::kTrace;
+  Session trace{SessionId{95}, options};
+  IntraTarget target{&trace, PhaseId{0}, kRootNode};
+  IntraLaunch launch{&target, 1, 0, /*kernelStartNs=*/0, /*cyclesPerNs=*/1.98};
+  const uint64_t body = 0xb0d7, math = 0x3a7;
+  // One warp (CTA 0, warp 2, SM 5): body [1000, 2488] cycles, math [1048, 2440]; every
+  // %globaltimer reading is 10016 ns + cycles since / 1.5, on the timer's 32 ns steps.
+  auto event = [&](uint64_t name, uint64_t clock, bool exit) {
+    return NativeEvent{7,     name,
+                       clock, 10016 + (clock - 1000) * 2 / 3,
+                       0,     (5u << 16) | (2u << 1) | (exit ? 1u : 0u),
+                       0};
+  };
+  std::vector<NativeEvent> events = {event(body, 1000, false), event(math, 1048, false),
+                                     event(math, 2440, true), event(body, 2488, true)};
+  decoder.fileNative(
+      events.data(), events.size(), "scaled",
+      [&](uint64_t a) { return S(a == body ? "body" : "math"); }, launch);
+  std::vector<TraceEvent> slices;
+  trace.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    for (const TraceEvent &e : p.events()) slices.push_back(e);
+  });
+  ASSERT_EQ(slices.size(), 2u);
+  const TraceEvent &inner = slices[0].name == S("math") ? slices[0] : slices[1];
+  const TraceEvent &outer = slices[0].name == S("math") ? slices[1] : slices[0];
+  EXPECT_EQ(outer.beginNs, 10016u);
+  EXPECT_EQ(outer.endNs, 11008u);
+  EXPECT_EQ(inner.beginNs, 10048u);
+  EXPECT_EQ(inner.endNs, 10976u);
+  EXPECT_EQ(outer.cycles, 1488u);
+  EXPECT_EQ(outer.sm, 5u);
+}
+
+}  // namespace
+}  // namespace proton::instrumentation

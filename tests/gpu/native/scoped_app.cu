@@ -5,7 +5,10 @@
 // its module during the capture) on a blocking stream in global mode, and replays it 3 times.
 // `contexts` launches its 10 inside the NVTX range "primary", then makes a second context on
 // the same GPU and launches 5 more there inside "second": each range must hold its own
-// launches' scopes (they are matched by context and grid id).
+// launches' scopes (they are matched by context and grid id). `cooperative` makes its 10
+// launches with cudaLaunchCooperativeKernel. Built with -rdc=true -DSCOPED_APP_RDC together
+// with scoped_app_part.cu, `rdc` also launches that unit's kernel 5 times: both units' scopes
+// record through the one control global of the module they are linked into.
 #include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -19,10 +22,23 @@ __global__ void scaled(float *x, int n) {
   if (i < n) x[i] *= 2.0f;
 }
 
+#ifdef SCOPED_APP_RDC
+int runPart(int launches);  // scoped_app_part.cu
+#endif
+
+static bool cooperative = false;
+
 static int run(int launches) {
   float *x = nullptr;
   if (cudaMalloc(&x, 64 * 128 * sizeof(float)) != cudaSuccess) return 1;
-  for (int i = 0; i < launches; ++i) scaled<<<64, 128>>>(x, 64 * 128);
+  int n = 64 * 128;
+  void *args[] = {&x, &n};
+  for (int i = 0; i < launches; ++i) {
+    if (cooperative)
+      cudaLaunchCooperativeKernel((const void *)scaled, dim3(64), dim3(128), args, 0, nullptr);
+    else
+      scaled<<<64, 128>>>(x, n);
+  }
   cudaError_t e = cudaDeviceSynchronize();
   cudaFree(x);
   return e == cudaSuccess ? 0 : 1;
@@ -70,6 +86,7 @@ static int inSecondContext() {
 
 int main(int argc, char **argv) {
   const bool contexts = argc > 1 && std::strcmp(argv[1], "contexts") == 0;
+  cooperative = argc > 1 && std::strcmp(argv[1], "cooperative") == 0;
   int failed = argc > 1 && std::strcmp(argv[1], "capture") == 0 ? captured(3) : 0;
   // NVTX calls are seen from the session's start on, which comes with CUDA's (README, NVTX).
   if (contexts) failed |= cudaFree(nullptr) != cudaSuccess;
@@ -83,6 +100,9 @@ int main(int argc, char **argv) {
     failed |= cudaDeviceReset() != cudaSuccess;
     failed |= run(5);
   }
+#ifdef SCOPED_APP_RDC
+  if (argc > 1 && std::strcmp(argv[1], "rdc") == 0) failed |= runPart(5);
+#endif
   std::printf("done %d\n", failed);
   return failed;
 }
