@@ -78,8 +78,15 @@ bool IntraKernelBuffers::drainRing(
   std::vector<SlotRecord> kept = takeInFlight(ring, r, moved);
   bool anyTrace = false;
   for (const SlotRecord &slot : ring.slots) anyTrace |= slot.trace;
-  drainTree(driver, ring);
-  if (anyTrace) drainTrace(driver, ring);
+  try {
+    drainTree(driver, ring);
+    if (anyTrace) drainTrace(driver, ring);
+  } catch (...) {
+    // Out of host memory for the read-back (up to the ring's size): what was not filed yet is
+    // lost, counted; the ring is cleared and set up for the next launches as after any drain
+    // (an exception out of here left stale slot indices behind, read past the end later).
+    stat("instrumentation_drains_failed").add();
+  }
   clearDrained(driver, ring);
   ring.slots.assign(kept.begin(), kept.end());
   for (const auto &[correlation, index] : moved)

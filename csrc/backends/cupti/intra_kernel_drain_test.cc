@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <future>
+#include <new>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -110,6 +111,38 @@ TEST(IntraKernelBuffersDrain, FullTreeRingsAreReducedOnTheGpuAndEveryLaunchIsFil
   EXPECT_EQ(metric(tree, body, "count"), 2.0 * kLaunches);
   EXPECT_EQ(onHost.value(), onHostBefore);
   EXPECT_EQ(unrecorded.value(), unrecordedBefore);
+}
+
+// A drain whose read-back throws (host memory ran out) counts it, and leaves the ring as any
+// drain does: the next launches get slots and are filed. (Before, the exception left the
+// launches' slot indices stale, and the next kernel record indexed past the slots.)
+TEST(IntraKernelBuffersDrain, ADrainThatThrowsIsCountedAndTheRingGoesOn) {
+  Summed s(52);
+  auto &[driver, buffers, table, tree, entry] = s;
+  Counter &failed = Stats::global().counter("instrumentation_drains_failed");
+  const uint64_t before = failed.value();
+  for (int i = 0; i < 3; ++i) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    launchSummed(buffers, table, ptr, 2000 + i, entry);
+  }
+  CudaDriverApi throwing = driver;
+  throwing.memcpyDtoHAsync = [](void *, CUdeviceptr, size_t, CUstream) -> CUresult {
+    throw std::bad_alloc();
+  };
+  buffers.drain(throwing);
+  EXPECT_EQ(failed.value(), before + 1);
+  for (int i = 0; i < 2; ++i) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    launchSummed(buffers, table, ptr, 3000 + i, entry);
+  }
+  buffers.drain(driver);
+  NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("summed"));
+  EXPECT_EQ(metric(tree, tree.child(PhaseId{0}, kernel, S("body")), "count"), 2.0 * 2);
+  EXPECT_EQ(failed.value(), before + 1);
 }
 
 // A drain copies, reduces and clears on a stream of Proton's own, in relaxed capture mode,
