@@ -374,6 +374,18 @@ void oneWarpRan(uint64_t at) {
   std::memcpy(unit + 40, &c0, 8);
 }
 
+// One launch of the one-warp kernel on `stream`, with correlation id `correlation`: its slot
+// handed out, bound, written and its call returned.
+void launchOneWarp(IntraKernelBuffers &buffers, const CudaDriverApi &driver, LaunchEntry &entry,
+                   uint64_t correlation, uint64_t stream) {
+  uint64_t ptr = 0;
+  ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, stream, &ptr),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindLaunch(correlation, &entry, 1, "_Z8one_warpPf", StringId{});
+  oneWarpRan(ptr);
+  buffers.launchReturned();
+}
+
 void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver, Session &trace,
                          int n, uint64_t cap) {
   buffers.addUser();
@@ -382,14 +394,8 @@ void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &drive
   LaunchEntry entry{&trace, kRootNode, PhaseId{0}, false};
   fake::ringMemory.assign(uint64_t{1} << 20, 0);
   fake::copiedBytes.clear();
-  for (int launch = 0; launch < n; ++launch) {
-    uint64_t ptr = 0;
-    ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x7777, &ptr),
-              IntraKernelBuffers::Alloc::kOk);
-    buffers.bindLaunch(300 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
-    oneWarpRan(ptr);
-    buffers.launchReturned();
-  }
+  for (int launch = 0; launch < n; ++launch)
+    launchOneWarp(buffers, driver, entry, 300 + launch, 0x7777);
 }
 
 size_t slicesOf(Session &trace) {
@@ -475,12 +481,7 @@ TEST(IntraKernelBuffersAllocate, AnEmptyGridGetsNoSlotAndHidesNoOtherThreadsLaun
   });
   allocated.get_future().wait();
   for (int launch = 0; launch < 3; ++launch) {
-    uint64_t ptr = 0;
-    ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, 0x8888, &ptr),
-              IntraKernelBuffers::Alloc::kOk);
-    buffers.bindLaunch(700 + launch, &entry, 1, "_Z8one_warpPf", StringId{});
-    oneWarpRan(ptr);
-    buffers.launchReturned();
+    launchOneWarp(buffers, driver, entry, 700 + launch, 0x8888);
     buffers.noteKernel(700 + launch, 5000 + 1000 * launch);
     buffers.drain(driver);
     EXPECT_EQ(slicesOf(trace), launch + 1u);

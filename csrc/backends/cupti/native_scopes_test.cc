@@ -59,16 +59,18 @@ struct Native {
     scopes.start(&driver);
   }
   ~Native() { scopes.stop(); }
-  // The launch callback of grid `grid`'s launch (correlation = grid).
-  void launch(uint64_t grid) {
-    cuLaunchKernel_params params{};
+  // The launch callback of grid `grid`'s launch (correlation = grid), made with the driver
+  // call `cbid` whose parameters are `Params`.
+  template <typename Params = cuLaunchKernel_params>
+  void launch(uint64_t grid, CUpti_CallbackId cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
+    Params params{};
     params.f = kFunction;
     CUpti_CallbackData cb{};
     cb.functionParams = &params;
     cb.context = fake::kOther;
     cb.contextUid = kContextId;
     cb.symbolName = "scaled";
-    scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb, grid, &entry, 1);
+    scopes.onLaunch(cbid, &cb, grid, &entry, 1);
   }
   // A warp's claim of the next event: written later (write), as a kernel may still do when a
   // drain reads.
@@ -201,14 +203,7 @@ TEST(NativeScopes, AGraphLaunchedDuringAFlushKeepsTheBufferForTheNextDrain) {
 // A cooperative launch (cuLaunchCooperativeKernel) is a launch of the module like any other.
 TEST(NativeScopes, ACooperativeLaunchIsMatchedLikeAnyOther) {
   Native n;
-  cuLaunchCooperativeKernel_params params{};
-  params.f = kFunction;
-  CUpti_CallbackData cb{};
-  cb.functionParams = &params;
-  cb.context = fake::kOther;
-  cb.contextUid = kContextId;
-  cb.symbolName = "scaled";
-  n.scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, &cb, 21, &n.entry, 1);
+  n.launch<cuLaunchCooperativeKernel_params>(21, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel);
   ASSERT_NE(at<CUdeviceptr>(kGlobal), 0u);  // its first launch set the module up
   n.append(21, false, 100);
   n.append(21, true, 140);
