@@ -23,8 +23,10 @@
 #include "backends/cupti/cupti_pc_translate.h"
 #include "backends/cupti/cupti_translate.h"
 #include "backends/cupti/device_metric_buffers.h"
+#include "backends/cupti/graph_slots.h"
 #include "backends/cupti/intra_kernel_buffers.h"
 #include "backends/cupti/native_scopes.h"
+#include "backends/cupti/replay_order.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 #include "backends/pc_sample_attributor.h"
@@ -80,9 +82,9 @@ class CuptiBackend final : public GpuBackend {
  private:
   CuptiBackend() : tracker_(launches_, captures_), attributor_(launches_, captures_) {
     freeBuffers_.reserve(kKeptBuffers);
-    for (const char *name :
-         {"activity_buffers_unavailable", "activity_records_dropped", "cupti_callback_errors",
-          "nvtx_ranges_unmatched", "flush_timeouts", "flush_syncs_skipped_for_captures"})
+    for (const char *name : {"activity_buffers_unavailable", "activity_records_dropped",
+                             "cupti_callback_errors", "nvtx_ranges_unmatched", "flush_timeouts",
+                             "flush_syncs_skipped_for_captures", "graph_replays_unordered"})
       statCounter(name);
   }
 
@@ -109,8 +111,6 @@ class CuptiBackend final : public GpuBackend {
   // those on while an instrumentation session runs (joins), on or off (not fatal: a CUPTI
   // older than one of these calls, 12.3's capture-to-graph, refuses it). mu_ held.
   void enableStreamCallbacks(bool joins, bool enable);
-  // Graph creation and destruction that tensor metrics follow; false: not such a callback.
-  bool onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
   void noteContext(CUcontext context);
   uint8_t *takeBuffer();
@@ -324,11 +324,15 @@ Status CuptiBackend::start() {
       instance().driver_->ctxSynchronize();  // an error here is the program's to see
     }) == CaptureWatch::Outcome::kRan;
   });
-  tracker_.setGraphLaunchFn([](CUgraphExec exec, CUstream stream, const LaunchEntry *entries,
-                               size_t n, uint64_t launchNs, uint64_t threadId) {
-    DeviceMetricBuffers::global().onGraphLaunched(exec, stream, entries, n, launchNs, threadId);
-    IntraKernelBuffers::global().onGraphLaunched(exec, stream, entries, n);
-  });
+  // Slots captured into graphs are copied out at each replay, in order (graph_slots.h).
+  tracker_.setGraphLaunchFns(
+      [](CUgraphExec exec, CUstream stream) {
+        graphLaunchEntering(*instance().driver_, exec, stream);
+      },
+      [](CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n, uint64_t launchNs,
+         uint64_t threadId, bool ran) {
+        graphLaunchReturned(*instance().driver_, exec, stream, entries, n, launchNs, threadId, ran);
+      });
 
   std::string holder;
   CUptiResult rc = subscribe(holder);
@@ -419,6 +423,14 @@ Status CuptiBackend::enableCallbacks() {
         CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
+  for (size_t i = 0; i < kNumDriverGraphUpdateCallbacks; ++i)
+    PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                                                      kDriverGraphUpdateCallbacks[i]),
+                                 "graph updates"));
+  for (size_t i = 0; i < kNumDriverUnloadCallbacks; ++i)
+    PROTON_RETURN_IF_ERROR(check(
+        api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, kDriverUnloadCallbacks[i]),
+        "module unloads"));
   // Capture begins and ends, for flushes (kernel tracing needs them as much as instrumentation).
   enableStreamCallbacks(/*joins=*/false, true);
   const char *nvtx = std::getenv("PROTON_ENABLE_NVTX");
@@ -543,6 +555,17 @@ void CUPTIAPI CuptiBackend::onCallback(void *, CUpti_CallbackDomain domain, CUpt
           self.onStreamCall(static_cast<const CUpti_CallbackData *>(data), *call);
           break;
         }
+        if (PROTON_UNLIKELY(isGraphExecUpdate(domain, cbid))) {
+          onGraphExecUpdate(static_cast<const CUpti_CallbackData *>(data));
+          break;
+        }
+        if (PROTON_UNLIKELY(isModuleUnload(domain, cbid))) {
+          const auto *cb = static_cast<const CUpti_CallbackData *>(data);
+          if (cb->callbackSite == CUPTI_API_ENTER && cb->functionParams)
+            NativeScopes::global().onModuleUnloading(
+                *static_cast<void *const *>(cb->functionParams));
+          break;
+        }
         if (self.emptyLaunchCallbacks_) break;
         self.onLaunch(domain, cbid, static_cast<const CUpti_CallbackData *>(data));
         break;
@@ -634,36 +657,11 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
     NativeScopes::global().onContextDestroying(data->context);
     IntraKernelBuffers::global().onContextDestroying(data->context);
     DeviceMetricBuffers::global().onContextDestroying(data->context);
+    ReplayOrder::global().onContextDestroying(data->context);
     return;
   }
-  if (onTensorGraphResource(cbid, data)) return;
+  if (onGraphSlotsResource(cbid, data)) return;
   tracker_.onGraphResource(cbid, data);
-}
-
-bool CuptiBackend::onTensorGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
-  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
-  DeviceMetricBuffers &buffers = DeviceMetricBuffers::global();
-  IntraKernelBuffers &intra = IntraKernelBuffers::global();  // its captured slots, likewise
-  switch (cbid) {
-    case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
-      if (graph) buffers.onGraphCloned(graph->graph, graph->originalGraph);
-      if (graph) intra.onGraphCloned(graph->graph, graph->originalGraph);
-      return true;
-    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
-      if (graph) buffers.onGraphDestroyed(graph->graph);
-      if (graph) intra.onGraphDestroyed(graph->graph);
-      return true;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
-      if (graph) buffers.onGraphExecCreated(graph->graphExec, graph->graph);
-      if (graph) intra.onGraphExecCreated(graph->graphExec, graph->graph);
-      return true;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
-      if (graph) buffers.onGraphExecDestroyed(graph->graphExec);
-      if (graph) intra.onGraphExecDestroyed(graph->graphExec);
-      return true;
-    default:
-      return false;
-  }
 }
 
 void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {

@@ -70,8 +70,10 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       const auto *params = static_cast<const GraphLaunchParams *>(cb->functionParams);
       t.exec = params->exec;
       t.stream = params->stream;
+      if (!t.stream && isPerThreadGraphLaunch(domain, cbid)) t.stream = CU_STREAM_PER_THREAD;
       t.launchNs = launchNs;
       t.threadId = threadId;
+      if (graphEntering_ && !tlsInternalLaunch) graphEntering_(t.exec, t.stream);
     }
     launches_.record(cb->correlationId, entries, static_cast<uint32_t>(n), graphLaunch, launchNs,
                      threadId, name);
@@ -94,7 +96,7 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   }
   if (t.depth == 0 || --t.depth > 0) return;
   // The kernel is on its stream now (or never will be): drains may wait for it.
-  if (!tlsInternalLaunch) IntraKernelBuffers::global().launchReturned();
+  if (!tlsInternalLaunch) IntraKernelBuffers::global().launchReturned(t.captured);
   int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
   bool ran = result == 0 && !t.captured;
   if (!ran) launches_.cancel(cb->correlationId);
@@ -105,8 +107,8 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     t.metadata = false;
     manager.endLaunch(t.entries, t.count, ran);
   }
-  if (ran && t.graph && graphLaunched_)
-    graphLaunched_(t.exec, t.stream, t.entries, t.count, t.launchNs, t.threadId);
+  if (t.graph && graphLaunched_ && !tlsInternalLaunch)
+    graphLaunched_(t.exec, t.stream, t.entries, t.count, t.launchNs, t.threadId, ran);
 }
 
 void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {

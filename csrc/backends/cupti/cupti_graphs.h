@@ -43,11 +43,17 @@ class LaunchTracker {
   LaunchTracker(LaunchTable &launches, CaptureRegistry &captures)
       : launches_(launches), captures_(captures) {}
   void setNodeIdFn(NodeIdFn fn) { nodeId_ = fn; }
-  // Called when a graph launch returned successfully, on the launching thread, with the
-  // launch's executable graph, stream and attribution (no Proton lock held).
+  // Called when a graph launch is about to be enqueued (API enter) and when it returned (`ran`:
+  // successfully, and not into a capture), on the launching thread, with the launch's
+  // executable graph, stream (the per-thread stream's handle for a _ptsz call's null) and
+  // attribution (no Proton lock held).
+  using GraphEnterFn = void (*)(CUgraphExec exec, CUstream stream);
   using GraphLaunchFn = void (*)(CUgraphExec exec, CUstream stream, const LaunchEntry *entries,
-                                 size_t n, uint64_t launchNs, uint64_t threadId);
-  void setGraphLaunchFn(GraphLaunchFn fn) { graphLaunched_ = fn; }
+                                 size_t n, uint64_t launchNs, uint64_t threadId, bool ran);
+  void setGraphLaunchFns(GraphEnterFn entering, GraphLaunchFn launched) {
+    graphEntering_ = entering;
+    graphLaunched_ = launched;
+  }
 
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   // CUPTI_CBID_RESOURCE_GRAPHNODE_{CREATED,CLONED,DESTROY_STARTING}.
@@ -57,6 +63,7 @@ class LaunchTracker {
   LaunchTable &launches_;
   CaptureRegistry &captures_;
   NodeIdFn nodeId_ = nullptr;
+  GraphEnterFn graphEntering_ = nullptr;
   GraphLaunchFn graphLaunched_ = nullptr;
 };
 

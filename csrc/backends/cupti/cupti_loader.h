@@ -111,6 +111,8 @@ struct CudaDriverApi {
   decltype(&::cuEventCreate) eventCreate = nullptr;
   decltype(&::cuEventRecord) eventRecord = nullptr;
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
+  // Replays of one CUDA graph's slots on two streams are put in order (replay_order.h).
+  decltype(&::cuStreamWaitEvent) streamWaitEvent = nullptr;
   decltype(&::cuStreamGetFlags) streamGetFlags = nullptr;  // a capture on a blocking stream
   // Drains copy on a stream of Proton's own, not the legacy one, whose synchronous copies a
   // CUDA graph being captured on another thread (global mode) or on a blocking stream cannot

@@ -134,5 +134,35 @@ bool isGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
+bool isPerThreadGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000) ||
+         (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+}
+
+const CUpti_CallbackId kDriverGraphUpdateCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2,
+};
+const size_t kNumDriverGraphUpdateCallbacks = std::size(kDriverGraphUpdateCallbacks);
+
+const CUpti_CallbackId kDriverUnloadCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuModuleUnload,
+    CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload,
+};
+const size_t kNumDriverUnloadCallbacks = std::size(kDriverUnloadCallbacks);
+
+bool isModuleUnload(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API && (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload ||
+                                                  cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload);
+}
+
+bool isGraphExecUpdate(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+         (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate ||
+          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2);
+}
+
 }  // namespace PROTON_CUPTI_ABI
 }  // namespace proton::cupti

@@ -34,6 +34,18 @@ extern const CUpti_CallbackId kRuntimeLaunchCallbacks[];
 extern const size_t kNumRuntimeLaunchCallbacks;
 extern const CUpti_CallbackId kDriverLaunchCallbacks[];
 extern const size_t kNumDriverLaunchCallbacks;
+// cudaGraphLaunch_ptsz / cuGraphLaunch_ptsz: a null stream is the per-thread one.
+bool isPerThreadGraphLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// cuGraphExecUpdate(_v2) (the runtime's cudaGraphExecUpdate calls it): an executable graph
+// takes its nodes' parameters from another graph. Both parameter blocks start with
+// { CUgraphExec hGraphExec; CUgraph hGraph; }.
+extern const CUpti_CallbackId kDriverGraphUpdateCallbacks[];
+extern const size_t kNumDriverGraphUpdateCallbacks;
+bool isGraphExecUpdate(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// cuModuleUnload / cuLibraryUnload: their parameter blocks hold the module's (library's) handle.
+extern const CUpti_CallbackId kDriverUnloadCallbacks[];
+extern const size_t kNumDriverUnloadCallbacks;
+bool isModuleUnload(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 
 // The stream calls Proton watches, both domains (a runtime call also reaches the driver's);
 // each one's parameter block starts with the stream (null in a _ptsz call: the per-thread

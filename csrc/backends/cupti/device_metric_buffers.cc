@@ -239,6 +239,19 @@ void DeviceMetricBuffers::onGraphExecDestroyed(CUgraphExec exec) {
   captured_.execDestroyed(exec);
 }
 
+void DeviceMetricBuffers::onGraphExecUpdated(CUgraphExec exec, CUgraph graph) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  captured_.execUpdated(exec, graph);
+}
+
+uint64_t DeviceMetricBuffers::replayKey(CUgraphExec exec) const {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return 0;
+  std::lock_guard lock(mu_);
+  const GraphTies<Captured>::List *captured = captured_.ofExec(exec);
+  return captured && !captured->empty() ? captured->front()->slot : 0;
+}
+
 void DeviceMetricBuffers::onGraphDestroyed(CUgraph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);

@@ -80,7 +80,11 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   void onGraphCloned(CUgraph clone, CUgraph original);
   void onGraphExecCreated(CUgraphExec exec, CUgraph graph);
   void onGraphExecDestroyed(CUgraphExec exec);
+  void onGraphExecUpdated(CUgraphExec exec, CUgraph graph);
   void onGraphDestroyed(CUgraph graph);
+  // The device address of the first capture slot an executable graph's replays copy out (0:
+  // none), which ReplayOrder keys its replays by.
+  uint64_t replayKey(CUgraphExec exec) const;
   // A graph launch returned successfully (launching thread, no Proton lock held).
   void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n,
                        uint64_t launchNs, uint64_t threadId);

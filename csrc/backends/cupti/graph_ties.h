@@ -1,10 +1,11 @@
 // GraphTies: what a backend keeps per captured CUDA graph, and per executable graph made from
 // it, as CUPTI's resource callbacks tell them (GRAPH_CLONED, GRAPHEXEC_CREATED and their
-// DESTROY_STARTING): tensor metrics' capture slots, intra-kernel buffers' captured slots.
+// DESTROY_STARTING, and cuGraphExecUpdate's API callback): tensor metrics' capture slots,
+// intra-kernel buffers' captured slots.
 //
 //   GraphTies<Captured> ties;
 //   ties.add(graph, item);                         // captured into `graph`
-//   ties.cloned(clone, graph); ties.execCreated(exec, graph);
+//   ties.cloned(clone, graph); ties.execCreated(exec, graph); ties.execUpdated(exec, other);
 //   if (const GraphTies<Captured>::List *items = ties.ofExec(exec)) ...;  // a graph launch
 //
 // Not thread-safe: its owner's lock guards it.
@@ -36,6 +37,15 @@ class GraphTies {
   void execCreated(CUgraphExec exec, CUgraph graph) {
     auto it = byGraph_.find(graph);
     if (it != byGraph_.end()) byExec_[exec] = it->second;
+  }
+  // cuGraphExecUpdate: the executable's nodes now take their parameters (slot addresses
+  // included) from `graph`, so it has that graph's items, or none.
+  void execUpdated(CUgraphExec exec, CUgraph graph) {
+    auto it = byGraph_.find(graph);
+    if (it != byGraph_.end())
+      byExec_[exec] = it->second;
+    else
+      byExec_.erase(exec);
   }
   void execDestroyed(CUgraphExec exec) { byExec_.erase(exec); }
   // The items of an executable graph; null if it has none.

@@ -309,10 +309,12 @@ size_t IntraKernelBuffers::fit(const Ring &ring, size_t bytes) {
   size_t at = ring.used;
   for (bool moved = true; moved;) {
     moved = false;
-    for (const InFlight &k : ring.kept) {
-      if (at < k.offset + k.bytes && k.offset < at + bytes) {
-        at = k.offset + k.bytes;
-        moved = true;
+    for (const std::vector<InFlight> *around : {&ring.kept, &ring.pinned}) {
+      for (const InFlight &k : *around) {
+        if (at < k.offset + k.bytes && k.offset < at + bytes) {
+          at = k.offset + k.bytes;
+          moved = true;
+        }
       }
     }
   }
@@ -348,11 +350,27 @@ void IntraKernelBuffers::forgetThreadsSlots() {
   tlsBound.valid = false;
 }
 
-void IntraKernelBuffers::launchReturned() {
+void IntraKernelBuffers::launchReturned(bool captured) {
   if (!tlsBound.valid) return;
   tlsBound.valid = false;
   std::lock_guard lock(mu_);
+  if (captured && tlsBound.ring < rings_.size())
+    pinCaptured(rings_[tlsBound.ring], tlsBound.ticket);
   release(tlsBound.ring, tlsBound.ticket);
+}
+
+void IntraKernelBuffers::pinCaptured(Ring &ring, uint64_t ticket) {
+  auto f = std::find_if(ring.inFlight.begin(), ring.inFlight.end(),
+                        [&](const InFlight &i) { return i.ticket == ticket; });
+  if (f == ring.inFlight.end()) return;
+  ring.pinned.push_back(*f);
+  stat("instrumentation_graph_launches_unrecorded").add();
+  // Its slot record is filed in no session (its kernel never ran eagerly: the slot holds
+  // zeros now, and whatever its replays add later).
+  auto bound = byCorrelation_.find(f->correlation);
+  if (bound == byCorrelation_.end()) return;
+  ring.slots[bound->second.second].numEntries = 0;
+  byCorrelation_.erase(bound);
 }
 
 void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
@@ -439,6 +457,8 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
     return;
   }
   tlsBound = Bound{true, p.ring, p.ticket};
+  for (InFlight &f : rings_[p.ring].inFlight)
+    if (f.ticket == p.ticket) f.correlation = correlation;
   rings_[p.ring].slots.push_back(slot);
   byCorrelation_[correlation] = {p.ring, rings_[p.ring].slots.size() - 1};
 }
@@ -512,6 +532,20 @@ void IntraKernelBuffers::onGraphExecDestroyed(CUgraphExec exec) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execDestroyed(exec);
+}
+
+void IntraKernelBuffers::onGraphExecUpdated(CUgraphExec exec, CUgraph graph) {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(mu_);
+  captured_.execUpdated(exec, graph);
+}
+
+uint64_t IntraKernelBuffers::replayKey(CUgraphExec exec) const {
+  if (!anyCaptured_.load(std::memory_order_relaxed)) return 0;
+  std::lock_guard lock(mu_);
+  const GraphTies<Captured>::List *ofExec = captured_.ofExec(exec);
+  if (!ofExec || ofExec->empty() || ofExec->front()->ring >= rings_.size()) return 0;
+  return rings_[ofExec->front()->ring].graphBase + ofExec->front()->offset;
 }
 
 void IntraKernelBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,

@@ -110,7 +110,11 @@ class IntraKernelBuffers {
   // The launch call returned (API exit of the outermost launch, launching thread; not Proton's
   // own launches): its kernel is on its stream, so a drain's wait for the stream covers it.
   // Until then a drain keeps the launch's slot, bytes and stream for the next drain.
-  void launchReturned();
+  // `captured`: the launch was captured into a CUDA graph instead, though its stream was not
+  // capturing when its slot was handed out (another thread began the capture in between). Its
+  // replays will write into that eager slot: it is never handed out again, and the launch is
+  // counted as unrecorded (instrumentation_graph_launches_unrecorded).
+  void launchReturned(bool captured = false);
   // This thread's slot handed out for a launch that never came (Triton's launcher skips an
   // empty grid), or tied to one whose return was not seen: not in flight any more. At the
   // thread's next allocation and at its end.
@@ -122,6 +126,10 @@ class IntraKernelBuffers {
   void onGraphDestroyed(CUgraph graph);
   void onGraphExecCreated(CUgraphExec exec, CUgraph graph);
   void onGraphExecDestroyed(CUgraphExec exec);
+  void onGraphExecUpdated(CUgraphExec exec, CUgraph graph);
+  // The device address of the first slot an executable graph's replays copy out (0: none),
+  // which ReplayOrder keys its replays by.
+  uint64_t replayKey(CUgraphExec exec) const;
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
   // A stream is about to begin a capture, join one (wait for an event) or be destroyed (its
@@ -170,6 +178,7 @@ class IntraKernelBuffers {
     size_t offset = 0;
     size_t bytes = 0;
     uint64_t stream = 0;
+    uint64_t correlation = 0;  // set once its launch callback bound it
   };
   struct Ring {
     CUcontext context = nullptr;
@@ -205,6 +214,7 @@ class IntraKernelBuffers {
     // and the next slots are placed around them.
     std::vector<InFlight> inFlight;  // room for kWaitStreams, made with the ring
     std::vector<InFlight> kept;      // in flight at the last drain
+    std::vector<InFlight> pinned;    // eager slots captured into graphs: never handed out again
     size_t end = 0;                  // past the last byte of every slot since the last drain
   };
 
@@ -239,6 +249,8 @@ class IntraKernelBuffers {
   static void take(Ring &ring, size_t at, size_t bytes);
   // mu_ held: the launch `ticket` in `ring` returned, or its slot will never be launched.
   void release(size_t ring, uint64_t ticket);
+  // mu_ held: the launch `ticket` in `ring` was captured into a graph (launchReturned).
+  void pinCaptured(Ring &ring, uint64_t ticket);
   // mu_ held, within drain(), after the wait: the slots in flight out of ring.slots (returned
   // with their correlations' new indices in `kept`), the rest cleared on the GPU.
   std::vector<SlotRecord> takeInFlight(Ring &ring, size_t index,

@@ -600,6 +600,112 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   testing::internal::GetCapturedStderr();
 }
 
+// The tree kernel "graphed" of EveryReplayIsFiledUnderItsReplayAndCaptureContexts: one warp,
+// scopes "" and "body".
+instrumentation::ScopeTable graphedTable() {
+  instrumentation::ScopeTable table;
+  table.kernel = "graphed";
+  table.hash = 0x6a4;
+  table.paths = {"", "body"};
+  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
+  table.unitBytes = instrumentation::kTreeUnitHeaderBytes + 2 * instrumentation::kTreeScopeBytes;
+  return table;
+}
+
+// cuGraphExecUpdate gives an executable graph the nodes' parameters of another graph: its
+// kernels record into that graph's slots, which its replays now copy out (before, they kept
+// copying the slots of the graph it was made from, zeros, and the other graph's slots filled
+// up unread).
+TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  startRecording(buffers, driver);
+  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
+  const instrumentation::ScopeTable table = graphedTable();
+  buffers.tables().add(table);
+  Session tree{SessionId{36}, instrumentation()};
+  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  testing::internal::CaptureStderr();  // the GPU reduction cannot be loaded here: said once
+  uint64_t eager = 0, inG = 0, inH = 0;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &eager),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindLaunch(41, &entry, 1, "graphed", StringId{});
+  buffers.launchReturned();
+  fake::capturing = true;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &inG),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindCaptured(CaptureContext{}, "graphed");
+  const auto graphH = reinterpret_cast<CUgraph>(0x6100);
+  fake::captureGraph = graphH;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &inH),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindCaptured(CaptureContext{}, "graphed");
+  fake::capturing = false;
+  const auto exec = reinterpret_cast<CUgraphExec>(0x7300);
+  buffers.onGraphExecCreated(exec, fake::kGraph);
+  EXPECT_EQ(buffers.replayKey(exec), inG);
+  buffers.onGraphExecUpdated(exec, graphH);
+  EXPECT_EQ(buffers.replayKey(exec), inH);
+  ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, inH));  // the replay's kernel
+  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7878), &entry, 1);
+  EXPECT_EQ(fake::ringMemory[inH - 0x100000], 0);  // copied out and cleared
+  buffers.drain(driver);
+  NodeId at = tree.child(PhaseId{0}, kRootNode, S("<captured_at>"));
+  NodeId kernel = tree.child(PhaseId{0}, at, S("graphed"));
+  EXPECT_EQ(metric(tree, kernel, "cycles"), 100);
+  EXPECT_EQ(metric(tree, tree.child(PhaseId{0}, kernel, S("body")), "count"), 2);
+  // Updated from a graph with no slots of Proton's: its replays have nothing to copy out.
+  buffers.onGraphExecUpdated(exec, reinterpret_cast<CUgraph>(0x6200));
+  EXPECT_EQ(buffers.replayKey(exec), 0u);
+  const size_t copies = fake::asyncCopies;
+  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7878), &entry, 1);
+  EXPECT_EQ(fake::asyncCopies, copies);
+  buffers.removeUser();
+  testing::internal::GetCapturedStderr();
+}
+
+// Another thread began capturing the launch's stream after its slot was handed out (from the
+// eager ring): the launch was captured, and every replay of the graph will write into that
+// slot. It is never handed out again, and the launch is counted as unrecorded (before, later
+// launches got the same bytes, and the replays' records landed in theirs).
+TEST(IntraKernelBuffersGraphs, AnEagerSlotWhoseLaunchWasCapturedIsNeverHandedOutAgain) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  IntraKernelBuffers buffers;
+  startRecording(buffers, driver);
+  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
+  const instrumentation::ScopeTable table = graphedTable();
+  buffers.tables().add(table);
+  Session tree{SessionId{37}, instrumentation()};
+  LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
+  testing::internal::CaptureStderr();
+  Counter &unrecorded = Stats::global().counter("instrumentation_graph_launches_unrecorded");
+  const uint64_t before = unrecorded.value();
+  uint64_t captured = 0;
+  ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &captured),
+            IntraKernelBuffers::Alloc::kOk);
+  buffers.bindLaunch(42, &entry, 1, "graphed", StringId{});
+  buffers.launchReturned(/*captured=*/true);
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  for (int drain = 0; drain < 3; ++drain) {
+    // A replay adds into the pinned slot; the eager launches around it are filed alone.
+    ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, captured));
+    uint64_t ptr = 0;
+    ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &ptr),
+              IntraKernelBuffers::Alloc::kOk);
+    EXPECT_NE(ptr, captured);
+    buffers.bindLaunch(43 + drain, &entry, 1, "graphed", StringId{});
+    buffers.launchReturned();
+    buffers.drain(driver);
+  }
+  NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("graphed"));
+  EXPECT_EQ(metric(tree, kernel, "cycles"), -1);  // the eager launches never ran: nothing
+  EXPECT_EQ(unrecorded.value(), before + 1);
+  buffers.removeUser();
+  testing::internal::GetCapturedStderr();
+}
+
 // A trace launch captured into a graph records every replay too (before, it ran unrecorded):
 // each replay's events are copied out of the arena slot into a ring slot and filed as a
 // launch of their own, then the slot is cleared for the next replay.

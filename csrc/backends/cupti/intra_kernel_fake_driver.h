@@ -63,11 +63,12 @@ inline CUresult isCapturing(CUstream stream, CUstreamCaptureStatus *status) {
 }
 inline CUresult noModule(CUmodule *, const void *) { return CUDA_ERROR_NOT_SUPPORTED; }
 inline const auto kGraph = reinterpret_cast<CUgraph>(0x6000);
+inline CUgraph captureGraph = kGraph;  // the graph a capture under way captures into
 inline CUresult captureInfo(CUstream, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
                             const CUgraphNode **, size_t *) {
   *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   *id = 1;
-  *graph = capturing ? kGraph : nullptr;
+  *graph = capturing ? captureGraph : nullptr;
   return CUDA_SUCCESS;
 }
 inline CUresult getCurrent(CUcontext *context) {
@@ -227,6 +228,11 @@ inline CUresult eventSync(CUevent event) {
   syncedEvents.push_back(event);
   return CUDA_SUCCESS;
 }
+inline std::vector<std::pair<CUstream, CUevent>> streamWaits;  // (stream, event it waits for)
+inline CUresult streamWaitEvent(CUstream stream, CUevent event, unsigned int) {
+  streamWaits.emplace_back(stream, event);
+  return CUDA_SUCCESS;
+}
 inline CUresult memFree(CUdeviceptr) { return CUDA_SUCCESS; }
 
 inline CudaDriverApi driver() {
@@ -257,6 +263,7 @@ inline CudaDriverApi driver() {
   d.eventCreate = eventCreate;
   d.eventRecord = eventRecord;
   d.eventSynchronize = eventSync;
+  d.streamWaitEvent = streamWaitEvent;
   d.streamGetFlags = streamFlags;
   d.memFree = memFree;
   return d;
@@ -350,6 +357,8 @@ inline void reset(CUcontext now) {
   syncedStreams.clear();
   syncedEvents.clear();
   recordedEvents.clear();
+  streamWaits.clear();
+  captureGraph = kGraph;
   streamsHaveContexts = primaryAvailable = true;
 }
 }  // namespace fake

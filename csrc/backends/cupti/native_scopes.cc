@@ -300,8 +300,7 @@ const NativeScopes::Launch *NativeScopes::launchOf(uint32_t contextId, uint64_t 
 }
 
 void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events, uint32_t contextId,
-                              int device, double cyclesPerNs,
-                              const std::function<StringId(uint64_t)> &nameOf) {
+                              int device, double cyclesPerNs, const NameOf &nameOf) {
   std::stable_sort(events.begin(), events.end(),
                    [](const auto &a, const auto &c) { return a.grid < c.grid; });
   for (size_t i = 0; i < events.size();) {
@@ -319,10 +318,11 @@ void NativeScopes::fileEvents(std::vector<instrumentation::NativeEvent> &events,
         stat("instrumentation_native_events_unattributed").add(j - i);
       } else {
         instrumentation::IntraLaunch where{targets, t, device, l.startNs, cyclesPerNs};
+        const uint64_t grid = events[i].grid;
         decoder_.fileNative(
             events.data() + i, j - i,
-            readableKernelName(std::string(StringTable::global().view(l.symbol)).c_str()), nameOf,
-            where);
+            readableKernelName(std::string(StringTable::global().view(l.symbol)).c_str()),
+            [&](uint64_t address) { return nameOf(grid, address); }, where);
       }
     }
     i = j;
@@ -351,19 +351,25 @@ void NativeScopes::drain(const std::vector<CUcontext> &synced) {
     allEmptied &= empty;
     std::vector<instrumentation::NativeEvent> events;
     readEvents(b, events, empty);
-    fileEvents(events, b.contextId, b.device, b.cyclesPerNs, [&](uint64_t address) {
+    fileEvents(events, b.contextId, b.device, b.cyclesPerNs, [&](uint64_t grid, uint64_t address) {
+      if (StringId kept = unloadedName(b.contextId, grid, address); kept != StringId{}) return kept;
       auto key = std::make_pair(b.context, address);
       auto found = names_.find(key);
       if (found != names_.end()) return found->second;
       return names_[key] = nameAt(b, address);
     });
+    if (empty) forgetUnloadedNames(b.contextId);
   }
   for (Orphaned &o : orphaned_) {
-    fileEvents(o.events, o.contextId, o.device, o.cyclesPerNs, [&](uint64_t address) {
-      auto found = o.names.find(address);
-      return found != o.names.end() ? found->second
-                                    : StringTable::global().intern("<unnamed scope>");
-    });
+    fileEvents(o.events, o.contextId, o.device, o.cyclesPerNs,
+               [&](uint64_t grid, uint64_t address) {
+                 if (StringId kept = unloadedName(o.contextId, grid, address); kept != StringId{})
+                   return kept;
+                 auto found = o.names.find(address);
+                 return found != o.names.end() ? found->second
+                                               : StringTable::global().intern("<unnamed scope>");
+               });
+    forgetUnloadedNames(o.contextId);
   }
   orphaned_.clear();
   // Launches not known to be finished may have events still to be read; kept until then.
@@ -371,6 +377,59 @@ void NativeScopes::drain(const std::vector<CUcontext> &synced) {
     byGrid_.clear();
   else
     std::erase_if(byGrid_, [](const auto &entry) { return entry.second.finished; });
+}
+
+StringId NativeScopes::unloadedName(uint32_t contextId, uint64_t grid, uint64_t address) const {
+  if (unloadedNames_.empty()) return StringId{};
+  auto found = unloadedNames_.find({contextId, grid, address});
+  return found == unloadedNames_.end() ? StringId{} : found->second;
+}
+
+void NativeScopes::forgetUnloadedNames(uint32_t contextId) {
+  std::erase_if(unloadedNames_, [&](const auto &n) { return std::get<0>(n.first) == contextId; });
+}
+
+void NativeScopes::onModuleUnloading(const void *code) {
+  if (!anyModule_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(mu_);
+  if (!driver_) return;
+  bool any = false;
+  for (auto m = modules_.begin(); m != modules_.end();) {
+    if (m->first.first != code) {
+      ++m;
+      continue;
+    }
+    any = true;
+    auto b = std::find_if(contexts_.begin(), contexts_.end(),
+                          [&](const ContextBuffers &c) { return c.context == m->first.second; });
+    if (b != contexts_.end()) {
+      RelaxedCaptureMode relaxed(*driver_);
+      ContextScope scope(*driver_, b->context, /*current=*/false);
+      if (scope.ok()) keepPendingNames(*b);
+    }
+    m = modules_.erase(m);  // stop() must not write where its global was
+  }
+  if (any) generation_.fetch_add(1, std::memory_order_release);  // threads look modules up again
+}
+
+void NativeScopes::keepPendingNames(ContextBuffers &b) {
+  Control control{};
+  if (!fromDevice(b, &control, b.control, sizeof(control))) return;
+  const uint64_t n = std::min<uint64_t>(control.head, control.capacity);
+  if (n > b.read) {
+    std::vector<instrumentation::NativeEvent> pending(n - b.read);
+    if (fromDevice(b, pending.data(), b.events + b.read * sizeof(pending[0]),
+                   pending.size() * sizeof(pending[0]))) {
+      std::map<uint64_t, StringId> read;  // this unload's, by address
+      for (const instrumentation::NativeEvent &e : pending) {
+        if (e.grid == 0) continue;  // claimed, not written
+        auto [at, fresh] = read.try_emplace(e.name);
+        if (fresh) at->second = nameAt(b, e.name);
+        unloadedNames_[{b.contextId, e.grid, e.name}] = at->second;
+      }
+    }
+  }
+  std::erase_if(names_, [&](const auto &name) { return name.first.first == b.context; });
 }
 
 void NativeScopes::zeroEvents(const ContextBuffers &b, uint64_t count) {

@@ -39,6 +39,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -72,6 +73,11 @@ class NativeScopes {
   // events are read back while they can be, with their scopes' names, for the next drain to
   // file; its buffers go with it, and modules loaded into it again are instrumented again.
   void onContextDestroying(CUcontext context);
+  // A module or library is about to be unloaded (cuModuleUnload / cuLibraryUnload, API enter,
+  // on the unloading thread): the names of its events not filed yet are read while its memory
+  // is there (another module loaded later may put other names, or its own global, at the same
+  // addresses), and a module loaded later under the same handle is set up again.
+  void onModuleUnloading(const void *code);
 
   static constexpr uint64_t kEventsPerContext = uint64_t{1} << 20;  // 48 MB
 
@@ -129,8 +135,16 @@ class NativeScopes {
   const Launch *launchOf(uint32_t contextId, uint64_t grid) const;
   // mu_ held: events filed by launch, each launch's in the order they were written; those of
   // launches with no record are counted as unattributed.
+  // nameOf(grid, address): the name at `address` as launch `grid` saw it.
+  using NameOf = std::function<StringId(uint64_t grid, uint64_t address)>;
   void fileEvents(std::vector<instrumentation::NativeEvent> &events, uint32_t contextId, int device,
-                  double cyclesPerNs, const std::function<StringId(uint64_t)> &nameOf);
+                  double cyclesPerNs, const NameOf &nameOf);
+  // mu_ held, b's context current: the names of b's events not filed yet, kept by launch
+  // (unloadedNames_), and the names read so far in b's context forgotten.
+  void keepPendingNames(ContextBuffers &b);
+  // mu_ held: a name kept for launch `grid` of context `contextId` at unload, or null.
+  StringId unloadedName(uint32_t contextId, uint64_t grid, uint64_t address) const;
+  void forgetUnloadedNames(uint32_t contextId);  // mu_ held: its events were all filed
 
   std::atomic<bool> active_{false};
   std::atomic<bool> anyModule_{false};  // a module is set up to record (graph launches count)
@@ -161,6 +175,9 @@ class NativeScopes {
   // replays' records are matched to the nodes they were filed under.
   std::unordered_set<std::string> instrumentedKernels_;
   std::map<std::pair<CUcontext, uint64_t>, StringId> names_;
+  // Names of events that were not filed when their module was unloaded, by (CUPTI's context
+  // id, grid, address): grid ids are not reused within a context, addresses are.
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, StringId> unloadedNames_;
   std::vector<Orphaned> orphaned_;
   instrumentation::ScopeTables noTables_;
   instrumentation::IntraDecoder decoder_{noTables_};

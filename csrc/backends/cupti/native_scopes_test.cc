@@ -348,5 +348,38 @@ TEST(NativeScopes, TheSameGridIdInAnotherContextIsAnotherLaunch) {
   EXPECT_EQ(n.unattributed(), 0u);
 }
 
+// A module unloaded before a drain read its events: their names are read while the module is
+// loaded (a module loaded later may hold another name at the same address), and a module
+// loaded later under the same handle, whose global is not set up, is set up at its launch
+// (before, its handle was taken for the old module's: it recorded nothing).
+TEST(NativeScopes, AModuleUnloadedBeforeADrainKeepsItsNamesAndItsSuccessorIsSetUp) {
+  Native n;
+  n.launch(41);
+  n.append(41, false, 100);
+  n.append(41, true, 130);
+  n.finished(41);
+  n.scopes.onModuleUnloading(kModule);
+  // Another module at the same handle and addresses: its own name there, its global null.
+  std::strcpy(reinterpret_cast<char *>(&at<char>(kName)), "tail");
+  const CUdeviceptr control = at<CUdeviceptr>(kGlobal);
+  at<CUdeviceptr>(kGlobal) = 0;
+  n.launch(42);
+  EXPECT_EQ(at<CUdeviceptr>(kGlobal), control);
+  n.append(42, false, 200);
+  n.append(42, true, 260);
+  n.finished(42);
+  n.flush();
+  NodeId kernel = n.session.child(PhaseId{0}, kRootNode, S("scaled"));
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.bodyMetric("cycles"), 30.0);
+  NodeId tail = n.session.child(PhaseId{0}, kernel, S("tail"));
+  EXPECT_EQ(metric(n.session, tail, "count"), 1.0);
+  EXPECT_EQ(metric(n.session, tail, "cycles"), 60.0);
+  // A module Proton never set up unloads without a read.
+  const size_t copies = fake::copiedBytes.size();
+  n.scopes.onModuleUnloading(reinterpret_cast<CUmodule>(0x4e0e));
+  EXPECT_EQ(fake::copiedBytes.size(), copies);
+}
+
 }  // namespace
 }  // namespace proton::cupti

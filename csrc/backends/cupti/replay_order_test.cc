@@ -1,0 +1,145 @@
+// ReplayOrder through a driver with no GPU (intra_kernel_fake_driver.h): which stream waits for
+// which replay's event, and the host wait between two threads launching the same slots.
+#include "backends/cupti/replay_order.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "core/stats.h"
+
+namespace proton::cupti {
+namespace {
+
+const auto kStreamA = reinterpret_cast<CUstream>(0x7777);
+const auto kStreamB = reinterpret_cast<CUstream>(0x8888);
+constexpr uint64_t kSlots = 0x140000;  // the first captured slot's device address
+
+uint64_t unordered() { return Stats::global().counter("graph_replays_unordered").value(); }
+
+// A replay launched on a second stream before the first one's copies ran would write into the
+// slots the first one is still copying out (before, the two replays' values were mixed): its
+// stream waits for the event recorded after the first replay's copies. Replays on one stream
+// wait for nothing: the stream orders them.
+TEST(ReplayOrder, AReplayOnAnotherStreamWaitsForTheLastReplaysCopies) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  ReplayOrder order;
+  order.entering(driver, kSlots, kStreamA);
+  EXPECT_TRUE(fake::streamWaits.empty());  // no replay before it
+  order.done(driver, kStreamA, /*ran=*/true);
+  ASSERT_EQ(fake::recordedEvents.size(), 1u);
+  const CUevent first = fake::recordedEvents[0].first;
+  EXPECT_EQ(fake::recordedEvents[0].second, kStreamA);
+
+  order.entering(driver, kSlots, kStreamA);  // the same stream: in order already
+  order.done(driver, kStreamA, true);
+  EXPECT_TRUE(fake::streamWaits.empty());
+
+  order.entering(driver, kSlots, kStreamB);
+  ASSERT_EQ(fake::streamWaits.size(), 1u);
+  EXPECT_EQ(fake::streamWaits[0], std::make_pair(kStreamB, first));  // one event, re-recorded
+  order.done(driver, kStreamB, true);
+  CUstream last = nullptr;
+  ASSERT_TRUE(order.lastReplay(kSlots, &last));
+  EXPECT_EQ(last, kStreamB);
+
+  // Other slots (another graph's) are not ordered after these.
+  order.entering(driver, kSlots + 0x100, kStreamA);
+  order.done(driver, kStreamA, true);
+  EXPECT_EQ(fake::streamWaits.size(), 1u);
+  EXPECT_EQ(fake::eventsMade, 2u);  // one event per group of slots
+}
+
+// A launch that failed (or went into a capture) copied nothing out: the replay to wait for is
+// still the one before it.
+TEST(ReplayOrder, ALaunchThatDidNotRunLeavesTheLastReplayToWaitFor) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  ReplayOrder order;
+  order.entering(driver, kSlots, kStreamA);
+  order.done(driver, kStreamA, true);
+  order.entering(driver, kSlots, kStreamB);
+  order.done(driver, kStreamB, /*ran=*/false);
+  EXPECT_EQ(fake::recordedEvents.size(), 1u);
+  CUstream last = nullptr;
+  ASSERT_TRUE(order.lastReplay(kSlots, &last));
+  EXPECT_EQ(last, kStreamA);
+  // A stream being captured waits for nothing: its capture orders it (a wait on an event from
+  // outside would join the capture to it).
+  fake::capturingStream = kStreamB;
+  order.entering(driver, kSlots, kStreamB);
+  order.done(driver, kStreamB, false);
+  EXPECT_EQ(fake::streamWaits.size(), 1u);  // the failed launch's wait only
+}
+
+// The per-thread default stream (and null) of two threads are two streams: a replay through
+// it on another thread waits, on the same thread it does not.
+TEST(ReplayOrder, ThePerThreadStreamsOfTwoThreadsAreTwoStreams) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  ReplayOrder order;
+  order.entering(driver, kSlots, CU_STREAM_PER_THREAD);
+  order.done(driver, CU_STREAM_PER_THREAD, true);
+  order.entering(driver, kSlots, CU_STREAM_PER_THREAD);
+  order.done(driver, CU_STREAM_PER_THREAD, true);
+  EXPECT_TRUE(fake::streamWaits.empty());
+  std::thread other([&] {
+    order.entering(driver, kSlots, CU_STREAM_PER_THREAD);
+    order.done(driver, CU_STREAM_PER_THREAD, true);
+  });
+  other.join();
+  ASSERT_EQ(fake::streamWaits.size(), 1u);
+  EXPECT_EQ(fake::streamWaits[0].first, CU_STREAM_PER_THREAD);
+}
+
+// Two threads launching executables of one graph at once: the second cannot wait for an event
+// the first has not recorded yet, so it waits on the host until the first one's copies are
+// enqueued, then its stream waits for them.
+TEST(ReplayOrder, ASecondThreadWaitsForTheFirstThreadsCopiesToBeEnqueued) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  ReplayOrder order;
+  const uint64_t before = unordered();
+  order.entering(driver, kSlots, kStreamA);  // this thread is inside its graph launch
+  std::atomic<bool> entered{false};
+  std::thread other([&] {
+    order.entering(driver, kSlots, kStreamB);
+    entered = true;
+    order.done(driver, kStreamB, true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(entered.load());  // held back until this launch's copies are on stream A
+  order.done(driver, kStreamA, true);
+  other.join();
+  EXPECT_TRUE(entered.load());
+  ASSERT_EQ(fake::streamWaits.size(), 1u);
+  EXPECT_EQ(fake::streamWaits[0], std::make_pair(kStreamB, fake::recordedEvents[0].first));
+  EXPECT_EQ(unordered(), before);
+}
+
+// A launch whose exit never comes (its callbacks went off with the session) holds the slots
+// for kHostWait at most: the next launch then goes on, counted as unordered, and the slots
+// are its own from then on.
+TEST(ReplayOrder, AHoldWhoseExitNeverCameIsTakenOverAfterTheHostWait) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  ReplayOrder order;
+  const uint64_t before = unordered();
+  std::thread lost([&] { order.entering(driver, kSlots, kStreamA); });  // no done()
+  lost.join();
+  order.entering(driver, kSlots, kStreamB);
+  EXPECT_EQ(unordered(), before + 1);
+  order.done(driver, kStreamB, true);
+  CUstream last = nullptr;
+  ASSERT_TRUE(order.lastReplay(kSlots, &last));
+  EXPECT_EQ(last, kStreamB);
+  order.entering(driver, kSlots, kStreamB);  // no wait now
+  order.done(driver, kStreamB, true);
+  EXPECT_EQ(unordered(), before + 1);
+}
+
+}  // namespace
+}  // namespace proton::cupti
