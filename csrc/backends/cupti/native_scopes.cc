@@ -425,7 +425,8 @@ void NativeScopes::keepPendingNames(ContextBuffers &b) {
         if (e.grid == 0) continue;  // claimed, not written
         auto [at, fresh] = read.try_emplace(e.name);
         if (fresh) at->second = nameAt(b, e.name);
-        unloadedNames_[{b.contextId, e.grid, e.name}] = at->second;
+        // Kept by an earlier unload: its module's name, the address may hold another's now.
+        unloadedNames_.try_emplace({b.contextId, e.grid, e.name}, at->second);
       }
     }
   }

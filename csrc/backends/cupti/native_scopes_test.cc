@@ -351,7 +351,8 @@ TEST(NativeScopes, TheSameGridIdInAnotherContextIsAnotherLaunch) {
 // A module unloaded before a drain read its events: their names are read while the module is
 // loaded (a module loaded later may hold another name at the same address), and a module
 // loaded later under the same handle, whose global is not set up, is set up at its launch
-// (before, its handle was taken for the old module's: it recorded nothing).
+// (before, its handle was taken for the old module's: it recorded nothing). Its own unload
+// keeps the first module's names (on the GPU, it once renamed them after its own).
 TEST(NativeScopes, AModuleUnloadedBeforeADrainKeepsItsNamesAndItsSuccessorIsSetUp) {
   Native n;
   n.launch(41);
@@ -368,6 +369,7 @@ TEST(NativeScopes, AModuleUnloadedBeforeADrainKeepsItsNamesAndItsSuccessorIsSetU
   n.append(42, false, 200);
   n.append(42, true, 260);
   n.finished(42);
+  n.scopes.onModuleUnloading(kModule);  // the first module's events are still there: kept
   n.flush();
   NodeId kernel = n.session.child(PhaseId{0}, kRootNode, S("scaled"));
   EXPECT_EQ(n.bodyCount(), 1.0);
