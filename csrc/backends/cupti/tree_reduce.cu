@@ -8,9 +8,10 @@
 // sums on the host, reduceTreeSlot() in intra_decoder.cc). Regenerate after editing:
 //   scripts/gen_tree_reduce_ptx.sh
 //
-// One block per slot. Input descriptor i: { slot address, slot bytes }. Output i (1040 bytes):
+// One block per slot. Input descriptor i: { slot address, slot bytes }. Output i (1552 bytes):
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 launches added into the slot ]
-//   then 64 scopes of [ u64 cycles | u32 count | u32 warps ]
+//   then 64 scopes of [ u64 cycles | u64 count | u32 warps | u32 0 ] (a launch's count of a
+//   scope may pass 2^32; one record's does not)
 // The ring is cleared after each drain (units that do not record never write their record).
 // A record holds one unit's sums or a CTA's (`recorded` units; per scope, the units that ran
 // it in the last word), added up over the launches that added into the slot (a CUDA graph's
@@ -37,11 +38,12 @@ constexpr unsigned kMaxScopes = 64;
 extern "C" __global__ void __launch_bounds__(kThreads)
     proton_tree_reduce(const SlotDesc *descs, unsigned char *out) {
   __shared__ unsigned long long sumCycles[kThreads];
-  __shared__ unsigned sumCount[kThreads], sumWarps[kThreads];
+  __shared__ unsigned long long sumCount[kThreads];
+  __shared__ unsigned sumWarps[kThreads];
   SlotDesc d = descs[blockIdx.x];
   const unsigned *slot = reinterpret_cast<const unsigned *>(d.ptr);
   unsigned hash = slot[0], unitBytes = slot[1], launches = slot[2];
-  unsigned *o = reinterpret_cast<unsigned *>(out + 1040ull * blockIdx.x);
+  unsigned *o = reinterpret_cast<unsigned *>(out + 1552ull * blockIdx.x);
   unsigned scopes = unitBytes >= 16 ? (unitBytes - 16) / 16 : 0;
   bool valid = hash != 0 && scopes > 0 && scopes <= kMaxScopes && unitBytes % 16 == 0;
   unsigned perUnit = valid ? scopes + 1 : 1;  // chunks per unit record
@@ -51,8 +53,8 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   const uint4 *units = reinterpret_cast<const uint4 *>(d.ptr + 16);
   // Role 0 sums the headers' unmatched (x) and crossing (y) counts; role s + 1 scope s's
   // cycles (y:x), count (z) and the units that ran it (w).
-  unsigned long long cycles = 0;
-  unsigned count = 0, warps = 0;
+  unsigned long long cycles = 0, count = 0;
+  unsigned warps = 0;
   if (threadIdx.x < stride) {
     for (unsigned long long c = threadIdx.x; c < chunks; c += stride) {
       uint4 v = units[c];
@@ -74,8 +76,8 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   // Thread r < perUnit adds up role r over the threads that had it.
   if (threadIdx.x < perUnit) {
-    cycles = 0;
-    count = warps = 0;
+    cycles = count = 0;
+    warps = 0;
     for (unsigned t = threadIdx.x; t < stride; t += perUnit) {
       cycles += sumCycles[t];
       count += sumCount[t];
@@ -92,13 +94,15 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     o[0] = hash;
     o[1] = valid ? static_cast<unsigned>(sumCycles[0]) : 0;
-    o[2] = valid ? sumCount[0] : 0;
+    o[2] = valid ? static_cast<unsigned>(sumCount[0]) : 0;
     o[3] = launches;
   }
   for (unsigned i = threadIdx.x; i < kMaxScopes; i += kThreads) {
     bool has = valid && i < scopes;
-    *reinterpret_cast<unsigned long long *>(o + 4 + 4 * i) = has ? sumCycles[i + 1] : 0;
-    o[4 + 4 * i + 2] = has ? sumCount[i + 1] : 0;
-    o[4 + 4 * i + 3] = has ? sumWarps[i + 1] : 0;
+    unsigned *scope = o + 4 + 6 * i;  // 24 bytes, 8-aligned
+    *reinterpret_cast<unsigned long long *>(scope) = has ? sumCycles[i + 1] : 0;
+    *reinterpret_cast<unsigned long long *>(scope + 2) = has ? sumCount[i + 1] : 0;
+    scope[4] = has ? sumWarps[i + 1] : 0;
+    scope[5] = 0;
   }
 }

@@ -182,13 +182,12 @@ bool reduceTreeSlot(const uint8_t *slot, size_t size, uint8_t *out) {
       const uint8_t *v = rec + kTreeUnitHeaderBytes + kTreeScopeBytes * i;
       uint32_t count = load<uint32_t>(v + 8);
       if (count == 0) continue;
-      uint8_t *o = out + kTreeHeaderBytes + kTreeScopeBytes * i;
-      uint64_t cycles = load<uint64_t>(o) + load<uint64_t>(v);
-      uint32_t c = load<uint32_t>(o + 8) + count,
-               w = load<uint32_t>(o + 12) + load<uint32_t>(v + 12);
+      uint8_t *o = out + kTreeHeaderBytes + kReducedScopeBytes * i;
+      uint64_t cycles = load<uint64_t>(o) + load<uint64_t>(v), c = load<uint64_t>(o + 8) + count;
+      uint32_t w = load<uint32_t>(o + 16) + load<uint32_t>(v + 12);
       std::memcpy(o, &cycles, 8);
-      std::memcpy(o + 8, &c, 4);
-      std::memcpy(o + 12, &w, 4);
+      std::memcpy(o + 8, &c, 8);
+      std::memcpy(o + 16, &w, 4);
     }
   }
   std::memcpy(out + 4, &unmatched, 4);
@@ -208,10 +207,10 @@ void IntraDecoder::fileTree(const uint8_t *reduced, const IntraLaunch &launch) {
   const ScopeTable &table = interned->table;
   std::vector<ScopeSums> sums(std::min<size_t>(table.paths.size(), kMaxScopes));
   for (size_t i = 0; i < sums.size(); ++i) {
-    const uint8_t *v = reduced + kTreeHeaderBytes + kTreeScopeBytes * i;
+    const uint8_t *v = reduced + kTreeHeaderBytes + kReducedScopeBytes * i;
     sums[i].cycles = load<uint64_t>(v);
-    sums[i].count = load<uint32_t>(v + 8);
-    sums[i].warps = load<uint32_t>(v + 12);
+    sums[i].count = load<uint64_t>(v + 8);
+    sums[i].warps = load<uint32_t>(v + 16);
   }
   // A slot that a CUDA graph's replays added into holds the sums of `launches` launches:
   // normalized_cycles is per warp and launch, summed over launches.

@@ -91,6 +91,28 @@ void treeRecord(std::vector<uint8_t> &slot, size_t at, uint32_t unmatched,
   }
 }
 
+// A launch's count of a scope may pass 2^32 (a long kernel, a scope in its inner loop, many
+// CTAs): one record's cannot, their sum is kept in 64 bits (before, it wrapped: 1705032704
+// for these two CTAs).
+TEST_F(IntraDecoderTest, ALaunchsCountOfAScopeMayPassTwoToThe32) {
+  ScopeTables tables;
+  tables.add(table(0xabc, false));
+  IntraDecoder decoder(tables);
+  const uint32_t unitBytes = 64;
+  std::vector<uint8_t> slot = treeSlot(0xabc, unitBytes, 2);
+  treeRecord(slot, 16, 0, {{5'000'000'000, 8, 8}, {4'000'000'000, 3'000'000'000u, 8}, {0, 0}}, 8);
+  treeRecord(slot, 16 + unitBytes, 0,
+             {{5'000'000'000, 8, 8}, {4'000'000'000, 3'000'000'000u, 8}, {0, 0}}, 8);
+  std::vector<uint8_t> reduced(kReducedTreeBytes);
+  ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
+  IntraTarget target{&tree, PhaseId{0}, kernel};
+  decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
+  NodeId load = tree.child(PhaseId{0}, kernel, S("load"));
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "count")), 6'000'000'000);
+  EXPECT_EQ(std::get<int64_t>(*metric(tree, load, "cycles")), 8'000'000'000);
+  EXPECT_DOUBLE_EQ(std::get<double>(*metric(tree, load, "normalized_cycles")), 8e9 / 16);
+}
+
 TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   ScopeTables tables;
   tables.add(table(0xabc, false));
@@ -165,8 +187,8 @@ TEST_F(IntraDecoderTest, CtaSumRecordsCountTheirUnitsAndTheUnitsThatRanEachScope
   std::vector<uint8_t> reduced(kReducedTreeBytes);
   ASSERT_TRUE(reduceTreeSlot(slot.data(), slot.size(), reduced.data()));
   EXPECT_EQ(load<uint32_t>(reduced.data() + 12), 1u);       // one launch
-  EXPECT_EQ(load<uint32_t>(reduced.data() + 16 + 12), 3u);  // the kernel scope: 3 units
-  EXPECT_EQ(load<uint32_t>(reduced.data() + 32 + 12), 2u);  // "load": 2 units
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 16 + 16), 3u);  // the kernel scope: 3 units
+  EXPECT_EQ(load<uint32_t>(reduced.data() + 40 + 16), 2u);  // "load": 2 units
   IntraTarget target{&tree, PhaseId{0}, kernel};
   decoder.fileTree(reduced.data(), IntraLaunch{&target, 1, 0, 0, 1.5});
   EXPECT_EQ(std::get<int64_t>(*metric(tree, kernel, "cycles")), 1500);
@@ -225,7 +247,7 @@ TEST_F(IntraDecoderTest, MarkersTheRewriteDroppedAreCountedPerLaunchAndNamedOnce
   std::vector<uint8_t> reduced(kReducedTreeBytes, 0);
   put<uint32_t>(reduced, 0, 0xd0d);
   put<uint64_t>(reduced, kTreeHeaderBytes, 500);  // the kernel scope: 500 cycles, one warp
-  put<uint32_t>(reduced, kTreeHeaderBytes + 12, 1);
+  put<uint32_t>(reduced, kTreeHeaderBytes + 16, 1);
   uint64_t before = counter("instrumentation_markers_not_recorded");
   uint64_t perKernel = counter("instrumentation_markers_not_recorded[mm_kernel]");
   IntraTarget target{&tree, PhaseId{0}, kernel};

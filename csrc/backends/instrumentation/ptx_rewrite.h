@@ -34,7 +34,8 @@
 // Reduced tree slot (what the GPU reduction, or reduceTreeSlot on the host, makes of one
 // launch's slot; kReducedTreeBytes):
 //   [ u32 hash | u32 unmatched | u32 crossing | u32 launches ] then kMaxScopes of
-//   [ u64 cycles | u32 count | u32 warps ]
+//   [ u64 cycles | u64 count | u32 warps | u32 0 ] (a launch's count of a scope may pass 2^32;
+//   a record's, one unit's or CTA's, does not)
 // Trace layout (per CTA, per recording unit of `unitWarps` warps, in CTA-linear order):
 //   unit header, 48 bytes: the CTA's part, stored by the CTA's first recording unit alone
 //   (its SM, the time_shift cycles, its globaltimer at its start and return: with that
@@ -137,7 +138,8 @@ constexpr uint32_t kMaxScopes = 64;
 // of its header is 16 bytes, sector-aligned, the hash the CTA's; 10: tree records are added
 // (reductions), a unit's scope says it ran it, the slot header counts its launches.
 constexpr uint32_t kLayoutVersion = 10;
-constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kTreeScopeBytes * kMaxScopes;
+constexpr uint32_t kReducedScopeBytes = 24;
+constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kReducedScopeBytes * kMaxScopes;
 
 // Fails (kInvalidArgument) on PTX it cannot instrument; the caller then keeps the original.
 Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &config);
