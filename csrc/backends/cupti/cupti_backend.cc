@@ -483,6 +483,7 @@ void CuptiBackend::stop() {
   api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API);
   api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE);
   api_->enableDomain(0, subscriber_, CUPTI_CB_DOMAIN_NVTX);
+  ReplayOrder::global().releaseAll();  // no graph launch's exit comes from now on
   api_->unsubscribe(subscriber_);
   subscriber_ = nullptr;
   captureWatch_.clear();  // no callback says when the captures under way end from now on
@@ -611,6 +612,7 @@ void CuptiBackend::onStreamCall(const CUpti_CallbackData *cb, const StreamCallba
   const bool begins = call.kind == StreamCall::kCaptureBegins;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (begins) captureWatch_.beginning(cb->context, stream);
+    if (call.kind == StreamCall::kDestroyed) ReplayOrder::global().onStreamDestroying(stream);
     // Before the call: what was launched on the stream until now can still be waited for.
     if (call.kind != StreamCall::kCaptureEnds && retiringOn_.load(std::memory_order_relaxed))
       IntraKernelBuffers::global().onStreamRetiring(stream, begins);

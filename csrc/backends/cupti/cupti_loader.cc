@@ -137,6 +137,7 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->eventRecord, "cuEventRecord", &missing);
   resolve(handle, api->eventSynchronize, "cuEventSynchronize", &missing);
   resolve(handle, api->streamWaitEvent, "cuStreamWaitEvent", &missing);
+  resolve(handle, api->eventDestroy, "cuEventDestroy_v2", &missing);
   resolve(handle, api->streamGetFlags, "cuStreamGetFlags", &missing);
   resolve(handle, api->memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", &missing);
   resolve(handle, api->memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", &missing);

@@ -113,6 +113,7 @@ struct CudaDriverApi {
   decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
   // Replays of one CUDA graph's slots on two streams are put in order (replay_order.h).
   decltype(&::cuStreamWaitEvent) streamWaitEvent = nullptr;
+  decltype(&::cuEventDestroy_v2) eventDestroy = nullptr;
   decltype(&::cuStreamGetFlags) streamGetFlags = nullptr;  // a capture on a blocking stream
   // Drains copy on a stream of Proton's own, not the legacy one, whose synchronous copies a
   // CUDA graph being captured on another thread (global mode) or on a blocking stream cannot

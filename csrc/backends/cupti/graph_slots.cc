@@ -48,6 +48,7 @@ void onGraphExecUpdate(const CUpti_CallbackData *cb) {
 
 void graphLaunchEntering(const CudaDriverApi &driver, CUgraphExec exec, CUstream stream) {
   ReplayOrder &order = ReplayOrder::global();
+  order.beginLaunch();
   order.entering(driver, DeviceMetricBuffers::global().replayKey(exec), stream);
   order.entering(driver, IntraKernelBuffers::global().replayKey(exec), stream);
 }
@@ -55,9 +56,16 @@ void graphLaunchEntering(const CudaDriverApi &driver, CUgraphExec exec, CUstream
 void graphLaunchReturned(const CudaDriverApi &driver, CUgraphExec exec, CUstream stream,
                          const LaunchEntry *entries, size_t n, uint64_t launchNs, uint64_t threadId,
                          bool ran) {
-  if (ran) {
-    DeviceMetricBuffers::global().onGraphLaunched(exec, stream, entries, n, launchNs, threadId);
-    IntraKernelBuffers::global().onGraphLaunched(exec, stream, entries, n);
+  // The slots are released whatever happens on the way (another thread may wait for them);
+  // the event follows whatever copies reached the stream.
+  try {
+    if (ran) {
+      DeviceMetricBuffers::global().onGraphLaunched(exec, stream, entries, n, launchNs, threadId);
+      IntraKernelBuffers::global().onGraphLaunched(exec, stream, entries, n);
+    }
+  } catch (...) {
+    ReplayOrder::global().done(driver, stream, ran);
+    throw;
   }
   ReplayOrder::global().done(driver, stream, ran);
 }

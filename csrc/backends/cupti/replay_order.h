@@ -13,9 +13,11 @@
 // copied slots out records an event after its copies, and the next launch of the same slots on
 // another stream makes its stream wait for that event first (the GPU waits; the host does not).
 // A launch from another thread of the same slots while one is between its enter and exit waits
-// on the host for that one's copies to be enqueued, at most kHostWait; past it, it goes on
-// unordered, counted (graph_replays_unordered), as is a replay whose event could not be made,
-// recorded or waited for. A graph launched into a capture is ordered by its capture.
+// on the host for that one's copies to be enqueued (its exit may drain a full ring first), at
+// most kHostWait; past it, it goes on unordered, counted (graph_replays_unordered), as is a
+// replay whose event could not be made, recorded or waited for. A graph launched into a
+// capture is ordered by its capture. When the backend stops, holds whose exit will not come
+// (the callbacks are off) are released (releaseAll).
 //
 // Thread-safe: one mutex, held for no driver call but eventCreate/eventRecord in done().
 #pragma once
@@ -37,9 +39,12 @@ struct CudaDriverApi;
 class ReplayOrder {
  public:
   static ReplayOrder &global();
-  static constexpr std::chrono::milliseconds kHostWait{1000};
+  static constexpr std::chrono::milliseconds kHostWait{10000};
 
-  // A graph launch holding the slots `key` (non-zero) is about to be enqueued on `stream` (API
+  // A graph launch begins on this thread (API enter): holds left by one whose exit never came
+  // (an error on its way out) are released first.
+  void beginLaunch();
+  // The launch holds the slots `key` (non-zero) and is about to be enqueued on `stream` (API
   // enter, the launching thread, its context current; no Proton lock held).
   void entering(const CudaDriverApi &driver, uint64_t key, CUstream stream);
   // This thread's graph launch returned: its copies out of the slots it entered with are on
@@ -47,6 +52,10 @@ class ReplayOrder {
   void done(const CudaDriverApi &driver, CUstream stream, bool ran);
   // A context is being destroyed: its events go with it.
   void onContextDestroying(CUcontext context);
+  // A stream is being destroyed: a later stream may get its handle, and is another stream.
+  void onStreamDestroying(CUstream stream);
+  // No exit callback comes from now on: every hold is released.
+  void releaseAll();
   // The slots' last replays, for tests: the stream and whether an event follows it.
   bool lastReplay(uint64_t key, CUstream *stream) const;
 
@@ -60,6 +69,7 @@ class ReplayOrder {
     std::thread::id holder;  // a launch between enter and exit (default id: none)
   };
 
+  void release(bool ran, CUstream stream, CUcontext context, const CudaDriverApi *driver);
   mutable std::mutex mu_;
   std::condition_variable released_;
   std::unordered_map<uint64_t, Mark> marks_;  // by the slots' first device address

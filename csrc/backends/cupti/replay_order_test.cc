@@ -120,25 +120,66 @@ TEST(ReplayOrder, ASecondThreadWaitsForTheFirstThreadsCopiesToBeEnqueued) {
   EXPECT_EQ(unordered(), before);
 }
 
-// A launch whose exit never comes (its callbacks went off with the session) holds the slots
-// for kHostWait at most: the next launch then goes on, counted as unordered, and the slots
-// are its own from then on.
-TEST(ReplayOrder, AHoldWhoseExitNeverCameIsTakenOverAfterTheHostWait) {
+// A launch whose exit never comes: when its callbacks went off with the backend, every hold
+// is released (the next launch goes on at once); after an error on this thread's way out, its
+// next graph launch releases what it still held.
+TEST(ReplayOrder, HoldsWhoseExitWillNotComeAreReleased) {
   CudaDriverApi driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
   const uint64_t before = unordered();
-  std::thread lost([&] { order.entering(driver, kSlots, kStreamA); });  // no done()
+  std::thread lost([&] {
+    order.beginLaunch();
+    order.entering(driver, kSlots, kStreamA);  // and no done()
+  });
   lost.join();
+  order.releaseAll();  // the backend stopped
+  order.beginLaunch();
   order.entering(driver, kSlots, kStreamB);
-  EXPECT_EQ(unordered(), before + 1);
   order.done(driver, kStreamB, true);
   CUstream last = nullptr;
   ASSERT_TRUE(order.lastReplay(kSlots, &last));
   EXPECT_EQ(last, kStreamB);
-  order.entering(driver, kSlots, kStreamB);  // no wait now
-  order.done(driver, kStreamB, true);
-  EXPECT_EQ(unordered(), before + 1);
+
+  order.beginLaunch();
+  order.entering(driver, kSlots, kStreamA);  // this thread's exit never came
+  order.beginLaunch();                       // its next graph launch
+  std::thread other([&] {
+    order.beginLaunch();
+    order.entering(driver, kSlots, kStreamA);  // not held back
+    order.done(driver, kStreamA, true);
+  });
+  other.join();
+  EXPECT_EQ(unordered(), before);
+}
+
+// A destroyed stream's handle may come back as another stream: a replay on it waits for the
+// last one as on any other stream. A destroyed context's events go with it; a mark held by a
+// launch in progress stays, with no event to wait for.
+TEST(ReplayOrder, DestroyedStreamsAndContextsLeaveNothingToWaitForWrongly) {
+  CudaDriverApi driver = fake::driver();
+  fake::reset(fake::kOther);
+  ReplayOrder order;
+  order.beginLaunch();
+  order.entering(driver, kSlots, kStreamA);
+  order.done(driver, kStreamA, true);
+  order.onStreamDestroying(kStreamA);
+  order.beginLaunch();
+  order.entering(driver, kSlots, kStreamA);  // a new stream with the old handle
+  order.done(driver, kStreamA, true);
+  ASSERT_EQ(fake::streamWaits.size(), 1u);
+  EXPECT_EQ(fake::streamWaits[0].first, kStreamA);
+
+  order.beginLaunch();
+  order.entering(driver, kSlots, kStreamB);  // held while its context goes
+  order.onContextDestroying(fake::kStreamContext);
+  order.done(driver, kStreamB, false);
+  CUstream last = nullptr;
+  EXPECT_FALSE(order.lastReplay(kSlots, &last));
+  order.beginLaunch();
+  order.entering(driver, kSlots, kStreamA);
+  EXPECT_EQ(fake::streamWaits.size(), 2u);  // the one for kStreamB only: nothing since
+  order.done(driver, kStreamA, true);
 }
 
 }  // namespace
