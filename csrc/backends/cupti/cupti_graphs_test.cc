@@ -382,3 +382,69 @@ TEST_F(CuptiGraphsTest, RecordObserversLearnTheNodeEachRecordWasFiledUnder) {
 
 }  // namespace
 }  // namespace proton::cupti
+
+namespace proton::cupti {
+namespace {
+
+// The graph-launch hooks the slots of captured graphs rely on (graph_slots.h): one call at the
+// outermost launch's enter, one at its exit with whether it ran, with the per-thread stream's
+// handle for a _ptsz call's null stream (the driver would read null as the legacy stream).
+struct GraphCall {
+  CUgraphExec exec;
+  CUstream stream;
+  bool enter;
+  bool ran;
+};
+std::vector<GraphCall> graphCalls;
+void graphEntering(CUgraphExec exec, CUstream stream) {
+  graphCalls.push_back({exec, stream, true, false});
+}
+void graphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *, size_t, uint64_t,
+                   uint64_t, bool ran) {
+  graphCalls.push_back({exec, stream, false, ran});
+}
+
+TEST_F(CuptiGraphsTest, GraphLaunchHooksPairEveryEnterWithAnExitThatSaysWhetherItRan) {
+  start("graph_hooks");
+  tracker_.setGraphLaunchFns(&graphEntering, &graphLaunched);
+  graphCalls.clear();
+  const auto exec = reinterpret_cast<CUgraphExec>(0x7400);
+  struct {
+    CUgraphExec exec;
+    CUstream stream;
+  } params{exec, nullptr};
+  auto call = [&](CUpti_CallbackDomain domain, CUpti_CallbackId cbid, int result,
+                  std::vector<uint64_t> createdNodes = {}) {
+    CUpti_CallbackData cb{};
+    cb.callbackSite = CUPTI_API_ENTER;
+    cb.correlationId = 60;
+    cb.functionParams = &params;
+    cb.functionReturnValue = &result;
+    tracker_.onLaunch(domain, cbid, &cb);
+    // The runtime's call reaches the driver's: one launch.
+    tracker_.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, &cb);
+    for (uint64_t node : createdNodes) graphNode(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node);
+    cb.callbackSite = CUPTI_API_EXIT;
+    tracker_.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, &cb);
+    tracker_.onLaunch(domain, cbid, &cb);
+  };
+  call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000, 0);
+  ASSERT_EQ(graphCalls.size(), 2u);
+  EXPECT_TRUE(graphCalls[0].enter);
+  EXPECT_EQ(graphCalls[0].exec, exec);
+  EXPECT_EQ(graphCalls[0].stream, CU_STREAM_PER_THREAD);
+  EXPECT_FALSE(graphCalls[1].enter);
+  EXPECT_EQ(graphCalls[1].stream, CU_STREAM_PER_THREAD);
+  EXPECT_TRUE(graphCalls[1].ran);
+  // A failed launch, and one launched into a capture (a child graph node made), did not run.
+  call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 1);
+  call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 0, {901});
+  ASSERT_EQ(graphCalls.size(), 6u);
+  EXPECT_EQ(graphCalls[2].stream, nullptr);  // not a _ptsz call: null is the legacy stream
+  EXPECT_FALSE(graphCalls[3].ran);
+  EXPECT_FALSE(graphCalls[5].ran);
+  tracker_.setGraphLaunchFns(nullptr, nullptr);
+}
+
+}  // namespace
+}  // namespace proton::cupti
