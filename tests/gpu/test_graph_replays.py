@@ -82,17 +82,23 @@ def stats_of(root):
     return dict(root["proton_metadata"]["stats"])
 
 
+def run_graph_program(code, tmp_path, profile):
+    """Runs a program of SPIN (skipped where PyTorch cannot keep a graph) and returns the root
+    of its profile."""
+    r = run_program(code, tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    if r.stdout.startswith("skip:"):
+        pytest.skip(r.stdout.strip())
+    assert r.stdout.strip().endswith("ok"), r.stdout
+    return load_hatchet(tmp_path / profile)[0]
+
+
 def test_two_executables_of_one_graph_on_two_streams_record_every_replay(tmp_path):
     # Both executables' kernels record into the graph's slots, which each launch copies out
     # and clears on its own stream afterwards. Run at once, one replay's copy took part of the
     # other's sums and its clear wiped some of them. Now the second stream waits for the first
     # replay's copies before its graph runs.
-    r = run_program(TWO_STREAMS, tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    if r.stdout.startswith("skip:"):
-        pytest.skip(r.stdout.strip())
-    assert r.stdout.strip().endswith("ok"), r.stdout
-    root = load_hatchet(tmp_path / "two_streams.hatchet")[0]
+    root = run_graph_program(TWO_STREAMS, tmp_path, "two_streams.hatchet")
     warps, iters, launches = 16, 2000, 1 + 2 * 20
     assert counts(root, "spin") == launches, dump(root)
     assert counts(root, "step") == launches * warps * iters, dump(root)
@@ -129,12 +135,7 @@ print("ok")
 def test_an_updated_executable_records_into_its_new_graphs_slots(tmp_path):
     # The executable's kernels take graph2's parameters, its slot address among them: its
     # replays copied out graph1's slots (zeros) before, and graph2's filled up unread.
-    r = run_program(UPDATED, tmp_path)
-    assert r.returncode == 0, r.stderr[-3000:]
-    if r.stdout.startswith("skip:"):
-        pytest.skip(r.stdout.strip())
-    assert r.stdout.strip().endswith("ok"), r.stdout
-    root = load_hatchet(tmp_path / "updated.hatchet")[0]
+    root = run_graph_program(UPDATED, tmp_path, "updated.hatchet")
     assert counts(root, "spin") == 1 + 5, dump(root)
     assert counts(root, "step") == (1 + 5) * 16 * 8, dump(root)
     assert stats_of(root).get("instrumentation_graph_launches_unrecorded", 0) == 0

@@ -423,11 +423,11 @@ Status CuptiBackend::enableCallbacks() {
         CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING})
     PROTON_RETURN_IF_ERROR(
         check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cbid), "resources"));
-  for (size_t i = 0; i < kNumDriverGraphUpdateCallbacks; ++i)
+  for (size_t i = 0; i < kNumDriverGraphUpdateCallbacks; ++i)  // captured slots follow them
     PROTON_RETURN_IF_ERROR(check(api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
                                                       kDriverGraphUpdateCallbacks[i]),
                                  "graph updates"));
-  for (size_t i = 0; i < kNumDriverUnloadCallbacks; ++i)
+  for (size_t i = 0; i < kNumDriverUnloadCallbacks; ++i)  // native scopes' names
     PROTON_RETURN_IF_ERROR(check(
         api_->enableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, kDriverUnloadCallbacks[i]),
         "module unloads"));

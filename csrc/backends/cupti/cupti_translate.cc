@@ -1,5 +1,6 @@
 #include "backends/cupti/cupti_translate.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <iterator>
 
@@ -153,15 +154,21 @@ const CUpti_CallbackId kDriverUnloadCallbacks[] = {
 };
 const size_t kNumDriverUnloadCallbacks = std::size(kDriverUnloadCallbacks);
 
+namespace {
+// A driver call of `table`.
+template <size_t N>
+bool driverCallOf(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                  const CUpti_CallbackId (&table)[N]) {
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API && std::ranges::find(table, cbid) != std::end(table);
+}
+}  // namespace
+
 bool isModuleUnload(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  return domain == CUPTI_CB_DOMAIN_DRIVER_API && (cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleUnload ||
-                                                  cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload);
+  return driverCallOf(domain, cbid, kDriverUnloadCallbacks);
 }
 
 bool isGraphExecUpdate(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  return domain == CUPTI_CB_DOMAIN_DRIVER_API &&
-         (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate ||
-          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2);
+  return driverCallOf(domain, cbid, kDriverGraphUpdateCallbacks);
 }
 
 }  // namespace PROTON_CUPTI_ABI

@@ -43,6 +43,7 @@ struct Bound {
   bool valid = false;
   size_t ring = 0;
   uint64_t ticket = 0;
+  uint64_t correlation = 0;  // of the launch it is tied to
 };
 thread_local Bound tlsBound;
 // A thread that ends holding a slot (handed out for a launch that never came): not in flight.
@@ -355,11 +356,11 @@ void IntraKernelBuffers::launchReturned(bool captured) {
   tlsBound.valid = false;
   std::lock_guard lock(mu_);
   if (captured && tlsBound.ring < rings_.size())
-    pinCaptured(rings_[tlsBound.ring], tlsBound.ticket);
+    pinCaptured(rings_[tlsBound.ring], tlsBound.ticket, tlsBound.correlation);
   release(tlsBound.ring, tlsBound.ticket);
 }
 
-void IntraKernelBuffers::pinCaptured(Ring &ring, uint64_t ticket) {
+void IntraKernelBuffers::pinCaptured(Ring &ring, uint64_t ticket, uint64_t correlation) {
   auto f = std::find_if(ring.inFlight.begin(), ring.inFlight.end(),
                         [&](const InFlight &i) { return i.ticket == ticket; });
   if (f == ring.inFlight.end()) return;
@@ -367,7 +368,7 @@ void IntraKernelBuffers::pinCaptured(Ring &ring, uint64_t ticket) {
   stat("instrumentation_graph_launches_unrecorded").add();
   // Its slot record is filed in no session (its kernel never ran eagerly: the slot holds
   // zeros now, and whatever its replays add later).
-  auto bound = byCorrelation_.find(f->correlation);
+  auto bound = byCorrelation_.find(correlation);
   if (bound == byCorrelation_.end()) return;
   ring.slots[bound->second.second].numEntries = 0;
   byCorrelation_.erase(bound);
@@ -456,9 +457,7 @@ void IntraKernelBuffers::bindLaunch(uint64_t correlation, const LaunchEntry *ent
     stat("instrumentation_launches_unrecorded").add();
     return;
   }
-  tlsBound = Bound{true, p.ring, p.ticket};
-  for (InFlight &f : rings_[p.ring].inFlight)
-    if (f.ticket == p.ticket) f.correlation = correlation;
+  tlsBound = Bound{true, p.ring, p.ticket, correlation};
   rings_[p.ring].slots.push_back(slot);
   byCorrelation_[correlation] = {p.ring, rings_[p.ring].slots.size() - 1};
 }

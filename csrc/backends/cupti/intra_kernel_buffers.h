@@ -178,7 +178,6 @@ class IntraKernelBuffers {
     size_t offset = 0;
     size_t bytes = 0;
     uint64_t stream = 0;
-    uint64_t correlation = 0;  // set once its launch callback bound it
   };
   struct Ring {
     CUcontext context = nullptr;
@@ -250,7 +249,7 @@ class IntraKernelBuffers {
   // mu_ held: the launch `ticket` in `ring` returned, or its slot will never be launched.
   void release(size_t ring, uint64_t ticket);
   // mu_ held: the launch `ticket` in `ring` was captured into a graph (launchReturned).
-  void pinCaptured(Ring &ring, uint64_t ticket);
+  void pinCaptured(Ring &ring, uint64_t ticket, uint64_t correlation);
   // mu_ held, within drain(), after the wait: the slots in flight out of ring.slots (returned
   // with their correlations' new indices in `kept`), the rest cleared on the GPU.
   std::vector<SlotRecord> takeInFlight(Ring &ring, size_t index,

@@ -499,6 +499,17 @@ TEST(IntraKernelBuffersAllocate, AnEmptyGridGetsNoSlotAndHidesNoOtherThreadsLaun
 namespace proton::cupti {
 namespace {
 
+// `buffers` recording through `driver` into a 1 MB ring and its graph arena, with the table of
+// the one-warp tree kernel "graphed" (scopes "" and "body").
+instrumentation::ScopeTable startGraphed(IntraKernelBuffers &buffers, const CudaDriverApi &driver) {
+  fake::reset(fake::kOther);
+  startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
+  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
+  instrumentation::ScopeTable table = oneWarpTreeTable("graphed", 0x6a4);
+  buffers.tables().add(table);
+  return table;
+}
+
 // A tree launch captured into a CUDA graph gets a slot of its own in the graph arena; each
 // launch of the executable graph copies it into a ring slot filed like a launch of its own,
 // under the replay's context/<captured_at>/<the capture's context>/<kernel> (where kernel
@@ -506,17 +517,8 @@ namespace {
 // launch captured into a graph ran unrecorded.)
 TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContexts) {
   CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
-  startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
-  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
-  instrumentation::ScopeTable table;
-  table.kernel = "graphed";
-  table.hash = 0x6a4;
-  table.paths = {"", "body"};
-  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
-  table.unitBytes = instrumentation::kTreeUnitHeaderBytes + 2 * instrumentation::kTreeScopeBytes;
-  buffers.tables().add(table);
+  const instrumentation::ScopeTable table = startGraphed(buffers, driver);
   Session tree{SessionId{31}, instrumentation()};
   Session tracing{SessionId{32}, SessionOptions{}};  // kernel tracing beside it: gets nothing
   testing::internal::CaptureStderr();  // the GPU reduction cannot be loaded here: said once
@@ -600,30 +602,14 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   testing::internal::GetCapturedStderr();
 }
 
-// The tree kernel "graphed" of EveryReplayIsFiledUnderItsReplayAndCaptureContexts: one warp,
-// scopes "" and "body".
-instrumentation::ScopeTable graphedTable() {
-  instrumentation::ScopeTable table;
-  table.kernel = "graphed";
-  table.hash = 0x6a4;
-  table.paths = {"", "body"};
-  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
-  table.unitBytes = instrumentation::kTreeUnitHeaderBytes + 2 * instrumentation::kTreeScopeBytes;
-  return table;
-}
-
 // cuGraphExecUpdate gives an executable graph the nodes' parameters of another graph: its
 // kernels record into that graph's slots, which its replays now copy out (before, they kept
 // copying the slots of the graph it was made from, zeros, and the other graph's slots filled
 // up unread).
 TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph) {
   CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
-  startRecording(buffers, driver);
-  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
-  const instrumentation::ScopeTable table = graphedTable();
-  buffers.tables().add(table);
+  const instrumentation::ScopeTable table = startGraphed(buffers, driver);
   Session tree{SessionId{36}, instrumentation()};
   LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
   testing::internal::CaptureStderr();  // the GPU reduction cannot be loaded here: said once
@@ -671,12 +657,8 @@ TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph
 // launches got the same bytes, and the replays' records landed in theirs).
 TEST(IntraKernelBuffersGraphs, AnEagerSlotWhoseLaunchWasCapturedIsNeverHandedOutAgain) {
   CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
-  startRecording(buffers, driver);
-  fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
-  const instrumentation::ScopeTable table = graphedTable();
-  buffers.tables().add(table);
+  const instrumentation::ScopeTable table = startGraphed(buffers, driver);
   Session tree{SessionId{37}, instrumentation()};
   LaunchEntry entry{&tree, kRootNode, PhaseId{0}, false};
   testing::internal::CaptureStderr();

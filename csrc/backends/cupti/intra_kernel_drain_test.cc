@@ -21,15 +21,7 @@ const auto kStreamA = reinterpret_cast<CUstream>(0x7777);
 const auto kStreamB = reinterpret_cast<CUstream>(0x8888);
 
 // A one-warp tree kernel with one scope of its own, "body".
-instrumentation::ScopeTable summedTable() {
-  instrumentation::ScopeTable table;
-  table.kernel = "summed";
-  table.hash = 0x7ee;
-  table.paths = {"", "body"};
-  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
-  table.unitBytes = instrumentation::kTreeUnitHeaderBytes + 2 * instrumentation::kTreeScopeBytes;
-  return table;
-}
+instrumentation::ScopeTable summedTable() { return oneWarpTreeTable("summed", 0x7ee); }
 
 // `buffers` recording through `driver` into a 1 MB ring (device memory for it, its graph
 // arena, then the reduction's descriptors and output), with the summed kernel's table.

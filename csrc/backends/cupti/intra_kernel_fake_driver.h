@@ -363,6 +363,17 @@ inline void reset(CUcontext now) {
 }
 }  // namespace fake
 
+// A one-warp tree kernel with one scope of its own, "body" (as oneWarpTreeRan writes it).
+inline instrumentation::ScopeTable oneWarpTreeTable(const char *kernel, uint32_t hash) {
+  instrumentation::ScopeTable table;
+  table.kernel = kernel;
+  table.hash = hash;
+  table.paths = {"", "body"};
+  table.numWarps = table.unitWarps = table.unitsPerCta = 1;
+  table.unitBytes = instrumentation::kTreeUnitHeaderBytes + 2 * instrumentation::kTreeScopeBytes;
+  return table;
+}
+
 // Buffers recording for one user into 1 MB rings, through `driver` (which outlives them).
 inline void startRecording(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
                            uint64_t maxTraceEvents = 0, uint32_t traceCapacity = 256) {
