@@ -17,6 +17,9 @@ the ratio is the recording's cost alone. Variants:
 - `no_clock`: `tree` with its scopes' clock reads replaced by register arithmetic (the
   kernel scope keeps its reads): the same added instructions without a single clock read in
   the kernel's body, which tells what the reads themselves cost beyond the sums around them;
+- `reads_only`: the other half, `tree` with its scopes' clock reads kept and their sums and
+  counts dropped (each reading is folded into the scope's record with one xor, so that ptxas
+  keeps it): what the reads cost as the points ptxas schedules nothing across;
 - `tree_global`: with its scopes, a record per warp (buffer_type="global");
 - `warp_group`: with its scopes, one recording warp per 4;
 - `trace`: with its scopes, data="trace" (events in shared memory, copied out as each warp
@@ -24,10 +27,16 @@ the ratio is the recording's cost alone. Variants:
 With --triton, the kernel with Triton's own scopes compiled by Triton's own instrumentation
 (`triton`, its default mode) is timed beside them the same way, without Triton's runtime (which
 reads the buffer back after every launch): its recording cost alone, next to ours.
+With --static, nothing runs and no GPU is needed: each variant's PTX is compiled with the
+ptxas Triton uses, for sm_90a, and its SASS is read for the instruction count and the fixed
+stall cycles (the stall field of each instruction's control bits: the cycles the scheduler
+waits before the warp's next issue, variable latencies not included) of the whole kernel and
+of its largest loop. In a loop that one warp per scheduler runs back to back (the
+attention-like kernel's), these cycles are its issue time per iteration.
 With --kernel-tracing, every variant, plain included, runs inside a Proton kernel-tracing
 session (CUPTI), as an instrumentation session's kernels do: the ratios are then what the
 recording adds on top of kernel tracing.
-Needs an NVIDIA GPU (sm_90), PyTorch and Triton.
+Needs an NVIDIA GPU (sm_90), PyTorch and Triton (only Triton with --static).
 """
 
 import argparse
@@ -207,6 +216,32 @@ def without_scope_clocks(ptx):
     return head.replace(exit_read, replaced) + exit_read + last
 
 
+def reads_only(ptx):
+    """The tree variant (64-bit clocks) with its scopes' clock reads kept and the sums, counts
+    and copies of readings around them gone (the kernel scope keeps all of its own): each
+    reading is xor-ed into its scope's sum, which the record stores, so ptxas keeps the read."""
+    read = "@%pt_lead mov.u64 \t%pt_d8, %clock64;"
+    head, _, last = ptx.rpartition(read)  # the last exit read ends the kernel scope
+    out, changed = [], 0
+    for line in head.split("\n"):
+        body = line.strip()
+        enter = re.fullmatch(r"@%pt_lead mov\.u64 \t%pt_s([1-9]\d*), %clock64;", body)
+        exit_ = re.fullmatch(r"sub\.u64 \t%pt_d6, %pt_d8, %pt_s([1-9]\d*);", body)
+        if enter:
+            out.append("\t" + read)
+        if enter or exit_:
+            i = (enter or exit_).group(1)
+            out.append(f"\txor.b64 \t%pt_a{i}, %pt_a{i}, %pt_d8;")
+            changed += 1
+        elif not re.fullmatch(
+            r"(add\.u64 \t%pt_a|add\.u32 \t%pt_[ce]|mov\.u64 \t%pt_s)[1-9]\d*, .*", body
+        ):
+            out.append(line)
+    if not changed:
+        raise RuntimeError("no scope clock reads found (reads_only takes 64-bit clocks)")
+    return "\n".join(out) + read + last
+
+
 def make_launch(driver, func, ptx, values, grid, threads, shared, stream, ring=None):
     """One launch of func on grid (x, y) with values as its parameters (the last one the
     record buffer). With
@@ -233,6 +268,68 @@ def make_launch(driver, func, ptx, values, grid, threads, shared, stream, ring=N
     return ring_launch
 
 
+def _sass(ptx):
+    """SASS text of ptx compiled for sm_90a by the ptxas that Triton uses."""
+    import subprocess
+    import tempfile
+
+    from triton import knobs
+    from triton.backends.nvidia import compiler
+
+    with tempfile.TemporaryDirectory() as d:
+        src, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        ptxas = compiler.get_ptxas(90).path
+        subprocess.run([ptxas, "--gpu-name", "sm_90a", src, "-o", cubin], check=True)
+        dump = [knobs.nvidia.cuobjdump.path, "-sass", cubin]
+        return subprocess.run(dump, check=True, capture_output=True, text=True).stdout
+
+
+def sass_issue(sass):
+    """(instructions, fixed stall cycles) of the whole kernel and of its largest loop (the
+    span of its longest backward branch; None when it has none). An instruction is printed as
+    its address and text, then its control word (the second 64 bits), whose bits 41-44 are
+    the stall count."""
+    code = re.findall(
+        r"/\*([0-9a-f]{4,})\*/\s+([^;]*);\s*/\* 0x[0-9a-f]{16} \*/\s*\n\s*/\* (0x[0-9a-f]{16}) \*/",
+        sass,
+    )
+    ins = [(int(a, 16), text.strip(), int(ctl, 16) >> 41 & 0xF) for a, text, ctl in code]
+    ins = [i for i in ins if not i[1].startswith("NOP")]
+    spans = [
+        (int(m.group(1), 16), at)
+        for at, text, _ in ins
+        if (m := re.search(r"BRA (0x[0-9a-f]+)", text)) and int(m.group(1), 16) < at
+    ]
+
+    def issue(part):
+        return len(part), sum(stall for _, _, stall in part)
+
+    loop = None
+    if spans:
+        lo, hi = max(spans, key=lambda s: s[1] - s[0])
+        loop = issue([i for i in ins if lo <= i[0] <= hi])
+    return issue(ins), loop
+
+
+def static_table(kernels):
+    """The --static table: per kernel and variant, SASS instructions and fixed stall cycles."""
+    print(
+        f"{'kernel':10s} {'variant':14s} {'instrs':>7s} {'stall':>6s} {'loop instrs':>12s} "
+        f"{'loop stall':>11s}"
+    )
+    for name in kernels:
+        found = variants(name, 232448)  # an H100's opt-in shared memory per block
+        tree = found["tree"][0]
+        found["no_clock"] = (without_scope_clocks(tree), 0)
+        found["reads_only"] = (reads_only(tree), 0)
+        for variant, (ptx, _shared) in found.items():
+            (n, stall), loop = sass_issue(_sass(ptx))
+            cells = f"{loop[0]:12d} {loop[1]:11d}" if loop else f"{'':12s} {'':11s}"
+            print(f"{name:10s} {variant:14s} {n:7d} {stall:6d} {cells}")
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -241,7 +338,10 @@ def main():
     ap.add_argument("--kernels", default="vadd,softmax,matmul,attention")
     ap.add_argument("--kernel-tracing", action="store_true", help="time inside a CUPTI session")
     ap.add_argument("--triton", action="store_true", help="add Triton's own instrumentation")
+    ap.add_argument("--static", action="store_true", help="read the SASS, run nothing")
     args = ap.parse_args()
+    if args.static:
+        return static_table(args.kernels.split(","))
 
     import torch
 
@@ -283,20 +383,15 @@ def main():
                     make_launch(driver, func, ptx, values, grid, threads, shared, stream, scratch),
                     count,
                 )
-                bare = without_scope_clocks(ptx)
-                launches[(name, "no_clock")] = (
-                    make_launch(
-                        driver,
-                        driver.function(bare, name, shared),
-                        bare,
-                        values,
-                        grid,
-                        threads,
-                        shared,
-                        stream,
-                    ),
-                    count,
-                )
+                for derived, changed in (
+                    ("no_clock", without_scope_clocks(ptx)),
+                    ("reads_only", reads_only(ptx)),
+                ):
+                    func = driver.function(changed, name, shared)
+                    launches[(name, derived)] = (
+                        make_launch(driver, func, changed, values, grid, threads, shared, stream),
+                        count,
+                    )
 
         built = triton_variant(name) if args.triton else None
         if built:
