@@ -16,6 +16,7 @@
 
 #include "backends/capture_registry.h"
 #include "backends/cupti/capture_watch.h"
+#include "backends/cupti/context_failures.h"
 #include "backends/cupti/cupti_dispatch.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
@@ -82,9 +83,10 @@ class CuptiBackend final : public GpuBackend {
  private:
   CuptiBackend() : tracker_(launches_, captures_), attributor_(launches_, captures_) {
     freeBuffers_.reserve(kKeptBuffers);
-    for (const char *name : {"activity_buffers_unavailable", "activity_records_dropped",
-                             "cupti_callback_errors", "nvtx_ranges_unmatched", "flush_timeouts",
-                             "flush_syncs_skipped_for_captures", "graph_replays_unordered"})
+    for (const char *name :
+         {"activity_buffers_unavailable", "activity_records_dropped", "cupti_callback_errors",
+          "nvtx_ranges_unmatched", "flush_timeouts", "flush_syncs_skipped_for_captures",
+          "graph_replays_unordered", "gpu_contexts_failed"})
       statCounter(name);
   }
 
@@ -107,9 +109,8 @@ class CuptiBackend final : public GpuBackend {
   void onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb);
   void onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
   void onStreamCall(const CUpti_CallbackData *cb, const StreamCallback &call);
-  // The stream callbacks on while the backend runs (capture begins, ends, stream destroys) or
-  // those on while an instrumentation session runs (joins), on or off (not fatal: a CUPTI
-  // older than one of these calls, 12.3's capture-to-graph, refuses it). mu_ held.
+  // Stream callbacks on while the backend runs (capture begins, ends, stream destroys) or an
+  // instrumentation session does (joins); a CUPTI that refuses one is not fatal. mu_ held.
   void enableStreamCallbacks(bool joins, bool enable);
   void onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data);
   void noteContext(CUcontext context);
@@ -270,11 +271,9 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   using Alloc = IntraKernelBuffers::Alloc;
   Alloc result = buffers.allocate(*driver_, bytes, trace, stream, devicePtr);
   if (result != Alloc::kFull) return {};
-  // The ring is full. Tree slots are filed from the launch callback's context alone: wait
-  // for the GPU and reduce. Trace slices are aligned to their kernels' records: flush those.
-  // The launching thread waits meanwhile (counted: it is the instrumentation's cost to the
-  // program), but not for the slots read back to be decoded and filed: that goes on beside
-  // the program.
+  // The ring is full: wait for the GPU and reduce (tree slots), or flush the kernel records
+  // that trace slices are aligned to. The launching thread waits (counted: the program's cost)
+  // but not for the decoding and filing, which go on beside the program.
   uint64_t t0 = monotonicNs();
   if (trace)
     drainFullTrace();
@@ -320,8 +319,8 @@ Status CuptiBackend::start() {
   // A drain waiting for a whole context (under the buffers' lock, which capturing threads'
   // launches take: so it does not wait for their captures) synchronises only while none runs.
   IntraKernelBuffers::global().setContextSync([](CUcontext context) {
-    return instance().captureWatch_.whenNoCapture(context, std::chrono::milliseconds(0), [] {
-      instance().driver_->ctxSynchronize();  // an error here is the program's to see
+    return instance().captureWatch_.whenNoCapture(context, std::chrono::milliseconds(0), [context] {
+      noteContextSync(*instance().driver_, context, instance().driver_->ctxSynchronize());
     }) == CaptureWatch::Outcome::kRan;
   });
   // Slots captured into graphs are copied out at each replay, in order (graph_slots.h).
@@ -501,10 +500,9 @@ void CuptiBackend::syncContexts(std::chrono::milliseconds captureWait) {
     if (std::find(contexts.begin(), contexts.end(), context) == contexts.end())
       contexts.push_back(context);
   // A synchronisation ends every capture on its context, on any thread: wait for other
-  // threads' captures to end (captures that begin meanwhile wait for the synchronisation; one
-  // limit for all the contexts), and never synchronise under the flushing thread's own
-  // capture. Skipped, the flush only waits for CUPTI's records of the launches so far (below).
-  // In relaxed capture mode, as every call Proton makes while a capture may be under way.
+  // threads' captures to end (those that begin meanwhile wait for it; one limit for all the
+  // contexts), never synchronise under the flushing thread's own (skipped, the flush only waits
+  // for CUPTI's records of the launches so far), in relaxed capture mode.
   RelaxedCaptureMode relaxed(*driver_);
   const auto deadline = std::chrono::steady_clock::now() + captureWait;
   synced_.clear();
@@ -515,7 +513,7 @@ void CuptiBackend::syncContexts(std::chrono::milliseconds captureWait) {
     CaptureWatch::Outcome outcome =
         captureWatch_.whenNoCapture(context, std::max(left, std::chrono::milliseconds(0)), [&] {
           if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return;
-          driver_->ctxSynchronize();  // an error here is the program's to see, not ours
+          noteContextSync(*driver_, context, driver_->ctxSynchronize());  // the program's
           CUcontext popped;
           driver_->ctxPopCurrent(&popped);
           synced = true;

@@ -143,6 +143,8 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", &missing);
   resolve(handle, api->memcpy2DAsync, "cuMemcpy2DAsync_v2", &missing);
   resolve(handle, api->streamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", nullptr);
+  resolve(handle, api->getErrorName, "cuGetErrorName", nullptr);
+  resolve(handle, api->getErrorString, "cuGetErrorString", nullptr);
   if (!missing.empty()) {
     return Status{StatusCode::kUnavailable,
                   "[PROTON] libcuda.so.1 lacks symbols Proton needs: " + missing};

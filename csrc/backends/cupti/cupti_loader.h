@@ -126,6 +126,9 @@ struct CudaDriverApi {
                                                      cuuint64_t *, CUgraph *, const CUgraphNode **,
                                                      size_t *);
   StreamGetCaptureInfoV2 streamGetCaptureInfo = nullptr;
+  // Naming the error of a context whose work failed (context_failures.h).
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
 };
 
 // Relaxed stream-capture mode for the calling thread while it lives: allocating device memory
