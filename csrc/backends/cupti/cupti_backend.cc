@@ -17,6 +17,7 @@
 #include "backends/capture_registry.h"
 #include "backends/cupti/capture_watch.h"
 #include "backends/cupti/context_failures.h"
+#include "backends/cupti/cuda_devices.h"
 #include "backends/cupti/cupti_dispatch.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
@@ -34,6 +35,7 @@
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/device_info.h"
+#include "core/periodic_task.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 #include "runtime/session_manager.h"
@@ -96,7 +98,6 @@ class CuptiBackend final : public GpuBackend {
   void stopSampling(Session &session);                          // mu_ held
   CUptiResult subscribe(std::string &holder);  // `holder`: who holds CUPTI, when it says
   Status enableCallbacks();
-  void noteDevices();
   // A flush waits this long, at most, for other threads' captures before it synchronises.
   static constexpr std::chrono::milliseconds kCaptureWait{10000};
   void flush(std::chrono::milliseconds captureWait);
@@ -133,7 +134,8 @@ class CuptiBackend final : public GpuBackend {
   // Instruction sampling (mode="pcsampling"), shared by every sampling session.
   PcSampleAttributor samples_{attributor_};
   PcSampler sampler_{samples_, processMu_};
-  int samplingUsers_ = 0;  // mu_
+  PeriodicTask recordPump_;  // hands finished kernel records over while the backend runs
+  int samplingUsers_ = 0;    // mu_
 
   std::mutex poolMu_;  // taken once per activity buffer, never per launch
   std::vector<uint8_t *> freeBuffers_;
@@ -370,7 +372,13 @@ Status CuptiBackend::start() {
   // Records reach us within 100 ms even when buffers are far from full, which bounds how
   // far the correlation table must look back and lets phases complete promptly.
   if (api_->activityFlushPeriod) api_->activityFlushPeriod(100);
-  noteDevices();
+  // That period alone did not hand over kernel records whose times CUPTI had not collected
+  // (on an H100, CUDA 13: not in a second), and a fault in their context then took the times
+  // of every kernel since the last flush. A flush that does not force them out collects them.
+  recordPump_.start(std::chrono::milliseconds(100), [this] {
+    if (launches_.outstanding() > 0) api_->activityFlushAll(0);
+  });
+  noteCudaDevices(*driver_);
   setDeviceMetricSink(&DeviceMetricBuffers::global());
   return {};
 }
@@ -444,34 +452,8 @@ Status CuptiBackend::enableCallbacks() {
   return {};
 }
 
-void CuptiBackend::noteDevices() {
-  int count = 0;
-  if (driver_->deviceGetCount(&count) != CUDA_SUCCESS) return;
-  for (int i = 0; i < count; ++i) {
-    CUdevice device;
-    if (driver_->deviceGet(&device, i) != CUDA_SUCCESS) continue;
-    auto attr = [&](CUdevice_attribute a) {
-      int v = 0;
-      return driver_->deviceGetAttribute(&v, a, device) == CUDA_SUCCESS ? v : 0;
-    };
-    DeviceInfo info;
-    info.type = DeviceType::kCuda;
-    info.index = i;
-    info.arch = std::to_string(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
-                               attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
-    info.numSms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-    info.clockRateKhz = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-    info.memoryClockRateKhz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
-    info.busWidthBits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
-    char pci[32];
-    std::snprintf(pci, sizeof(pci), "%04x:%02x:%02x.0", attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
-                  attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID), attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
-    info.pciBusId = pci;
-    DeviceTable::global().set(info);
-  }
-}
-
 void CuptiBackend::stop() {
+  recordPump_.stop();
   flushLocked();
   DeviceMetricBuffers::global().drain(synced_);
   setDeviceMetricSink(nullptr);
