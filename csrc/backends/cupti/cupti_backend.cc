@@ -374,9 +374,12 @@ Status CuptiBackend::start() {
   if (api_->activityFlushPeriod) api_->activityFlushPeriod(100);
   // That period alone did not hand over kernel records whose times CUPTI had not collected
   // (on an H100, CUDA 13: not in a second), and a fault in their context then took the times
-  // of every kernel since the last flush. A flush that does not force them out collects them.
+  // of every kernel since the last flush. A flush that does not force them out collects them:
+  // not beside a flush, start or stop of Proton's (mu_), nor while a graph is being captured.
   recordPump_.start(std::chrono::milliseconds(100), [this] {
-    if (launches_.outstanding() > 0) api_->activityFlushAll(0);
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (lock && launches_.outstanding() > 0 && captureWatch_.underWay() == 0)
+      api_->activityFlushAll(0);
   });
   noteCudaDevices(*driver_);
   setDeviceMetricSink(&DeviceMetricBuffers::global());
