@@ -376,11 +376,14 @@ Status CuptiBackend::start() {
   // (on an H100, CUDA 13: not in a second), and a fault in their context then took the times
   // of every kernel since the last flush. A flush that does not force them out collects them:
   // not beside a flush, start or stop of Proton's (mu_), nor while a graph is being captured.
-  recordPump_.start(std::chrono::milliseconds(100), [this] {
-    std::unique_lock lock(mu_, std::try_to_lock);
-    if (lock && launches_.outstanding() > 0 && captureWatch_.underWay() == 0)
-      api_->activityFlushAll(0);
-  });
+  // Benchmarks only: PROTON_CUPTI_RECORD_PUMP=0 leaves the pump off.
+  const char *pump = std::getenv("PROTON_CUPTI_RECORD_PUMP");
+  if (!pump || std::strcmp(pump, "0") != 0)
+    recordPump_.start(std::chrono::milliseconds(100), [this] {
+      std::unique_lock lock(mu_, std::try_to_lock);
+      if (lock && launches_.outstanding() > 0 && captureWatch_.underWay() == 0)
+        api_->activityFlushAll(0);
+    });
   noteCudaDevices(*driver_);
   setDeviceMetricSink(&DeviceMetricBuffers::global());
   return {};
