@@ -374,12 +374,13 @@ Status CuptiBackend::start() {
   if (api_->activityFlushPeriod) api_->activityFlushPeriod(100);
   // That period alone did not hand over kernel records whose times CUPTI had not collected
   // (on an H100, CUDA 13: not in a second), and a fault in their context then took the times
-  // of every kernel since the last flush. A flush that does not force them out collects them:
-  // not beside a flush, start or stop of Proton's (mu_), nor while a graph is being captured.
-  // Benchmarks only: PROTON_CUPTI_RECORD_PUMP=0 leaves the pump off.
+  // of every kernel since the last flush. A flush that does not force them out collects them,
+  // once a second (every 100 ms cost a launch-bound loop 1-3%): not beside a flush, start or
+  // stop of Proton's (mu_), nor while a graph is being captured. Benchmarks only:
+  // PROTON_CUPTI_RECORD_PUMP=0 leaves it off.
   const char *pump = std::getenv("PROTON_CUPTI_RECORD_PUMP");
   if (!pump || std::strcmp(pump, "0") != 0)
-    recordPump_.start(std::chrono::milliseconds(100), [this] {
+    recordPump_.start(std::chrono::milliseconds(1000), [this] {
       std::unique_lock lock(mu_, std::try_to_lock);
       if (lock && launches_.outstanding() > 0 && captureWatch_.underWay() == 0)
         api_->activityFlushAll(0);
