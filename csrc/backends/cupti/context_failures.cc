@@ -39,11 +39,7 @@ CUresult noteContextSync(const CudaDriverApi &driver, CUcontext context, CUresul
       if (!reported->insert(context).second) return result;
     }
     Stats::global().counter("gpu_contexts_failed").add();
-    const char *name = nullptr, *what = nullptr;
-    if (driver.getErrorName) driver.getErrorName(result, &name);
-    if (driver.getErrorString) driver.getErrorString(result, &what);
-    std::string error = name ? name : "CUDA error " + std::to_string(static_cast<int>(result));
-    if (what) error += std::string(": ") + what;
+    std::string error = driver.errorString(result);
     CUdevice device = -1;
     std::string gpu;
     if (driver.ctxGetDevice && driver.ctxGetDevice(&device) == CUDA_SUCCESS)

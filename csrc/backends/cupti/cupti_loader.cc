@@ -80,6 +80,15 @@ std::string CuptiApi::errorString(CUptiResult result) const {
   return "CUPTI error " + std::to_string(static_cast<int>(result));
 }
 
+std::string CudaDriverApi::errorString(CUresult result) const {
+  const char *name = nullptr, *what = nullptr;
+  if (!getErrorName || getErrorName(result, &name) != CUDA_SUCCESS || !name)
+    return "CUDA error " + std::to_string(static_cast<int>(result));
+  if (getErrorString && getErrorString(result, &what) == CUDA_SUCCESS && what)
+    return std::string(name) + ": " + what;
+  return name;
+}
+
 Result<const CuptiApi *> loadCupti() {
   static std::mutex mu;
   static const CuptiApi *loaded = nullptr;

@@ -129,6 +129,9 @@ struct CudaDriverApi {
   // Naming the error of a context whose work failed (context_failures.h).
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
+
+  // "CUDA_ERROR_X: what it means", or "CUDA error <n>" where the driver cannot name it.
+  std::string errorString(CUresult result) const;
 };
 
 // Relaxed stream-capture mode for the calling thread while it lives: allocating device memory
