@@ -208,3 +208,92 @@ print(installed == signal.SIG_IGN, after == installed or after == signal.SIG_DFL
     ignored, restored = result.stdout.split()
     assert ignored == ("True" if handler == "ignore" else "False")
     assert restored == "True"
+
+
+OS_EXIT = """
+import os, posix, proton, warnings
+warnings.simplefilter("ignore")
+proton.start("leaving")
+with proton.scope("before_os_exit"):
+    pass
+os._exit(int(os.environ.get("TEST_STATUS", "0")))
+"""
+
+
+@pytest.mark.parametrize("status", [0, 4])
+def test_os_exit_writes_the_profile_and_keeps_the_status(tmp_path, status):
+    result = run_python(OS_EXIT, tmp_path, env={**ENV, "TEST_STATUS": str(status)})
+    assert result.returncode == status, result.stderr
+    assert "[PROTON] profile written to leaving.hatchet (at os._exit)" in result.stderr
+    assert _names(tmp_path / "leaving.hatchet") == ["before_os_exit"]
+
+
+def test_os_exit_under_the_command_line_writes_the_profile(tmp_path):
+    (tmp_path / "prog.py").write_text(
+        "import os, proton\nwith proton.scope('cli_work'):\n    pass\nos._exit(5)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": PYTHON_DIR, **ENV}
+    proc = subprocess.run(
+        [sys.executable, "-m", "proton", "-n", "cli", "prog.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert _names(tmp_path / "cli.hatchet") == ["cli_work"]
+
+
+def test_os_exit_is_the_interpreters_own_again_after_finalize(tmp_path):
+    code = """
+import os, posix, proton, warnings
+warnings.simplefilter("ignore")
+proton.start("x")
+print(os._exit is posix._exit)
+proton.finalize()
+print(os._exit is posix._exit)
+"""
+    result = run_python(code, tmp_path, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
+
+
+def test_os_exit_in_a_forked_child_writes_nothing(tmp_path):
+    code = """
+import os, proton, warnings
+warnings.simplefilter("ignore")
+proton.start("parent")
+with proton.scope("in_parent"):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(6)
+    _, status = os.waitpid(pid, 0)
+proton.finalize()
+print(os.waitstatus_to_exitcode(status))
+"""
+    result = run_python(code, tmp_path, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "6"
+    assert [p.name for p in tmp_path.iterdir()] == ["parent.hatchet"]
+    assert _names(tmp_path / "parent.hatchet") == ["in_parent"]
+    assert "profile written" not in result.stderr
+
+
+def test_os_exit_does_not_wait_past_its_deadline_for_a_stuck_write(tmp_path):
+    code = """
+import os, time, proton, warnings
+from proton import _process
+warnings.simplefilter("ignore")
+proton.start("stuck")
+_process._EXIT_WRITE_DEADLINE_S = 0.5
+_process.write_all = lambda *args, **kwargs: time.sleep(600)  # a flush that never ends
+os._exit(7)
+"""
+    result = run_python(code, tmp_path, env=ENV, timeout=60)
+    assert result.returncode == 7, result.stderr
+    assert (
+        "[PROTON] the profile was not written within 0.5 s of os._exit; "
+        "the program exits without it" in result.stderr
+    )
+    assert not (tmp_path / "stuck.hatchet").exists()
