@@ -424,6 +424,13 @@ def test_the_intra_kernel_example_writes_what_the_readme_shows(tmp_path):
     )
     assert viewer.returncode == 0, viewer.stderr
     assert "mma" in viewer.stdout and "load" in viewer.stdout and "vadd" in viewer.stdout
+    # Cycles are exclusive (each node's own scope), so the viewer shows the file's values as
+    # they are: the matmul's own, not its own plus its scopes' (which it already contains).
+    aggregation = root["proton_metadata"]["metric_aggregation"]["exclusive"]
+    assert {"cycles", "normalized_cycles"} <= set(aggregation), aggregation
+    shown = {line.split()[-1]: line.split()[0] for line in viewer.stdout.splitlines()[1:8]}
+    for name, node in (("matmul", matmul), ("load", find(matmul, "load"))):
+        assert shown[name] == f"{node['metrics']['normalized_cycles']:.3f}", viewer.stdout
 
 
 ACROSS_A_DEVICE_RESET = """

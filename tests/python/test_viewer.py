@@ -451,3 +451,46 @@ def test_pure_python_msgpack_decoder_matches_the_msgpack_package():
     assert unpackb(msgpack.packb(values, use_bin_type=True)) == values
     with pytest.raises(MessagePackError, match="truncated"):
         unpackb(blob[:-3])
+
+
+def _cycles_profile(path, metadata):
+    """An instrumentation tree: a kernel whose own scope measured 1000 cycles, 300 of them in
+    "load", 90 of those in "load/wait" (cycles are exclusive: each node's is its own scope's)."""
+    import json
+
+    def node(name, metrics, children=()):
+        return {"frame": {"name": name, "type": "function"}, "metrics": metrics,
+                "children": list(children)}  # fmt: skip
+
+    wait = node("wait", {"cycles": 90, "normalized_cycles": 22.5, "count": 3})
+    load = node("load", {"cycles": 300, "normalized_cycles": 75.0, "count": 4}, [wait])
+    kernel = node("kern", {"cycles": 1000, "normalized_cycles": 250.0, "count": 1}, [load])
+    root = {
+        **node("ROOT", {"cycles": 0, "normalized_cycles": 0.0, "count": 0}, [kernel]),
+        **metadata,
+    }
+    path.write_text(json.dumps([root, {}]))
+    return path
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {},  # as triton.profiler writes it: no aggregation hints
+        {"proton_metadata": {"metric_aggregation": {"exclusive": ["cycles", "normalized_cycles"]}}},
+    ],
+    ids=["triton", "proton"],
+)
+def test_cycles_are_each_nodes_own_not_summed_into_parents(capsys, tmp_path, metadata):
+    path = _cycles_profile(tmp_path / "cyc.hatchet", metadata)
+    lines = view_lines(capsys, "-m", "normalized_cycles,cycles,count", str(path))
+    assert lines[:5] == [
+        "normalized_cycles  cycles  count  name",
+        "            0.000       0      8  ROOT",
+        "          250.000    1000      8  └─ kern",
+        "           75.000     300      7     └─ load",
+        "           22.500      90      3        └─ wait",
+    ]
+    profile = viewer.Profile.load(path)
+    assert profile.inclusive("cycles") == [0, 1000, 300, 90]
+    assert profile.inclusive("count") == [8, 8, 7, 3]

@@ -46,8 +46,10 @@ UnitPart unitPart(const uint8_t *h) {
 
 MetricList sumMetrics(uint64_t cycles, uint64_t count, uint64_t warps, uint32_t launches,
                       bool withCount) {
-  static const MetricSpec kCycles = MetricSpec::parse("cycles");
-  static const MetricSpec kNormalized = MetricSpec::parse("normalized_cycles");
+  // Exclusive, as in triton.profiler: a node's cycles are what its own scope measured, which
+  // already contain its children's; readers summing them into parents would count twice.
+  static const MetricSpec kCycles = MetricSpec::parse("cycles (exc)");
+  static const MetricSpec kNormalized = MetricSpec::parse("normalized_cycles (exc)");
   static const MetricSpec kCount = MetricSpec::parse("count");
   MetricList m;
   m.push_back({kCycles, static_cast<int64_t>(cycles)});

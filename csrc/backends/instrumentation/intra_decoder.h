@@ -8,10 +8,11 @@
 //
 // Tree: the kernel node gets `cycles` (sum over recording warps) and `normalized_cycles`
 // (per recording warp); each scope is a child (nested scopes nested) with `cycles`,
-// `normalized_cycles` and `count`. Trace: one slice per scope execution on the lane
-// "CTA <c> Warp <w>" of the launch's GPU, in ns on the kernel's own clock (aligned so that the
-// earliest warp starts when the kernel's record says it started), with `sm` and `cycles` in
-// its args; tree sessions fed from trace buffers get the same sums as above.
+// `normalized_cycles` and `count`. The cycle metrics are exclusive (readers do not add them into
+// parents): each node's are what its own scope measured, its children's included. Trace: one slice
+// per scope execution on the lane "CTA <c> Warp <w>" of the launch's GPU, in ns on the kernel's own
+// clock (aligned so that the earliest warp starts when the kernel's record says it started), with
+// `sm` and `cycles` in its args; tree sessions fed from trace buffers get the same sums as above.
 // Losses are counted: events overwritten in a circular buffer, unmatched or crossing
 // enter/exit pairs (also per kernel, with one warning per kernel), buffers with no table.
 //

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -146,6 +147,13 @@ TEST_F(IntraDecoderTest, TreeUnitRecordsAreSummedAndFiledUnderTheKernelNode) {
   EXPECT_EQ(std::get<int64_t>(*metric(tree, wait, "cycles")), 90);
   EXPECT_EQ(std::get<int64_t>(*metric(tree, wait, "count")), 3);
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatchedBefore + 1);
+  // The cycle metrics are exclusive, as in triton.profiler: "load" holds "wait"'s 90 cycles
+  // already, and a reader adding them into it would count them twice.
+  std::vector<std::string> exclusive, property;
+  tree.metricAggregations(exclusive, property);
+  std::sort(exclusive.begin(), exclusive.end());
+  EXPECT_EQ(exclusive, (std::vector<std::string>{"cycles", "normalized_cycles"}));
+  EXPECT_TRUE(property.empty());
 }
 
 // A tree counts every execution of an unmatched exit (or crossing one) by a recording warp,

@@ -18,7 +18,7 @@ import sys
 from ..state import COMPUTE_METADATA_SCOPE_NAME
 from . import fast
 from .derive import default_metrics, recipe
-from .model import _compile
+from .model import _compile, exclusive_names
 from .readers import _decode_value, _decoding, _looks_like_msgpack, too_large
 from .render import display_name, stats_lines
 
@@ -93,12 +93,10 @@ def show(args, specs, color: bool) -> bool:
     if selection is None:
         return False
     names = [name for name, number in selection.metric_kinds() if number]
-    agg = metadata.get("metric_aggregation") or {}
-    lists = [agg.get(k) or () for k in ("exclusive", "property")] if isinstance(agg, dict) else 0
-    if not lists or not all(isinstance(v, (list, tuple)) for v in lists):
+    try:
+        exclusive = exclusive_names(metadata.get("metric_aggregation"), names)  # as the model
+    except ValueError:
         return False  # malformed metadata: the Python model says what it makes of it
-    exclusive = {n for listed in lists for n in listed if isinstance(n, str)}  # as the model
-    exclusive |= {m for m in names if m.endswith("(exc)")}
     metrics = _Metrics(names, exclusive, str(path))
     specs = specs if specs is not None else default_metrics(metrics)
     recipes = [recipe(metrics, s) for s in specs]

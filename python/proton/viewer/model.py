@@ -20,6 +20,26 @@ from .errors import ViewerError
 from .readers import read_columns, read_tree
 
 _NUMBER = (int, float)
+# triton.profiler keeps these at their node and never adds them into the parent (its cycle
+# metric declares them exclusive), but its files do not say so; Proton's own files list them.
+_TRITON_EXCLUSIVE = frozenset({"cycles", "normalized_cycles"})
+
+
+def exclusive_names(agg, names) -> set:
+    """The metrics readers do not sum into parents, given a file's `metric_aggregation`
+    metadata (None when the file has none: one written by triton.profiler) and its numeric
+    metric names. Raises ValueError for metadata of the wrong shape."""
+    found = {m for m in names if m.endswith("(exc)")}
+    if agg is None:
+        return found | (_TRITON_EXCLUSIVE & set(names))
+    if not isinstance(agg, dict):
+        raise ValueError("metric_aggregation is not a map")
+    for kind in ("exclusive", "property"):
+        listed = agg.get(kind) or ()
+        if not isinstance(listed, (list, tuple)):
+            raise ValueError(f"metric_aggregation.{kind} is not a list")
+        found.update(n for n in listed if isinstance(n, str))
+    return found
 
 
 class Node:
@@ -179,14 +199,11 @@ class Profile:
     @property
     def exclusive_metrics(self) -> set:
         """Metrics that readers do not sum into parents (`(exc)` scopes, properties)."""
-        agg = self.metadata.get("metric_aggregation")
-        names = set()
-        if isinstance(agg, dict):  # anything else is a damaged file: no aggregation hints
-            for kind in ("exclusive", "property"):
-                listed = agg.get(kind)
-                if isinstance(listed, list):
-                    names.update(n for n in listed if isinstance(n, str))
-        return names | {m for m in self.metric_names if m.endswith("(exc)")}
+        names = self.metric_names
+        try:
+            return exclusive_names(self.metadata.get("metric_aggregation"), names)
+        except ValueError:  # a damaged file: no aggregation hints
+            return {m for m in names if m.endswith("(exc)")}
 
     @property
     def stats(self) -> dict:
