@@ -444,9 +444,13 @@ class ViewerSelection {
   // (op, source, other, exponent, divisor), as fast_report.py encodes derive.py's recipes.
   bool toRecipe(PyObject *item, viewer::ColumnRecipe *recipe, bool *none) const {
     static const std::pair<const char *, viewer::ColumnOp> kOps[] = {
-        {"inclusive", viewer::ColumnOp::kInclusive}, {"own", viewer::ColumnOp::kOwn},
-        {"scaled", viewer::ColumnOp::kScaled},       {"average", viewer::ColumnOp::kAverage},
-        {"rate", viewer::ColumnOp::kRate},           {"percent", viewer::ColumnOp::kPercent}};
+        {"inclusive", viewer::ColumnOp::kInclusive},
+        {"own", viewer::ColumnOp::kOwn},
+        {"scaled", viewer::ColumnOp::kScaled},
+        {"average", viewer::ColumnOp::kAverage},
+        {"rate", viewer::ColumnOp::kRate},
+        {"percent", viewer::ColumnOp::kPercent},
+        {"timed_average", viewer::ColumnOp::kTimedAverage}};
     auto t = nb::cast<std::tuple<std::string, std::optional<std::string>,
                                  std::optional<std::string>, int, int64_t>>(nb::handle(item));
     const auto &[op, source, other, exponent, divisor] = t;

@@ -186,6 +186,25 @@ const std::vector<CellValue> *ColumnEvaluator::inclusive(int column) {
   return &*inclusive_[column];
 }
 
+bool ColumnEvaluator::inclusiveWhere(int column, int where, std::vector<CellValue> *out) {
+  if (where < 0 || static_cast<size_t>(where) >= tree_.metrics.size()) return false;
+  const MetricColumn &m = tree_.metrics[column];
+  const MetricColumn &have = tree_.metrics[where];
+  size_t n = tree_.size();
+  out->assign(n, CellValue::ofInt(0));
+  for (size_t i = 0; i < n; ++i) {
+    CellValue v = cellAt(m, i);
+    if (!v.isNone() && !cellAt(have, i).isNone()) (*out)[i] = v;
+  }
+  if (exclusive_[column]) return true;
+  for (size_t i = n; i-- > 1;) {
+    if (!keep_[i]) continue;
+    CellValue &parent = (*out)[tree_.parents[i]];
+    if (!add(parent, (*out)[i], &parent)) return false;
+  }
+  return true;
+}
+
 bool ColumnEvaluator::scaled(int column, int exponent, std::vector<CellValue> *out) {
   const std::vector<CellValue> *base = inclusive(column);
   if (base == nullptr) return false;
@@ -217,8 +236,16 @@ bool ColumnEvaluator::evaluate(const ColumnRecipe &recipe, std::vector<CellValue
     }
     case ColumnOp::kScaled:
       return scaled(recipe.source, recipe.exponent, out);
-    case ColumnOp::kAverage: {
-      const std::vector<CellValue> *counts = inclusive(recipe.other);
+    case ColumnOp::kAverage:
+    case ColumnOp::kTimedAverage: {
+      std::vector<CellValue> timed;
+      const std::vector<CellValue> *counts = &timed;
+      if (recipe.op == ColumnOp::kAverage) {
+        counts = inclusive(recipe.other);
+      } else if (recipe.other < 0 || static_cast<size_t>(recipe.other) >= tree_.metrics.size() ||
+                 !inclusiveWhere(recipe.other, recipe.source, &timed)) {
+        return false;
+      }
       if (counts == nullptr || !scaled(recipe.source, recipe.exponent, out)) return false;
       for (size_t i = 0; i < n; ++i) {
         if (!keep_[i]) continue;

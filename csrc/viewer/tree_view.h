@@ -42,12 +42,13 @@ std::vector<MetricKind> keptMetricKinds(const TreeColumns &tree, const std::vect
 
 // One derive.py column recipe. Exponents are decimal (ns = -9).
 enum class ColumnOp : uint8_t {
-  kInclusive,  // inclusive(source)
-  kOwn,        // source's own numeric value, None elsewhere (exclusive metrics)
-  kScaled,     // inclusive(source) * 10^exponent (exponent may be negative)
-  kAverage,    // kScaled / inclusive(other), None where that is 0
-  kRate,       // inclusive(source) / (inclusive(other) * 10^exponent) / divisor
-  kPercent,    // inclusive(source) * 100 / ROOT's (or, for exclusive sources, the sum)
+  kInclusive,     // inclusive(source)
+  kOwn,           // source's own numeric value, None elsewhere (exclusive metrics)
+  kScaled,        // inclusive(source) * 10^exponent (exponent may be negative)
+  kAverage,       // kScaled / inclusive(other), None where that is 0
+  kTimedAverage,  // kAverage, counting only the `other` of nodes that carry source (launches)
+  kRate,          // inclusive(source) / (inclusive(other) * 10^exponent) / divisor
+  kPercent,       // inclusive(source) * 100 / ROOT's (or, for exclusive sources, the sum)
 };
 struct ColumnRecipe {
   ColumnOp op = ColumnOp::kInclusive;
@@ -70,6 +71,8 @@ class ColumnEvaluator {
  private:
   // Profile.inclusive(column) over the kept nodes; null on overflow.
   const std::vector<CellValue> *inclusive(int column);
+  // The same, counting only the nodes that carry a number in column `where`; false on overflow.
+  bool inclusiveWhere(int column, int where, std::vector<CellValue> *out);
   bool scaled(int column, int exponent, std::vector<CellValue> *out);
 
   const TreeColumns &tree_;

@@ -173,5 +173,26 @@ TEST(TreeRender, ColoursTheFirstColumnAndListsSortedFrames) {
             std::string::npos);
 }
 
+// avg_time: GPU time per launch, so the counts of nodes without a time (an instrumented
+// kernel's scopes, 8192 runs of "load") are not launches; avg_cpu_time keeps every count.
+TEST(TreeView, TimedAverageCountsOnlyNodesThatCarryTheTime) {
+  std::string doc = "[" +
+                    node("ROOT", R"("t":0,"c":0)",
+                         node("kern", R"("t":100,"c":1)", node("load", R"("c":8192)"))) +
+                    ",{}]";
+  TreeColumns tree;
+  ASSERT_TRUE(readHatchetJson(doc, &tree).isOk());
+  ASSERT_EQ(tree.metrics[0].name, "t");
+  std::vector<uint8_t> keep(tree.size(), 1);
+  ColumnEvaluator eval(tree, keep, std::vector<uint8_t>(tree.metrics.size()));
+  std::vector<CellValue> v;
+  ASSERT_TRUE(eval.evaluate({ColumnOp::kTimedAverage, 0, 1, 0}, &v));
+  EXPECT_EQ(v[0].d, 100.0);  // ROOT: 100 / its own 0 and kern's 1
+  EXPECT_EQ(v[1].d, 100.0);
+  EXPECT_TRUE(v[2].isNone());  // load: no time, so no launch
+  ASSERT_TRUE(eval.evaluate({ColumnOp::kAverage, 0, 1, 0}, &v));
+  EXPECT_EQ(v[1].d, 100 / 8193.0);
+}
+
 }  // namespace
 }  // namespace proton::viewer

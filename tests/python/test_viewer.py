@@ -464,9 +464,13 @@ def _cycles_profile(path, metadata):
 
     wait = node("wait", {"cycles": 90, "normalized_cycles": 22.5, "count": 3})
     load = node("load", {"cycles": 300, "normalized_cycles": 75.0, "count": 4}, [wait])
-    kernel = node("kern", {"cycles": 1000, "normalized_cycles": 250.0, "count": 1}, [load])
+    kernel = node(
+        "kern", {"cycles": 1000, "normalized_cycles": 250.0, "count": 1, "time (ns)": 600}, [load]
+    )
     root = {
-        **node("ROOT", {"cycles": 0, "normalized_cycles": 0.0, "count": 0}, [kernel]),
+        **node(
+            "ROOT", {"cycles": 0, "normalized_cycles": 0.0, "count": 0, "time (ns)": 0}, [kernel]
+        ),
         **metadata,
     }
     path.write_text(json.dumps([root, {}]))
@@ -494,3 +498,19 @@ def test_cycles_are_each_nodes_own_not_summed_into_parents(capsys, tmp_path, met
     profile = viewer.Profile.load(path)
     assert profile.inclusive("cycles") == [0, 1000, 300, 90]
     assert profile.inclusive("count") == [8, 8, 7, 3]
+
+
+def test_avg_time_divides_by_launches_not_by_the_runs_of_a_kernels_scopes(capsys, tmp_path):
+    # The kernel ran once (count 1, 600 ns); its scopes ran 7 times in all, which are not
+    # launches. avg_cpu_time keeps Triton's reading (every count below the node).
+    path = _cycles_profile(tmp_path / "cyc.hatchet", {})
+    lines = view_lines(capsys, "-m", "avg_time/ns,count", str(path))
+    assert lines[:5] == [
+        "avg_time/ns  count  name",
+        "    600.000      8  ROOT",
+        "    600.000      8  └─ kern",
+        "          -      7     └─ load",
+        "          -      3        └─ wait",
+    ]
+    profile = viewer.Profile.load(path)
+    assert viewer.derive(profile, "avg_time/ns").values[:3] == [600.0, 600.0, None]

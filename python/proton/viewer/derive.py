@@ -6,7 +6,8 @@
 |---|---|
 | a raw name (`time`, `time (ns)`, `count`, any user metric; case and unit ignored) | inclusive sum (exclusive metrics: own value) |
 | `time/s|ms|us|ns`, `cpu_time/*` | inclusive time in that unit |
-| `avg_time/*`, `avg_cpu_time/*` | inclusive time / inclusive `count` |
+| `avg_time/*` | inclusive time / inclusive `count` of the nodes with a time (launches) |
+| `avg_cpu_time/*` | inclusive time / inclusive `count` |
 | `flop/s`, `flop8|16|32|64/s`, `gflop*/s`, `tflop*/s` | inclusive `flops<w>` / inclusive time (s) / 1, 1e9, 1e12 |
 | `byte/s`, `gbyte/s`, `tbyte/s` | inclusive `bytes` / inclusive time (s) / 1, 1e9, 1e12 |
 | `<metric>/%` | inclusive value / ROOT's value * 100 (exclusive metrics: / their sum) |
@@ -169,7 +170,10 @@ def recipe(profile, spec: str) -> Recipe:
         shift = exponent - TIME_EXPONENT[unit]
         if avg:
             count = _require(profile, "count", spec)
-            return Recipe(spec, "average", raw, count, shift)
+            # GPU time per launch: the counts of the nodes that carry a time, so that counts
+            # of other things below a kernel (its intra-kernel scopes' runs) are not launches.
+            op = "average" if cpu else "timed_average"
+            return Recipe(spec, op, raw, count, shift)
         return Recipe(spec, "scaled", raw, exponent=shift, additive_source=raw)
     m = _FLOPS.fullmatch(key) or _BYTES.fullmatch(key)
     if m:
@@ -198,9 +202,10 @@ def evaluate(profile: Profile, r: Recipe) -> Column:
         values = [v if v.__class__ in (int, float) else None for v in profile.column(r.source)]
     elif r.op == "scaled":
         values = _scaled(profile.inclusive(r.source), r.exponent, 0)
-    elif r.op == "average":
+    elif r.op in ("average", "timed_average"):
         values = _scaled(profile.inclusive(r.source), r.exponent, 0)
-        values = _ratio(values, profile.inclusive(r.other))
+        where = r.source if r.op == "timed_average" else None
+        values = _ratio(values, profile.inclusive(r.other, where=where))
     elif r.op == "rate":
         seconds = _scaled(profile.inclusive(r.other), r.exponent, 0)
         values = _ratio(profile.inclusive(r.source), seconds, r.divisor)

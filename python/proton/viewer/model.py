@@ -227,8 +227,23 @@ class Profile:
         """The metric's own value on each node; 0 where absent or not a number."""
         return [v if v.__class__ is int or v.__class__ is float else 0 for v in self.column(metric)]
 
-    def inclusive(self, metric: str) -> list:
-        """Each node's value plus its descendants' (exclusive metrics are not summed)."""
+    def inclusive(self, metric: str, where=None) -> list:
+        """Each node's value plus its descendants' (exclusive metrics are not summed). With
+        `where`, only the values of nodes that carry a number for that metric count."""
+        if where is not None:
+            have = self.column(where)
+            own = [
+                v if h.__class__ is int or h.__class__ is float else 0
+                for v, h in zip(self.exclusive(metric), have)
+            ]
+            if metric in self.exclusive_metrics:
+                return own
+            out = fast.inclusive(own, self.parents)
+            if out is None:
+                out, parents = own, self.parents
+                for i in range(len(out) - 1, 0, -1):
+                    out[parents[i]] += out[i]
+            return out
         out = self._inclusive.get(metric)
         if out is None and metric not in self.exclusive_metrics:
             out = self._inclusive[metric] = fast.inclusive(self.column(metric), self.parents)
