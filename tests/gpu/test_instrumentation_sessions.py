@@ -431,6 +431,13 @@ def test_the_intra_kernel_example_writes_what_the_readme_shows(tmp_path):
     shown = {line.split()[-1]: line.split()[0] for line in viewer.stdout.splitlines()[1:8]}
     for name, node in (("matmul", matmul), ("load", find(matmul, "load"))):
         assert shown[name] == f"{node['metrics']['normalized_cycles']:.3f}", viewer.stdout
+    # One launch: its average time is its time, whatever its scopes' run counts (16384).
+    viewer = run_interpreter(
+        ["-m", "proton.viewer.main", "-m", "avg_time/ns,time/ns", "intra_tree.hatchet"], tmp_path
+    )
+    assert viewer.returncode == 0, viewer.stderr
+    row = next(line.split() for line in viewer.stdout.splitlines() if line.endswith(" matmul"))
+    assert float(row[0]) == float(row[1]) == matmul["metrics"]["time (ns)"], viewer.stdout
 
 
 ACROSS_A_DEVICE_RESET = """
