@@ -172,22 +172,28 @@ const std::vector<CellValue> *ColumnEvaluator::inclusive(int column) {
     out[i] = cellAt(m, i);
     if (out[i].isNone()) out[i] = CellValue::ofInt(0);
   }
-  if (!exclusive_[column]) {
-    for (size_t i = n; i-- > 1;) {
-      if (!keep_[i]) continue;
-      CellValue &parent = out[tree_.parents[i]];
-      if (!add(parent, out[i], &parent)) {
-        overflowed_[column] = 1;
-        return nullptr;
-      }
-    }
+  if (!exclusive_[column] && !sumUp(&out)) {
+    overflowed_[column] = 1;
+    return nullptr;
   }
   inclusive_[column] = std::move(out);
   return &*inclusive_[column];
 }
 
-bool ColumnEvaluator::inclusiveWhere(int column, int where, std::vector<CellValue> *out) {
-  if (where < 0 || static_cast<size_t>(where) >= tree_.metrics.size()) return false;
+bool ColumnEvaluator::sumUp(std::vector<CellValue> *values) const {
+  for (size_t i = values->size(); i-- > 1;) {
+    if (!keep_[i]) continue;
+    CellValue &parent = (*values)[tree_.parents[i]];
+    if (!add(parent, (*values)[i], &parent)) return false;
+  }
+  return true;
+}
+
+bool ColumnEvaluator::inclusiveWhere(int column, int where, std::vector<CellValue> *out) const {
+  size_t columns = tree_.metrics.size();
+  if (column < 0 || where < 0 || static_cast<size_t>(std::max(column, where)) >= columns) {
+    return false;
+  }
   const MetricColumn &m = tree_.metrics[column];
   const MetricColumn &have = tree_.metrics[where];
   size_t n = tree_.size();
@@ -196,13 +202,7 @@ bool ColumnEvaluator::inclusiveWhere(int column, int where, std::vector<CellValu
     CellValue v = cellAt(m, i);
     if (!v.isNone() && !cellAt(have, i).isNone()) (*out)[i] = v;
   }
-  if (exclusive_[column]) return true;
-  for (size_t i = n; i-- > 1;) {
-    if (!keep_[i]) continue;
-    CellValue &parent = (*out)[tree_.parents[i]];
-    if (!add(parent, (*out)[i], &parent)) return false;
-  }
-  return true;
+  return exclusive_[column] || sumUp(out);
 }
 
 bool ColumnEvaluator::scaled(int column, int exponent, std::vector<CellValue> *out) {
@@ -242,8 +242,7 @@ bool ColumnEvaluator::evaluate(const ColumnRecipe &recipe, std::vector<CellValue
       const std::vector<CellValue> *counts = &timed;
       if (recipe.op == ColumnOp::kAverage) {
         counts = inclusive(recipe.other);
-      } else if (recipe.other < 0 || static_cast<size_t>(recipe.other) >= tree_.metrics.size() ||
-                 !inclusiveWhere(recipe.other, recipe.source, &timed)) {
+      } else if (!inclusiveWhere(recipe.other, recipe.source, &timed)) {
         return false;
       }
       if (counts == nullptr || !scaled(recipe.source, recipe.exponent, out)) return false;

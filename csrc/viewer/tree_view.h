@@ -72,7 +72,9 @@ class ColumnEvaluator {
   // Profile.inclusive(column) over the kept nodes; null on overflow.
   const std::vector<CellValue> *inclusive(int column);
   // The same, counting only the nodes that carry a number in column `where`; false on overflow.
-  bool inclusiveWhere(int column, int where, std::vector<CellValue> *out);
+  bool inclusiveWhere(int column, int where, std::vector<CellValue> *out) const;
+  // Adds each kept node's value into its parent's, deepest first; false on overflow.
+  bool sumUp(std::vector<CellValue> *values) const;
   bool scaled(int column, int exponent, std::vector<CellValue> *out);
 
   const TreeColumns &tree_;

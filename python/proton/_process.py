@@ -82,7 +82,7 @@ def _write_within(seconds: float, when: str) -> None:
         )
 
 
-def install_signal_handlers() -> None:
+def install_exit_handlers() -> None:
     """Called when a session starts: the signal handlers (only the main thread may set them)
     and the os._exit wrapper."""
     os._exit = _exit_writing_profiles
@@ -100,7 +100,7 @@ def install_signal_handlers() -> None:
             continue
 
 
-def uninstall_signal_handlers() -> None:
+def uninstall_exit_handlers() -> None:
     """Called when no session is left: restore what was there, unless replaced since."""
     if os._exit is _exit_writing_profiles:
         os._exit = _os_exit

@@ -83,7 +83,7 @@ def start(
         if backend == "instrumentation" and created:
             instrumentation.activate(session, typed_mode, data)
     flags.profiling_on = True
-    _process.install_signal_handlers()
+    _process.install_exit_handlers()
     if hook_object is not None:
         hooks.registry.register(hook_object, session)
     if warning:
@@ -129,7 +129,7 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
         if session is None or not live:
             flags.profiling_on = False
         if not live:
-            _process.uninstall_signal_handlers()
+            _process.uninstall_exit_handlers()
 
 
 def profile(

@@ -232,28 +232,25 @@ class Profile:
         `where`, only the values of nodes that carry a number for that metric count."""
         if where is not None:
             have = self.column(where)
-            own = [
-                v if h.__class__ is int or h.__class__ is float else 0
-                for v, h in zip(self.exclusive(metric), have)
-            ]
-            if metric in self.exclusive_metrics:
-                return own
-            out = fast.inclusive(own, self.parents)
-            if out is None:
-                out, parents = own, self.parents
-                for i in range(len(out) - 1, 0, -1):
-                    out[parents[i]] += out[i]
-            return out
+            own = [v if h.__class__ in _NUMBER else 0 for v, h in zip(self.exclusive(metric), have)]
+            return own if metric in self.exclusive_metrics else self._summed_up(own)
         out = self._inclusive.get(metric)
-        if out is None and metric not in self.exclusive_metrics:
-            out = self._inclusive[metric] = fast.inclusive(self.column(metric), self.parents)
         if out is None:
-            out = self.exclusive(metric)
-            if metric not in self.exclusive_metrics:
-                parents = self.parents
-                for i in range(len(out) - 1, 0, -1):
-                    out[parents[i]] += out[i]
+            if metric in self.exclusive_metrics:
+                out = self.exclusive(metric)
+            else:
+                out = self._summed_up(self.column(metric))
             self._inclusive[metric] = out
+        return out
+
+    def _summed_up(self, values: list) -> list:
+        """values (non-numbers count as 0) with each node's descendants' added to it."""
+        out = fast.inclusive(values, self.parents)
+        if out is None:
+            out = [v if v.__class__ is int or v.__class__ is float else 0 for v in values]
+            parents = self.parents
+            for i in range(len(out) - 1, 0, -1):
+                out[parents[i]] += out[i]
         return out
 
     def to_dataframe(self, metrics=None):
