@@ -24,11 +24,6 @@ Counter &uncaptured() {
   return c;
 }
 
-Counter &typeConflicts() {
-  static Counter &c = Stats::global().counter("metrics_dropped_type_conflict");
-  return c;
-}
-
 // Records that are not KernelRecord::timed(): the launch counts; its time, unknown, does not.
 Counter &untimed() {
   static Counter &c = Stats::global().counter("kernel_records_untimed");
@@ -53,7 +48,7 @@ KernelAttributor::KernelAttributor(LaunchTable &launches, CaptureRegistry &captu
       capturedAt_(StringTable::global().intern("<captured_at>")) {
   unmatched();
   uncaptured();
-  typeConflicts();
+  typeConflictCounter();
   untimed();
 }
 
@@ -134,9 +129,9 @@ void KernelAttributor::add(const KernelRecord &r) {
       s.addDeviceEvent(e.phase, event, r.deviceType, r.device);
     } else {
       s.addKernel(e.phase, node, timed ? r.endNs - r.startNs : 0, r.device, r.deviceType);
-      if (captured && !captured->metrics.empty() && node != kNoNode &&
-          !s.addMetrics(e.phase, node, captured->metrics).isOk())
-        typeConflicts().add();
+      if (captured && !captured->metrics.empty() && node != kNoNode)
+        if (Status st = s.addMetrics(e.phase, node, captured->metrics); !st.isOk())
+          dropConflictingMetrics(st, frame);
       if (samples_ && node != kNoNode && PcSampleAttributor::samples(s))
         sampled[numSampled++] = SampleTarget{&s, e.phase, node};
     }

@@ -1,5 +1,11 @@
 #include "core/metric.h"
 
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <set>
+
+#include "core/stats.h"
 #include "core/string_table.h"
 
 namespace proton {
@@ -54,8 +60,51 @@ MetricSpec MetricSpec::parse(std::string_view rawName) {
   } else if (stripSuffix(name, "(pty)")) {
     spec.aggregation = MetricAggregation::kProperty;
   }
-  spec.name = StringTable::global().intern(trim(name));
+  name = trim(name);
+  if (name.substr(0, 5) == "flops") {
+    spec.typeRule = MetricTypeRule::kFloat;
+  } else if (name == "bytes") {
+    spec.typeRule = MetricTypeRule::kIntWhenWhole;
+  }
+  spec.name = StringTable::global().intern(name);
   return spec;
+}
+
+namespace {
+
+// A float that an int64 holds exactly.
+bool isWhole(double v) { return std::trunc(v) == v && v >= -9.2e18 && v <= 9.2e18; }
+
+}  // namespace
+
+void applyTypeRule(MetricTypeRule rule, MetricValue &value) {
+  if (rule == MetricTypeRule::kFloat && metricTypeOf(value) == MetricType::kInt) {
+    convertMetricValue(value, MetricType::kFloat);
+  } else if (rule == MetricTypeRule::kIntWhenWhole && metricTypeOf(value) == MetricType::kFloat) {
+    convertMetricValue(value, MetricType::kInt);  // a fractional value stays a float
+  }
+}
+
+MetricFit fitMetric(MetricType recorded, const MetricValue &value) {
+  MetricType type = metricTypeOf(value);
+  if (type == recorded) return MetricFit::kSame;
+  if (recorded == MetricType::kFloat && type == MetricType::kInt) return MetricFit::kConvert;
+  if (recorded == MetricType::kInt && type == MetricType::kFloat)
+    return isWhole(std::get<double>(value)) ? MetricFit::kConvert : MetricFit::kWiden;
+  return MetricFit::kConflict;
+}
+
+bool convertMetricValue(MetricValue &value, MetricType to) {
+  MetricType from = metricTypeOf(value);
+  if (from == MetricType::kInt && to == MetricType::kFloat) {
+    value = static_cast<double>(std::get<int64_t>(value));
+    return true;
+  }
+  if (from == MetricType::kFloat && to == MetricType::kInt && isWhole(std::get<double>(value))) {
+    value = static_cast<int64_t>(std::get<double>(value));
+    return true;
+  }
+  return from == to;
 }
 
 void combineMetric(MetricValue &into, const MetricValue &value, MetricAggregation aggregation) {
@@ -92,6 +141,31 @@ void FlexMetrics::add(const NamedMetric &metric) {
     }
   }
   entries.push_back(metric);
+}
+
+Counter &typeConflictCounter() {
+  static Counter &dropped = Stats::global().counter("metrics_dropped_type_conflict");
+  return dropped;
+}
+
+void dropConflictingMetrics(const Status &status, StringId where) {
+  typeConflictCounter().add();
+  static std::mutex mu;
+  static std::set<std::string> *warned = new std::set<std::string>;  // outlives exit-time use
+  std::lock_guard lock(mu);
+  if (!warned->insert(status.message()).second) return;
+  std::string at = where == StringId{}
+                       ? std::string()
+                       : " given at '" + std::string(StringTable::global().view(where)) + "'";
+  std::fprintf(stderr,
+               "%s; the metrics%s are dropped (counted in metrics_dropped_type_conflict; said "
+               "once)\n",
+               status.message().c_str(), at.c_str());
+}
+
+void FlexMetrics::widenToFloat(StringId name) {
+  for (NamedMetric &e : entries)
+    if (e.spec.name == name) convertMetricValue(e.value, MetricType::kFloat);
 }
 
 const NamedMetric *FlexMetrics::find(StringId name) const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/ids.h"
+#include "core/stats.h"
 #include "core/status.h"
 
 namespace proton {
@@ -51,10 +52,16 @@ inline MetricType metricTypeOf(const MetricValue &v) { return static_cast<Metric
 
 enum class MetricAggregation : uint8_t { kInclusive = 0, kExclusive, kProperty };
 
+// How a metric's values are typed before they are added (triton.profiler's rule): "flops*"
+// metrics are floats, "bytes" is an int whenever its value is whole; other names keep the
+// type they are given.
+enum class MetricTypeRule : uint8_t { kAsGiven = 0, kFloat, kIntWhenWhole };
+
 // A user metric name with its suffix parsed off.
 struct MetricSpec {
   StringId name;  // stripped and trimmed
   MetricAggregation aggregation = MetricAggregation::kInclusive;
+  MetricTypeRule typeRule = MetricTypeRule::kAsGiven;  // from the name, by parse()
 
   // "a (exc)" -> {"a", kExclusive}. Interns the stripped name in the global string table.
   static MetricSpec parse(std::string_view rawName);
@@ -66,6 +73,30 @@ struct NamedMetric {
 };
 using MetricList = std::vector<NamedMetric>;
 
+// Applies the name's type rule to a value (an int "flops" becomes a float, a whole float
+// "bytes" an int).
+void applyTypeRule(MetricTypeRule rule, MetricValue &value);
+
+// How a value fits a metric whose values so far have type `recorded`:
+//   kSame     the same type;
+//   kConvert  converted without loss (an int into a float metric, a whole float into an int
+//             metric): convertMetricValue(value, recorded);
+//   kWiden    a fractional float into an int metric: the metric becomes a float metric (its
+//             values so far are converted, widenToFloat);
+//   kConflict anything else (a string or list against a number): the value cannot be kept.
+enum class MetricFit : uint8_t { kSame, kConvert, kWiden, kConflict };
+MetricFit fitMetric(MetricType recorded, const MetricValue &value);
+// Converts an int to a float or a whole float to an int; false (value unchanged) otherwise.
+bool convertMetricValue(MetricValue &value, MetricType to);
+
+// Metrics that could not be kept (addMetrics and friends failed with `status`, a type
+// conflict): counts them in metrics_dropped_type_conflict and names the conflict on stderr
+// once per distinct message, with `where` they were given (a kernel's or a scope's name).
+// Thread-safe; not for hot paths (conflicts are rare).
+void dropConflictingMetrics(const Status &status, StringId where);
+// The counter behind it, registered by the first call (so that it shows as 0).
+Counter &typeConflictCounter();
+
 // Combines a repeated value into an existing one, by aggregation. Types must already match.
 void combineMetric(MetricValue &into, const MetricValue &value, MetricAggregation aggregation);
 
@@ -75,6 +106,8 @@ struct FlexMetrics {
 
   void add(const NamedMetric &metric);
   const NamedMetric *find(StringId name) const;
+  // Makes the int value of `name`, if any, a float (its metric became a float metric).
+  void widenToFloat(StringId name);
 };
 
 }  // namespace proton

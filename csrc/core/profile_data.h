@@ -69,6 +69,10 @@ class PhaseData {
   void addEvent(const TraceEvent &event) { events_.push_back(event); }
   void addEvents(const TraceEvent *events, size_t n) { events_.append(events, n); }
   uint32_t addEventMetrics(FlexMetrics metrics);
+  // Makes every int value of metric `name`, on nodes and events, a float.
+  void widenToFloat(StringId name) {
+    for (FlexMetrics &f : flex_) f.widenToFloat(name);
+  }
   // Adds metrics to event number `index` (which must exist), giving it a slot if it has none.
   void addMetricsToEvent(uint32_t index, const MetricList &metrics);
   const ChunkedVector<TraceEvent> &events() const { return events_; }

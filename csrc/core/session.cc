@@ -31,31 +31,83 @@ NodeId Session::child(PhaseId phase, NodeId parent, StringId name) {
   return p->tree.child(parent, name);
 }
 
+namespace {
+
+Status typeConflict(StringId name, MetricType current, MetricType next) {
+  return Status{StatusCode::kMetricType, "[PROTON] Metric value type mismatch for '" +
+                                             std::string(StringTable::global().view(name)) +
+                                             "': current=" + metricTypeName(current) +
+                                             ", new=" + metricTypeName(next)};
+}
+
+// The type a value has once its name's rule is applied (without changing it).
+MetricType ruledType(const NamedMetric &m) {
+  MetricValue v = m.value;
+  applyTypeRule(m.spec.typeRule, v);
+  return metricTypeOf(v);
+}
+
+}  // namespace
+
 Status Session::checkMetricTypesLocked(const MetricList &metrics) const {
-  auto mismatch = [](StringId name, MetricType current, MetricType next) {
-    return Status{StatusCode::kMetricType, "[PROTON] Metric value type mismatch for '" +
-                                               std::string(StringTable::global().view(name)) +
-                                               "': current=" + metricTypeName(current) +
-                                               ", new=" + metricTypeName(next)};
-  };
   for (size_t i = 0; i < metrics.size(); ++i) {
     const NamedMetric &m = metrics[i];
-    MetricType type = metricTypeOf(m.value);
+    MetricValue v = m.value;
+    applyTypeRule(m.spec.typeRule, v);
     auto it = metricInfo_.find(m.spec.name);
-    if (it != metricInfo_.end() && it->second.type != type)
-      return mismatch(m.spec.name, it->second.type, type);
+    if (it != metricInfo_.end() && fitMetric(it->second.type, v) == MetricFit::kConflict)
+      return typeConflict(m.spec.name, it->second.type, metricTypeOf(v));
     // The same name twice in one list ("a" and "a (exc)") must agree as well.
     for (size_t j = 0; j < i; ++j) {
-      if (metrics[j].spec.name == m.spec.name && metricTypeOf(metrics[j].value) != type)
-        return mismatch(m.spec.name, metricTypeOf(metrics[j].value), type);
+      MetricType earlier = ruledType(metrics[j]);
+      if (metrics[j].spec.name == m.spec.name && fitMetric(earlier, v) == MetricFit::kConflict)
+        return typeConflict(m.spec.name, earlier, metricTypeOf(v));
     }
   }
   return {};
 }
 
-void Session::noteMetricTypesLocked(const MetricList &metrics) {
-  for (const NamedMetric &m : metrics)
-    metricInfo_.try_emplace(m.spec.name, MetricInfo{metricTypeOf(m.value), m.spec.aggregation});
+Status Session::normalizeMetricsLocked(const MetricList &metrics, MetricList &scratch,
+                                       const MetricList *&use) {
+  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
+  use = &metrics;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const NamedMetric &m = metrics[i];
+    auto it = metricInfo_.find(m.spec.name);
+    MetricType given = metricTypeOf(m.value);
+    if (ruledType(m) == given && (it == metricInfo_.end() || it->second.type == given)) {
+      if (it == metricInfo_.end())
+        metricInfo_.emplace(m.spec.name, MetricInfo{given, m.spec.aggregation});
+      continue;
+    }
+    if (use == &metrics) {
+      scratch = metrics;
+      use = &scratch;
+    }
+    NamedMetric &n = scratch[i];
+    applyTypeRule(n.spec.typeRule, n.value);
+    if (it == metricInfo_.end()) {
+      metricInfo_.emplace(n.spec.name, MetricInfo{metricTypeOf(n.value), n.spec.aggregation});
+      continue;
+    }
+    switch (fitMetric(it->second.type, n.value)) {
+      case MetricFit::kSame:
+        break;
+      case MetricFit::kConvert:
+        convertMetricValue(n.value, it->second.type);
+        break;
+      case MetricFit::kWiden:
+        it->second.type = MetricType::kFloat;
+        for (auto &p : phases_) p->widenToFloat(n.spec.name);
+        for (size_t j = 0; j < i; ++j)
+          if (scratch[j].spec.name == n.spec.name)
+            convertMetricValue(scratch[j].value, MetricType::kFloat);
+        break;
+      case MetricFit::kConflict:
+        PROTON_CHECK(false);  // excluded by checkMetricTypesLocked
+    }
+  }
+  return {};
 }
 
 Status Session::checkMetricTypes(const MetricList &metrics) const {
@@ -63,14 +115,15 @@ Status Session::checkMetricTypes(const MetricList &metrics) const {
   return checkMetricTypesLocked(metrics);
 }
 
-Status Session::addMetrics(PhaseId phase, NodeId node, const MetricList &metrics) {
+Status Session::addMetrics(PhaseId phase, NodeId node, const MetricList &given) {
   std::lock_guard lock(mu_);
-  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
-  noteMetricTypesLocked(metrics);
+  MetricList scratch;
+  const MetricList *metrics = nullptr;
+  PROTON_RETURN_IF_ERROR(normalizeMetricsLocked(given, scratch, metrics));
   PhaseData *p = findPhase(phase);
   if (!p || node.value >= p->tree.size()) return {};
   FlexMetrics &flex = p->flexAt(node);
-  for (const NamedMetric &m : metrics) flex.add(m);
+  for (const NamedMetric &m : *metrics) flex.add(m);
   return {};
 }
 
@@ -99,16 +152,17 @@ void Session::addDeviceEvent(PhaseId phase, const TraceEvent &event, DeviceType 
   p->noteDevice(type, device);
 }
 
-Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &metrics,
+Status Session::addEvent(PhaseId phase, TraceEvent event, const MetricList &given,
                          uint32_t *index) {
   std::lock_guard lock(mu_);
-  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
-  noteMetricTypesLocked(metrics);
+  MetricList scratch;
+  const MetricList *metrics = nullptr;
+  PROTON_RETURN_IF_ERROR(normalizeMetricsLocked(given, scratch, metrics));
   PhaseData *p = findPhase(phase);
   if (!p) return {};
-  if (!metrics.empty()) {
+  if (!metrics->empty()) {
     FlexMetrics flex;
-    for (const NamedMetric &m : metrics) flex.add(m);
+    for (const NamedMetric &m : *metrics) flex.add(m);
     event.flexSlot = p->addEventMetrics(std::move(flex));
   }
   if (index) *index = static_cast<uint32_t>(p->events().size());
@@ -121,21 +175,22 @@ void Session::addEvents(PhaseId phase, const TraceEvent *events, size_t n) {
   if (PhaseData *p = findPhase(phase)) p->addEvents(events, n);
 }
 
-Status Session::addEventMetrics(PhaseId phase, uint32_t index, const MetricList &metrics) {
+Status Session::addEventMetrics(PhaseId phase, uint32_t index, const MetricList &given) {
   std::lock_guard lock(mu_);
-  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
-  noteMetricTypesLocked(metrics);
+  MetricList scratch;
+  const MetricList *metrics = nullptr;
+  PROTON_RETURN_IF_ERROR(normalizeMetricsLocked(given, scratch, metrics));
   PhaseData *p = findPhase(phase);
   if (!p || index >= p->events().size()) return {};
-  p->addMetricsToEvent(index, metrics);
+  p->addMetricsToEvent(index, *metrics);
   return {};
 }
 
 Status Session::declareMetricTypes(const MetricList &metrics) {
   std::lock_guard lock(mu_);
-  PROTON_RETURN_IF_ERROR(checkMetricTypesLocked(metrics));
-  noteMetricTypesLocked(metrics);
-  return {};
+  MetricList scratch;
+  const MetricList *unused = nullptr;
+  return normalizeMetricsLocked(metrics, scratch, unused);
 }
 
 PhaseId Session::advancePhase() {

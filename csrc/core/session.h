@@ -45,7 +45,8 @@ class Session {
   // The child of parent in the given phase, created on first use; kNoNode if the phase is gone.
   NodeId child(PhaseId phase, NodeId parent, StringId name);
 
-  // Fails, changing nothing, if any metric would change the type recorded for its name.
+  // Fails, changing nothing, if a metric's value cannot be kept under the type recorded for
+  // its name (a string against a number, say). Numbers convert: see fitMetric.
   Status checkMetricTypes(const MetricList &metrics) const;
   // Checks types, then adds every metric to the node (tree data) or nothing if phase is gone.
   Status addMetrics(PhaseId phase, NodeId node, const MetricList &metrics);
@@ -119,7 +120,12 @@ class Session {
   PhaseData *findPhase(PhaseId phase);
   const PhaseData *findPhase(PhaseId phase) const;
   Status checkMetricTypesLocked(const MetricList &metrics) const;
-  void noteMetricTypesLocked(const MetricList &metrics);
+  // Brings `metrics` to the types recorded for their names (fitMetric), widening a metric to
+  // float where a fractional value meets it, and records the types of new names. `metrics`
+  // is used as it is when nothing needs converting, else copied into `scratch`; the list to
+  // add is returned. Fails, changing nothing, on a conflict.
+  Status normalizeMetricsLocked(const MetricList &metrics, MetricList &scratch,
+                                const MetricList *&use);
 
   // In-flight device work by phase, in a ring: a phase shares its counter with the phase
   // kPendingRing later, which can only make a completion report later, never early.

@@ -51,26 +51,26 @@ TEST_F(SessionTest, AddMetricsAccumulatesOnTheNode) {
       s.addMetrics(PhaseId{0}, n, {M("flops", int64_t{2}), M("tag", std::string("x"))}).isOk());
   ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("flops", int64_t{3})}).isOk());
   EXPECT_TRUE(s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
-    EXPECT_EQ(std::get<int64_t>(*flexValue(p, n, "flops")), 5);
+    EXPECT_EQ(std::get<double>(*flexValue(p, n, "flops")), 5.0);  // "flops*" are floats
     EXPECT_EQ(std::get<std::string>(*flexValue(p, n, "tag")), "x");
     EXPECT_EQ(p.flex(kRootNode), nullptr);
   }));
 }
 
-TEST_F(SessionTest, TypeMismatchNamesBothTypesAndChangesNothing) {
+TEST_F(SessionTest, TypeConflictNamesBothTypesAndChangesNothing) {
   NodeId n = s.child(PhaseId{0}, kRootNode, S("step"));
   ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("m", int64_t{1})}).isOk());
-  Status st = s.addMetrics(PhaseId{0}, n, {M("fresh", int64_t{7}), M("m", 1.5)});
+  Status st = s.addMetrics(PhaseId{0}, n, {M("fresh", int64_t{7}), M("m", std::string("x"))});
   EXPECT_EQ(st.code(), StatusCode::kMetricType);
-  EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'm': current=int, new=float");
+  EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'm': current=int, new=str");
   s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
     EXPECT_EQ(std::get<int64_t>(*flexValue(p, n, "m")), 1);
     EXPECT_EQ(flexValue(p, n, "fresh"), nullptr);
   });
-  // "fresh" had no type recorded by the failed call: a float is still accepted for it.
-  EXPECT_TRUE(s.addMetrics(PhaseId{0}, n, {M("fresh", 2.0)}).isOk());
+  // "fresh" had no type recorded by the failed call: a string is still accepted for it.
+  EXPECT_TRUE(s.addMetrics(PhaseId{0}, n, {M("fresh", std::string("a"))}).isOk());
   EXPECT_EQ(s.checkMetricTypes({M("fresh", int64_t{1})}).message(),
-            "[PROTON] Metric value type mismatch for 'fresh': current=float, new=int");
+            "[PROTON] Metric value type mismatch for 'fresh': current=str, new=int");
 }
 
 TEST_F(SessionTest, TypeMismatchStringAndList) {
@@ -79,16 +79,78 @@ TEST_F(SessionTest, TypeMismatchStringAndList) {
   EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'label': current=str, new=list");
 }
 
-TEST_F(SessionTest, TypesAreCheckedAcrossPhases) {
+TEST_F(SessionTest, ConflictsAreFoundAcrossPhases) {
   ASSERT_TRUE(s.addMetrics(PhaseId{0}, kRootNode, {M("v", int64_t{1})}).isOk());
   PhaseId p1 = s.advancePhase();
-  EXPECT_EQ(s.addMetrics(p1, kRootNode, {M("v", 1.0)}).code(), StatusCode::kMetricType);
+  EXPECT_EQ(s.addMetrics(p1, kRootNode, {M("v", std::string("x"))}).code(),
+            StatusCode::kMetricType);
 }
 
-TEST_F(SessionTest, SameNameTwiceInOneListWithDifferentTypesIsAnError) {
+TEST_F(SessionTest, SameNameTwiceInOneListAsStringAndNumberIsAnError) {
   // Regression: this used to pass the check and abort in combineMetric.
-  Status st = s.addMetrics(PhaseId{0}, kRootNode, {M("a", int64_t{1}), M("a (exc)", 2.0)});
+  Status st =
+      s.addMetrics(PhaseId{0}, kRootNode, {M("a", int64_t{1}), M("a (exc)", std::string("s"))});
   EXPECT_EQ(st.code(), StatusCode::kMetricType);
+}
+
+TEST_F(SessionTest, IntoAFloatMetricAnIntIsConverted) {
+  NodeId n = s.child(PhaseId{0}, kRootNode, S("k"));
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("util", 0.5)}).isOk());
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("util", int64_t{2})}).isOk());
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(std::get<double>(*flexValue(p, n, "util")), 2.5);
+  });
+}
+
+TEST_F(SessionTest, IntoAnIntMetricAWholeFloatIsConverted) {
+  NodeId n = s.child(PhaseId{0}, kRootNode, S("k"));
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("tokens", int64_t{3})}).isOk());
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("tokens", 4.0)}).isOk());
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(std::get<int64_t>(*flexValue(p, n, "tokens")), 7);
+  });
+}
+
+TEST_F(SessionTest, AFractionalFloatWidensAnIntMetricEverywhere) {
+  NodeId a = s.child(PhaseId{0}, kRootNode, S("a"));
+  NodeId b = s.child(PhaseId{0}, kRootNode, S("b"));
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, a, {M("w", int64_t{3})}).isOk());
+  PhaseId p1 = s.advancePhase();
+  NodeId c = s.child(p1, kRootNode, S("c"));
+  ASSERT_TRUE(s.addMetrics(p1, c, {M("w", int64_t{1})}).isOk());
+  // In one list: the int before the fraction is widened too.
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, b, {M("w", int64_t{1}), M("w (exc)", 0.25)}).isOk());
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(std::get<double>(*flexValue(p, a, "w")), 3.0);
+    EXPECT_EQ(std::get<double>(*flexValue(p, b, "w")), 1.25);
+  });
+  s.readPhase(p1,
+              [&](const PhaseData &p) { EXPECT_EQ(std::get<double>(*flexValue(p, c, "w")), 1.0); });
+  ASSERT_TRUE(s.addMetrics(p1, c, {M("w", int64_t{2})}).isOk());
+  s.readPhase(p1,
+              [&](const PhaseData &p) { EXPECT_EQ(std::get<double>(*flexValue(p, c, "w")), 3.0); });
+}
+
+TEST_F(SessionTest, FlopsAreFloatsAndBytesIntsWhateverTheyAreGivenAs) {
+  NodeId n = s.child(PhaseId{0}, kRootNode, S("k"));
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("flops16", int64_t{4}), M("bytes", 8.0)}).isOk());
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, n, {M("flops16", 0.5), M("bytes", int64_t{2})}).isOk());
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    EXPECT_EQ(std::get<double>(*flexValue(p, n, "flops16")), 4.5);
+    EXPECT_EQ(std::get<int64_t>(*flexValue(p, n, "bytes")), 10);
+  });
+}
+
+TEST_F(SessionTest, AnEventTakesTheConvertedValue) {
+  ASSERT_TRUE(s.addMetrics(PhaseId{0}, kRootNode, {M("flops", 1.0)}).isOk());
+  TraceEvent e;
+  e.name = S("k");
+  e.context = kRootNode;
+  ASSERT_TRUE(s.addEvent(PhaseId{0}, e, {M("flops", int64_t{6})}).isOk());
+  s.readPhase(PhaseId{0}, [&](const PhaseData &p) {
+    const FlexMetrics &f = p.eventMetrics(p.events()[0].flexSlot);
+    EXPECT_EQ(std::get<double>(f.find(S("flops"))->value), 6.0);
+  });
 }
 
 TEST_F(SessionTest, MetricAggregationsListStrippedNames) {
@@ -191,7 +253,7 @@ TEST_F(SessionTest, AddEventStoresMetricsWithTheEvent) {
   ev.endNs = 20;
   ASSERT_TRUE(s.addEvent(PhaseId{0}, ev, {}).isOk());
   ASSERT_TRUE(s.addEvent(PhaseId{0}, ev, {M("n", int64_t{4})}).isOk());
-  EXPECT_EQ(s.addEvent(PhaseId{0}, ev, {M("n", 1.0)}).code(), StatusCode::kMetricType);
+  EXPECT_EQ(s.addEvent(PhaseId{0}, ev, {M("n", std::string("x"))}).code(), StatusCode::kMetricType);
   s.readPhase(PhaseId{0}, [](const PhaseData &p) {
     ASSERT_EQ(p.events().size(), 2u);
     EXPECT_EQ(p.events()[0].flexSlot, UINT32_MAX);

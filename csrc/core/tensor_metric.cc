@@ -93,11 +93,6 @@ int64_t integerElement(const uint8_t *p, TensorDType dtype) {
   }
 }
 
-Counter &typeConflicts() {
-  static Counter &counter = Stats::global().counter("metrics_dropped_type_conflict");
-  return counter;
-}
-
 }  // namespace
 
 size_t tensorDTypeBytes(TensorDType dtype) {
@@ -165,7 +160,7 @@ void fileTensorValue(const MetricTarget &target, const NamedMetric &metric) {
       break;
     }
   }
-  if (!status.isOk()) typeConflicts().add();
+  if (!status.isOk()) dropConflictingMetrics(status, target.eventName);
 }
 
 void discardTensors(std::vector<PendingTensor> &tensors) {

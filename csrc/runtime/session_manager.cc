@@ -39,11 +39,6 @@ Counter &neverCompleted() {
 
 namespace detail {
 
-Counter &typeConflicts() {
-  static Counter &counter = Stats::global().counter("metrics_dropped_type_conflict");
-  return counter;
-}
-
 // Chains scope names into MirrorEntry::pathHash (never 0 for a non-empty path).
 uint64_t chainHash(uint64_t parent, StringId name) {
   uint64_t h = (parent ^ (uint64_t(name.value) + 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
@@ -79,7 +74,7 @@ SessionManager &SessionManager::global() {
   if (SessionManager *m = gManager.load(std::memory_order_acquire); PROTON_LIKELY(m)) return *m;
   static bool once = [] {
     // Register the core's loss counters up front, so every profile lists them, zeros included.
-    typeConflicts();
+    typeConflictCounter();
     neverCompleted();
     Stats::global().counter("kernel_records_for_cleared_phase");
     gManager.store(new SessionManager(), std::memory_order_release);  // used by exit handlers
@@ -160,12 +155,19 @@ Result<OutputFormat> periodicFormat(const SessionOptions &options) {
 Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
   if (mode.name.empty() || mode.name == "pcsampling") return {};
-  // Intra-kernel modes: their fields are checked by the Python layer, which compiles them in.
-  if (options.backend == BackendKind::kInstrumentation && mode.name == "mma") return {};
+  if (mode.name == "mma")
+    return invalidArgument(
+        "[PROTON] mode='mma' (triton.profiler's scopes put around MMA regions by its compiler) "
+        "is not implemented by Proton: put proton.language scopes around the region and use "
+        "mode='default' with backend='instrumentation'.");
   if (mode.name == "periodic_flushing") return periodicFormat(options).status();
-  return {StatusCode::kUnavailable,
-          "[PROTON] mode='" + mode.toString() + "' is not supported by backend '" +
-              backendKindName(options.backend) + "' in this build of Proton."};
+  std::string backend = options.backend == BackendKind::kAuto
+                            ? std::string(
+                                  "the default backend (cupti on an NVIDIA GPU, CPU scopes "
+                                  "only elsewhere)")
+                            : std::string("backend '") + backendKindName(options.backend) + "'";
+  return {StatusCode::kUnavailable, "[PROTON] mode='" + mode.toString() + "' is not supported by " +
+                                        backend + " in this build of Proton."};
 }
 
 bool needsGpuBackend(const SessionOptions &options) {

@@ -12,7 +12,6 @@
 
 namespace proton::detail {
 
-Counter &typeConflicts();
 // Chains scope names into MirrorEntry::pathHash (never 0 for a non-empty path).
 uint64_t chainHash(uint64_t parent, StringId name);
 // ROOT/<frames of stack>/<names of entries[0..n)>/[extra]/[detail]: the node of a

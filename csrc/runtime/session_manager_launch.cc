@@ -6,14 +6,6 @@
 #include "runtime/session_manager.h"
 
 namespace proton {
-namespace {
-
-Counter &typeConflicts() {
-  static Counter &counter = Stats::global().counter("metrics_dropped_type_conflict");
-  return counter;
-}
-
-}  // namespace
 
 size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *threadId,
                                      StringId *launchName) {
@@ -58,13 +50,15 @@ void SessionManager::endLaunch(const LaunchEntry *entries, size_t n, bool ran) {
     if (!e.named || e.session->options().data != DataKind::kTree) continue;
     NodeId node = e.session->child(e.phase, e.node, t.launchName);
     if (node == kNoNode) continue;
-    if (!t.launchMetrics.empty() && !e.session->addMetrics(e.phase, node, t.launchMetrics).isOk())
-      typeConflicts().add();
+    if (!t.launchMetrics.empty())
+      if (Status st = e.session->addMetrics(e.phase, node, t.launchMetrics); !st.isOk())
+        dropConflictingMetrics(st, t.launchName);
     if (!t.launchTensors.empty() && numTargets < LaunchInfo::kMaxEntries) {
       for (const PendingTensor &p : t.launchTensors)
-        if (!e.session->declareMetricTypes({{p.metric.spec, placeholderValue(p.metric.tensor)}})
-                 .isOk())
-          typeConflicts().add();
+        if (Status st =
+                e.session->declareMetricTypes({{p.metric.spec, placeholderValue(p.metric.tensor)}});
+            !st.isOk())
+          dropConflictingMetrics(st, t.launchName);
       targets[numTargets++] = MetricTarget{e.session, e.phase, node};
     }
   }

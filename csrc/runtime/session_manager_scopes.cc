@@ -153,10 +153,12 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
     if ((hasMetrics || hasTensors) && s->options().data == DataKind::kTree) {
       NodeId target = underState(*s, m.phase, node, t);
       // Types were checked above; another thread may have set a conflicting type since.
-      if (hasMetrics && !s->addMetrics(m.phase, target, *metrics).isOk()) typeConflicts().add();
+      if (hasMetrics)
+        if (Status st = s->addMetrics(m.phase, target, *metrics); !st.isOk())
+          dropConflictingMetrics(st, name);
       if (hasTensors && target != kNoNode) {
-        if (!s->declareMetricTypes(withPlaceholders(nullptr, tensors)).isOk())
-          typeConflicts().add();
+        if (Status st = s->declareMetricTypes(withPlaceholders(nullptr, tensors)); !st.isOk())
+          dropConflictingMetrics(st, name);
         treeTargets[numTree++] = MetricTarget{s, m.phase, target};
       }
     }
@@ -266,8 +268,9 @@ void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics
                                          MetricAggregation::kExclusive};
         all.push_back({kCpuTime, static_cast<int64_t>(endNs - top.beginNs)});
       }
-      if (hasTensors && !s->declareMetricTypes(withPlaceholders(nullptr, tensors)).isOk())
-        typeConflicts().add();
+      if (hasTensors)
+        if (Status st = s->declareMetricTypes(withPlaceholders(nullptr, tensors)); !st.isOk())
+          dropConflictingMetrics(st, top.name);
       if (trace) {
         TraceEvent event;
         event.name = top.name;
@@ -276,7 +279,8 @@ void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics
         event.beginNs = top.beginNs;
         event.endNs = endNs;
         uint32_t index = UINT32_MAX;
-        if (!s->addEvent(m.phase, event, all, &index).isOk()) typeConflicts().add();
+        if (Status st = s->addEvent(m.phase, event, all, &index); !st.isOk())
+          dropConflictingMetrics(st, top.name);
         if (hasTensors && index != UINT32_MAX) {
           MetricTarget target{s, m.phase, node, MetricTarget::Kind::kEvent};
           target.event = index;
@@ -284,7 +288,9 @@ void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics
         }
       } else if (!all.empty() || hasTensors) {  // the state's child exists only if used
         NodeId target = underState(*s, m.phase, node, t);
-        if (!all.empty() && !s->addMetrics(m.phase, target, all).isOk()) typeConflicts().add();
+        if (!all.empty())
+          if (Status st = s->addMetrics(m.phase, target, all); !st.isOk())
+            dropConflictingMetrics(st, top.name);
         if (hasTensors && target != kNoNode) treeTargets[numTree++] = {s, m.phase, target};
       }
     }

@@ -133,9 +133,12 @@ TEST(SessionManagerTest, UnavailableOptionsAreRefused) {
   EXPECT_EQ(r.status().message(),
             "[PROTON] backend='roctracer' is not available in this build of Proton.");
   o.backend = BackendKind::kAuto;
-  o.mode.name = "mma";
+  o.mode.name = "default";
   EXPECT_EQ(mgr().start(o).status().message(),
-            "[PROTON] mode='mma' is not supported by backend 'none' in this build of Proton.");
+            "[PROTON] mode='default' is not supported by the default backend (cupti on an NVIDIA "
+            "GPU, CPU scopes only elsewhere) in this build of Proton.");
+  o.mode.name = "mma";  // triton.profiler's compiler-placed MMA scopes: refused, not ignored
+  EXPECT_EQ(mgr().start(o).status().code(), StatusCode::kInvalidArgument);
   if (!probeCudaRuntime().available) {
     // Sampling needs a GPU: an error, never a silent CPU-only profile.
     o.mode.name = "pcsampling";
@@ -206,17 +209,17 @@ TEST(SessionManagerTest, MetricsAtEntryAndExitAreAddedToTheScopeNode) {
     ASSERT_TRUE(mgr().exitScope(S("step"), {M("bytes (exc)", int64_t{5})}).isOk());
   }
   EXPECT_EQ(tree(s.id),
-            N("ROOT", "\"flops\":0,\"bytes\":0", {N("step", "\"flops\":30,\"bytes\":15")}));
+            N("ROOT", "\"flops\":0.0,\"bytes\":0", {N("step", "\"flops\":30.0,\"bytes\":15")}));
 }
 
 TEST(SessionManagerTest, MetricTypeChangeAtEntryIsRefusedAndOpensNoScope) {
   ScopedSession s("mtype");
   MetricList asInt{M("v", int64_t{1})};
-  MetricList asFloat{M("v", 2.0)};
+  MetricList asString{M("v", std::string("two"))};
   enter("x", &asInt);
-  Status st = mgr().enterScope(S("y"), false, std::make_shared<const MetricList>(asFloat));
+  Status st = mgr().enterScope(S("y"), false, std::make_shared<const MetricList>(asString));
   EXPECT_EQ(st.code(), StatusCode::kMetricType);
-  EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'v': current=int, new=float");
+  EXPECT_EQ(st.message(), "[PROTON] Metric value type mismatch for 'v': current=int, new=str");
   EXPECT_EQ(mgr().depth(s.id).value(), 1u);
   exit("x");
 }

@@ -321,11 +321,11 @@ def test_metric_type_change_raises_metric_type_error_naming_both_types():
     with proton.scope("a", {"v": 1}):
         pass
     with pytest.raises(proton.MetricTypeError) as info:
-        with proton.scope("a", {"v": 1.0}):
+        with proton.scope("a", {"v": "text"}):
             pytest.fail("the scope must not be entered")
     assert isinstance(info.value, TypeError)
     assert isinstance(info.value, RuntimeError)
-    assert "Metric value type mismatch for 'v': current=int, new=float" in str(info.value)
+    assert "Metric value type mismatch for 'v': current=int, new=str" in str(info.value)
     # The type belongs to the metric name in the whole session, not to one node.
     with pytest.raises(proton.MetricTypeError, match="current=int, new=str"):
         proton.enter_scope("b", metrics={"v": "text"})
@@ -334,6 +334,33 @@ def test_metric_type_change_raises_metric_type_error_naming_both_types():
     with pytest.raises(proton.MetricTypeError, match="current=int, new=list"):
         proton.exit_scope("c", metrics={"v": [1.0]})
     assert tree(s) == ("ROOT", {"v": 0}, [("a", {"v": 1}, []), ("c", {}, [])])
+
+
+def test_ints_and_floats_of_one_metric_mix_without_loss():
+    s = proton.start("numbers")
+    with proton.scope("a", {"v": 1, "f": 0.5}):
+        pass
+    with proton.scope("a", {"v": 2.0, "f": 1}):  # converted: 2.0 is whole, 1 fits a float
+        pass
+    assert tree(s) == ("ROOT", {"v": 0, "f": 0.0}, [("a", {"v": 3, "f": 1.5}, [])])
+    with proton.scope("b", {"v": 0.25}):  # a fraction: "v" becomes a float metric everywhere
+        pass
+    root, _, children = tree(s)
+    assert [(name, metrics, type(metrics["v"])) for name, metrics, _ in children] == [
+        ("a", {"v": 3.0, "f": 1.5}, float),
+        ("b", {"v": 0.25}, float),
+    ]
+
+
+def test_flops_are_floats_and_bytes_ints_as_in_triton():
+    s = proton.start("rule")
+    with proton.scope("k", {"flops16": 4, "bytes": 8.0}):
+        pass
+    with proton.scope("k", {"flops16": 0.5, "bytes": 2}):
+        pass
+    (_, metrics, _), = tree(s)[2]
+    assert metrics == {"flops16": 4.5, "bytes": 10}
+    assert (type(metrics["flops16"]), type(metrics["bytes"])) == (float, int)
 
 
 @pytest.mark.parametrize(
@@ -378,12 +405,12 @@ def test_metrics_that_are_not_a_dict_are_rejected():
 
 
 def test_trace_entry_and_exit_metrics_of_different_types_raise_and_keep_the_stack(tmp_path):
-    # Regression: a trace event combines entry and exit metrics; an int then a float for the
+    # Regression: a trace event combines entry and exit metrics; an int then a string for the
     # same name used to abort the interpreter instead of raising.
     s = proton.start(str(tmp_path / "t"), data="trace")
     proton.enter_scope("s", metrics={"a": 1})
-    with pytest.raises(proton.MetricTypeError, match="current=int, new=float"):
-        proton.exit_scope("s", metrics={"a": 1.0})
+    with pytest.raises(proton.MetricTypeError, match="current=int, new=str"):
+        proton.exit_scope("s", metrics={"a": "x"})
     assert proton.context.depth(s) == 1
     proton.exit_scope("s", metrics={"a": 2})
     proton.finalize(s)
@@ -394,6 +421,6 @@ def test_trace_entry_and_exit_metrics_of_different_types_raise_and_keep_the_stac
 
 def test_one_metric_dict_with_a_name_in_two_types_raises(tmp_path):
     s = proton.start(str(tmp_path / "t"))
-    with pytest.raises(proton.MetricTypeError, match="current=int, new=float"):
-        proton.enter_scope("s", metrics={"a": 1, "a (exc)": 2.0})
+    with pytest.raises(proton.MetricTypeError, match="current=int, new=str"):
+        proton.enter_scope("s", metrics={"a": 1, "a (exc)": "x"})
     assert proton.context.depth(s) == 0

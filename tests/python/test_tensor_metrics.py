@@ -44,6 +44,13 @@ class FakeTensor:
         return True
 
 
+def test_one_element_tensors_are_scalar_metrics_whatever_their_shape():
+    s = proton.start("one_element")
+    with proton.scope("a", {"one": FakeTensor([8.0], "torch.float32"), "zero_d": FakeTensor(2)}):
+        pass
+    assert tree(s)[2] == [("a", {"one": 8.0, "zero_d": 2}, [])]
+
+
 def test_cpu_tensor_metrics_sum_like_scalars():
     s = proton.start("cpu_tensors")
     for _ in range(2):
@@ -106,9 +113,9 @@ def test_tensor_metrics_of_a_refused_shape_or_dtype_raise_config_error(tensor, m
 
 def test_tensor_metric_whose_type_conflicts_raises_metric_type_error():
     s = proton.start("conflict")
-    with proton.scope("a", {"n": 1.0}):
+    with proton.scope("a", {"n": "text"}):
         pass
-    with pytest.raises(proton.MetricTypeError, match="current=float, new=int"):
+    with pytest.raises(proton.MetricTypeError, match="current=str, new=int"):
         with proton.scope("a", {"n": FakeTensor(1)}):
             pass
     proton.finalize(s)

@@ -276,10 +276,10 @@ TEST_F(CuptiGraphsTest, LaunchMetadataEvaluatedAtCaptureAppliesToEveryReplay) {
   }
 
   EXPECT_EQ(countAt(s, {"direct", "foo_test"}), 1u);
-  EXPECT_EQ(intAt(s, {"direct", "foo_test"}, "flops"), 100);
+  EXPECT_EQ(doubleAt(s, {"direct", "foo_test"}, "flops"), 100.0);  // flops are floats
   std::vector<std::string> replayed{"test0", "<captured_at>", "iter_0", "foo_test"};
   EXPECT_EQ(countAt(s, replayed), 6u);  // 3 replays x 2 nodes (two streams)
-  EXPECT_EQ(intAt(s, replayed, "flops"), 600);
+  EXPECT_EQ(doubleAt(s, replayed, "flops"), 600.0);
   EXPECT_EQ(intAt(s, replayed, "bytes"), 48);
   EXPECT_DOUBLE_EQ(doubleAt(s, replayed, "my_ratio"), 3.0);
   EXPECT_FALSE(exists(s, {"test0", "<captured_at>", "iter_0", "foo"}));
@@ -309,7 +309,7 @@ TEST_F(CuptiGraphsTest, KernelsLaunchedInsideLaunchMetadataGoUnderTheLaunchedKer
   EXPECT_EQ(countAt(s, {"tri", "__proton_launch_metadata", "probed_kernel", "reduce_kernel"}), 2u);
   EXPECT_FALSE(exists(s, {"tri", "__proton_launch_metadata", "reduce_kernel"}));
   EXPECT_EQ(countAt(s, {"tri", "probed"}), 2u);
-  EXPECT_EQ(intAt(s, {"tri", "probed"}, "flops"), 2);
+  EXPECT_EQ(doubleAt(s, {"tri", "probed"}, "flops"), 2.0);
   EXPECT_FALSE(exists(s, {"tri", "probed_kernel"}));
 }
 
