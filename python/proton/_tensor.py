@@ -25,6 +25,8 @@ def describe(name, value, on_device):
     """A device tensor as (data_ptr, numel, dtype_code, is_list, device_index, stream), or
     the host value (int, float or list) of a CPU tensor, or of any tensor when on_device is
     False (no GPU backend records device values: the value is read now, which waits for it).
+    A tensor of one element is a scalar metric whatever its shape, as in triton.profiler; a
+    1-d tensor of more is a list.
     """
     dims = value.dim()
     dtype = str(value.dtype)
@@ -43,12 +45,14 @@ def describe(name, value, on_device):
             f"[PROTON] metric '{name}' has {numel} elements; a 1-d tensor metric needs "
             f"1 to {_MAX_ELEMENTS}"
         )
+    is_list = dims == 1 and numel > 1
     device = value.device
     if device.type != "cuda" or not on_device:
-        return value.tolist()
+        host = value.tolist()
+        return host[0] if isinstance(host, list) and not is_list else host
     import torch  # only for a GPU tensor: its device's current stream
 
     if not value.is_contiguous():
         value = value.contiguous()  # ordered on the current stream, like the copy
     stream = torch.cuda.current_stream(device).cuda_stream
-    return (value.data_ptr(), numel, _DTYPES[dtype], dims == 1, device.index or 0, stream)
+    return (value.data_ptr(), numel, _DTYPES[dtype], is_list, device.index or 0, stream)

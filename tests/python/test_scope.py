@@ -358,7 +358,7 @@ def test_flops_are_floats_and_bytes_ints_as_in_triton():
         pass
     with proton.scope("k", {"flops16": 0.5, "bytes": 2}):
         pass
-    (_, metrics, _), = tree(s)[2]
+    ((_, metrics, _),) = tree(s)[2]
     assert metrics == {"flops16": 4.5, "bytes": 10}
     assert (type(metrics["flops16"]), type(metrics["bytes"])) == (float, int)
 
