@@ -3,6 +3,7 @@ signatures, metric column names and values (checked against Proton's own viewer 
 files), frame filters and formats, and an ImportError naming llnl-hatchet without it.
 CI installs llnl-hatchet (.ci/run), so none of this is skipped there."""
 
+import json
 import math
 import sys
 
@@ -164,3 +165,28 @@ def test_without_hatchet_calls_raise_import_error_naming_the_package(monkeypatch
     ):
         with pytest.raises(ImportError, match="llnl-hatchet"):
             call()
+
+
+def test_get_raw_metrics_reads_in_memory_data_as_it_reads_the_file(tmp_path):
+    import proton
+
+    s = proton.start(str(tmp_path / "mem"))
+    with proton.scope("step", {"bytes": 8, "flops": 2.5}):
+        with proton.scope("inner", {"bytes": 4}):
+            pass
+    in_memory = proton.data.get(s)
+    as_given = json.dumps(in_memory, sort_keys=True)
+    packed = proton.data.get_msgpack(s)
+    proton.finalize(s)
+    from_file = viewer.get_raw_metrics(str(tmp_path / "mem.hatchet"))
+    for source in (in_memory, packed):
+        gf, inclusive, exclusive, devices = viewer.get_raw_metrics(source)
+        assert (inclusive, exclusive, devices) == from_file[1:]
+        assert by_path(gf, "bytes") == {
+            ("ROOT",): 0,
+            ("ROOT", "step"): 8,
+            ("ROOT", "step", "inner"): 4,
+        }
+    assert json.dumps(in_memory, sort_keys=True) == as_given  # the caller's data is unchanged
+    with pytest.raises(ValueError, match=r"must be \[root, devices, \.\.\.\]"):
+        viewer.get_raw_metrics([{"no": "frame"}])

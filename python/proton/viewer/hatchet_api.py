@@ -9,6 +9,7 @@ Without llnl-hatchet installed, calling any of them raises ImportError naming th
 Proton's own viewer (load/derive/render) needs neither hatchet nor pandas.
 """
 
+import copy
 import json
 import os
 
@@ -60,8 +61,20 @@ def _prune(node):
 
 
 def _load_database(file):
-    """The [root, devices] document of an open file or a path (JSON, or Proton's
-    .hatchet_msgpack)."""
+    """The [root, devices] document of an open file, a path (JSON, or Proton's
+    .hatchet_msgpack), or in-memory data: what proton.data.get returns (the document as
+    Python objects) or proton.data.get_msgpack (its MessagePack bytes)."""
+    if isinstance(file, (list, tuple)):
+        if not file or not isinstance(file[0], dict) or "frame" not in file[0]:
+            raise ValueError(
+                "[PROTON] in-memory profile data must be [root, devices, ...] as "
+                "proton.data.get returns for tree data"
+            )
+        return copy.deepcopy(list(file[:2]))  # _prune edits nodes; the caller's stay as given
+    if isinstance(file, (bytes, bytearray, memoryview)):
+        from .msgpack import unpackb
+
+        return _load_database(unpackb(bytes(file)))
     if isinstance(file, (str, os.PathLike)):
         with open(file, "rb") as f:
             data = f.read()
@@ -75,7 +88,8 @@ def _load_database(file):
 
 def get_raw_metrics(file):
     """(GraphFrame, inclusive metric names, exclusive metric names, device table) of a
-    profile given as an open file or a path."""
+    profile given as an open file, a path, or in-memory data (proton.data.get(session) or
+    proton.data.get_msgpack(session))."""
     ht = _hatchet()
     database = [n for n in (_prune(node) for node in _load_database(file)) if n is not None]
     device_info = database.pop(1) if len(database) > 1 else {}
