@@ -190,12 +190,17 @@ def test_backend_cupti_without_a_gpu_raises_backend_unavailable_with_the_reason(
     assert _C.live_sessions() == []
 
 
-def test_mode_unsupported_by_the_backend_raises_backend_unavailable():
-    with pytest.raises(
-        proton.BackendUnavailableError,
-        match=r"mode='mma' is not supported by backend 'none'",
-    ):
-        proton.start("mma", mode=proton.mode.MMA())
+@pytest.mark.parametrize("backend", [None, "instrumentation"])
+def test_mode_mma_is_refused_with_config_error_naming_what_to_do_instead(backend):
+    # triton.profiler's "mma" mode puts scopes around MMA regions in its compiler; Proton has
+    # no such pass, and accepting the mode to run "default" would say what it does not do.
+    with pytest.raises(proton.ConfigError) as info:
+        proton.start("mma", mode=proton.mode.MMA(), backend=backend)
+    assert str(info.value) == (
+        "[PROTON] mode='mma' (triton.profiler's scopes put around MMA regions by its compiler) "
+        "is not implemented by Proton: put proton.language scopes around the region and use "
+        "mode='default' with backend='instrumentation'."
+    )
     assert _C.live_sessions() == []
 
 
