@@ -11,6 +11,9 @@
 #include "bindings/common.h"
 #include "core/stats.h"
 #include "runtime/session_manager.h"
+#if PROTON_HAS_CUPTI
+#include "backends/cupti/cupti_select.h"
+#endif
 
 namespace proton::bindings {
 namespace {
@@ -91,6 +94,16 @@ void bindSession(nb::module_ &m) {
     const RuntimeProbe &p = probeCudaRuntime();
     return std::make_tuple(p.available, p.deviceCount, p.reason);
   });
+  m.def(
+      "cupti_majors",
+      [] {
+#if PROTON_HAS_CUPTI
+        return cupti::builtCuptiMajors();
+#else
+        return std::vector<int>{};
+#endif
+      },
+      "The CUDA majors (12, 13) whose CUPTI this build has a backend for.");
 }
 
 }  // namespace proton::bindings

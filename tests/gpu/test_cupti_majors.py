@@ -146,10 +146,29 @@ def _cupti13():
     return found[0] if found and found[1] == 13 else None
 
 
+def _built():
+    from proton import _C
+
+    return set(_C.cupti_majors())
+
+
 CUPTI12 = _triton_cupti12()
 CUPTI13 = _cupti13()
-need12 = pytest.mark.skipif(CUPTI12 is None, reason="no CUDA 12 CUPTI in the Triton wheel")
-need13 = pytest.mark.skipif(CUPTI13 is None, reason="no libcupti.so.13 on the loader path")
+BUILT = _built()
+# A case needs the library on the machine and a backend for its major in this build (a build
+# without CUDA 12's headers has only the CUDA 13 backend, and the reverse).
+need12 = pytest.mark.skipif(
+    CUPTI12 is None or 12 not in BUILT,
+    reason="no CUDA 12 CUPTI in the Triton wheel"
+    if CUPTI12 is None
+    else f"this build has no CUPTI 12 backend (built: {sorted(BUILT)})",
+)
+need13 = pytest.mark.skipif(
+    CUPTI13 is None or 13 not in BUILT,
+    reason="no libcupti.so.13 on the loader path"
+    if CUPTI13 is None
+    else f"this build has no CUPTI 13 backend (built: {sorted(BUILT)})",
+)
 
 
 @need12

@@ -41,7 +41,21 @@ void scaled_on_stream(torch::Tensor x) {  // on PyTorch's current stream (a grap
 
 @pytest.fixture(scope="module")
 def ext(tmp_path_factory):
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    # For this device only, and for this build only: a session-wide setting made every later
+    # extension build in the run target Hopper, which fails on other GPUs.
+    major, minor = torch.cuda.get_device_capability()
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
+    try:
+        return _load(tmp_path_factory)
+    finally:
+        if arch is None:
+            os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+        else:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = arch
+
+
+def _load(tmp_path_factory):
     return cpp_extension.load_inline(
         name="proton_scoped_ext",
         cpp_sources="void scaled(torch::Tensor x);\nvoid scaled_on_stream(torch::Tensor x);",

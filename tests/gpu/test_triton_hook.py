@@ -170,3 +170,75 @@ def test_every_autotuned_config_is_visible():
         assert counts.get(f"tuned_B{block}", 0) >= 1, dump(root)  # benchmarked, so visible
     best = tuned_vadd_kernel.best_config.kwargs["BLOCK"]
     assert counts[f"tuned_B{best}"] >= 5
+
+
+def mixed_flops_metadata(grid, kernel_metadata, args):
+    n = args["n"]
+    # Launch-metadata functions often give 2 * M * N * K (an int) for one shape and
+    # 2.0 * ... (a float) for another; bytes likewise.
+    if n % 2:
+        return {"name": "mixed", "flops": 2 * n, "bytes": 4.0 * n}
+    return {"name": "mixed", "flops": 0.5 * n, "bytes": 4 * n}
+
+
+@triton.jit(launch_metadata=mixed_flops_metadata)
+def mixed_flops_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+def conflicting_metadata(grid, kernel_metadata, args):
+    return {"name": "conflicting", "flops": "many" if args["n"] % 2 else 1.0}
+
+
+@triton.jit(launch_metadata=conflicting_metadata)
+def conflicting_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+def test_int_and_float_launch_metrics_of_one_name_are_all_kept(tensors, capfd):
+    a, b, c = tensors
+    for n in (4096, 4095):
+        mixed_flops_kernel[(4,)](a, b, c, n, BLOCK=1024)  # compile both specialisations
+    torch.cuda.synchronize()
+    proton.start("mixed", backend="cupti", hook="triton")
+    for _ in range(3):
+        for n in (4096, 4095):
+            mixed_flops_kernel[(4,)](a, b, c, n, BLOCK=1024)
+    proton.finalize()
+    root = load_hatchet("mixed.hatchet")[0]
+    meta = root["proton_metadata"]
+    (kernel,) = [c for c in root["children"] if c["frame"]["name"] == "mixed"]
+    m = kernel["metrics"]
+    assert m["count"] == 6
+    assert m["flops"] == 3 * (0.5 * 4096 + 2 * 4095) and isinstance(m["flops"], float)
+    assert m["bytes"] == 3 * 4 * (4096 + 4095) and isinstance(m["bytes"], int)
+    assert meta["stats"]["metrics_dropped_type_conflict"] == 0
+    assert "Metric value type mismatch" not in capfd.readouterr().err
+
+
+def test_a_real_conflict_drops_counts_and_names_metric_and_kernel_once(tensors, capfd):
+    a, b, c = tensors
+    for n in (4096, 4095):
+        conflicting_kernel[(4,)](a, b, c, n, BLOCK=1024)
+    torch.cuda.synchronize()
+    capfd.readouterr()
+    proton.start("conflict", backend="cupti", hook="triton")
+    for _ in range(3):
+        for n in (4096, 4095):
+            conflicting_kernel[(4,)](a, b, c, n, BLOCK=1024)
+    proton.finalize()
+    root = load_hatchet("conflict.hatchet")[0]
+    meta = root["proton_metadata"]
+    (kernel,) = [c for c in root["children"] if c["frame"]["name"] == "conflicting"]
+    assert kernel["metrics"]["count"] == 6 and kernel["metrics"]["flops"] == 3.0
+    assert meta["stats"]["metrics_dropped_type_conflict"] == 3
+    err = capfd.readouterr().err
+    line = (
+        "[PROTON] Metric value type mismatch for 'flops': current=float, new=str; the metrics "
+        "given at 'conflicting' are dropped (counted in metrics_dropped_type_conflict; said once)"
+    )
+    assert err.count(line) == 1, err
