@@ -260,7 +260,7 @@ def _timeline(tmp, launch):
     _profiled(path, launch, data="trace")
     with open(path + ".chrome_trace") as f:
         events = json.load(f)["traceEvents"]
-    warp = [e for e in events if e.get("cat") == "warp"]
+    warp = [e for e in events if str(e.get("tid", "")).startswith("warp ")]
     kernels = [e for e in events if e.get("ph") == "X" and e.get("cat") == "kernel"]
     k = kernels[0]
     inside = sum(1 for e in warp if k["ts"] <= e["ts"] and e["ts"] + e["dur"] <= k["ts"] + k["dur"])

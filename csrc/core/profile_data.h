@@ -44,11 +44,13 @@ struct TraceEvent {
   uint64_t endNs = 0;
   uint32_t flexSlot = UINT32_MAX;  // user metrics attached to the event
   uint32_t sm = 0;                 // warp slices only: the SM the warp ran on (an arg)
-  // GPU events only: the launch on the CPU side, for launch->kernel flow arrows.
+  // GPU events only: the launch on the CPU side, for launch->kernel flow arrows. Warp slices:
+  // launchNs is the kernel's start, which tells launches of one kernel apart.
   uint64_t launchNs = 0;
   uint64_t launchThread = 0;
   uint64_t correlation = 0;
-  uint64_t cycles = 0;  // warp slices only: the scope's cycles (an arg)
+  uint64_t cycles = 0;      // warp slices only: the scope's cycles (an arg)
+  NodeId kernel = kNoNode;  // warp slices only: the launch's kernel node
 };
 
 class PhaseData {

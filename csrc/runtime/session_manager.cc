@@ -151,6 +151,13 @@ Result<OutputFormat> periodicFormat(const SessionOptions &options) {
   return f;
 }
 
+// The trace layout a session's mode asks for (instrumentation's trace_layout option).
+TraceLayout traceLayoutOf(const SessionOptions &options) {
+  auto it = options.mode.options.find("trace_layout");
+  return it != options.mode.options.end() && it->second == "triton" ? TraceLayout::kTriton
+                                                                    : TraceLayout::kFull;
+}
+
 // Modes the core implements itself; "pcsampling" is the GPU backend's to accept or refuse.
 Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
@@ -354,8 +361,10 @@ Status SessionManager::writeSession(Session &s, OutputFormat format,
         profilePath(s.options(), parts ? std::optional<PhaseId>(phase) : std::nullopt, format);
     Status status;
     s.readPhase(phase, [&](const PhaseData &data) {
-      status = writeProfileFile(
-          path, ProfileView{data, metadata, DeviceTable::global(), StringTable::global()}, format);
+      status = writeProfileFile(path,
+                                ProfileView{data, metadata, DeviceTable::global(),
+                                            StringTable::global(), traceLayoutOf(s.options())},
+                                format);
     });
     PROTON_RETURN_IF_ERROR(status);
     if (written) written->push_back(path);
@@ -535,6 +544,7 @@ Status SessionManager::writeCompletedPhases() {
     ProfileMetadata metadata;
     std::string path;
     OutputFormat format;
+    TraceLayout layout;
   };
   std::lock_guard writing(writeMu_);
   std::vector<Pending> work;
@@ -547,7 +557,7 @@ Status SessionManager::writeCompletedPhases() {
       for (auto &phase : s.takeCompletePhases()) {
         PhaseId id = phase->id();
         work.push_back({s.id(), std::move(phase), metadataFor(s, id),
-                        profilePath(s.options(), id, format), format});
+                        profilePath(s.options(), id, format), format, traceLayoutOf(s.options())});
       }
     }
   }
@@ -555,7 +565,8 @@ Status SessionManager::writeCompletedPhases() {
   Status firstError;
   for (Pending &p : work) {
     Status status = writeProfileFile(
-        p.path, ProfileView{*p.phase, p.metadata, DeviceTable::global(), StringTable::global()},
+        p.path,
+        ProfileView{*p.phase, p.metadata, DeviceTable::global(), StringTable::global(), p.layout},
         p.format);
     std::lock_guard lock(mu_);
     if (status.isOk()) {
@@ -620,7 +631,8 @@ Result<std::string> SessionManager::serialize(SessionId id, PhaseId phase,
   StringSink sink;
   Status status;
   bool exists = s.readPhase(phase, [&](const PhaseData &data) {
-    ProfileView view{data, metadata, DeviceTable::global(), StringTable::global()};
+    ProfileView view{data, metadata, DeviceTable::global(), StringTable::global(),
+                     traceLayoutOf(s.options())};
     status = writeProfile(f, view, sink);
   });
   if (!exists) {

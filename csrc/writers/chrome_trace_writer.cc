@@ -1,20 +1,34 @@
 // Chrome trace JSON (Trace Event Format), for data="trace":
 //
 //   {"displayTimeUnit": "us",
-//    "traceEvents": [ {"ph": "M", "name": "process_name", ...},      lane names
-//                     {"ph": "X", "name": "step", "cat": "scope", "ts": 0.0, "dur": 12.5,
-//                      "pid": 0, "tid": <os tid>, "args": {"call_stack": ["ROOT", "step"]}},
+//    "traceEvents": [ warp slices, as triton.profiler writes them:
+//                     {"ph": "X", "name": "load", "cat": "matmul", "ts": 1.0, "dur": 0.5,
+//                      "pid": "matmul Core5 CTA3", "tid": "warp 4",
+//                      "args": {"call_stack": ["ROOT", "step", "matmul"], "Init Time (ns)": ..,
+//                               "Post Final Time (ns)": .., "Finalization Time (ns)": 0,
+//                               "Frequency (MHz)": .., "sm": 5, "cycles": 900,
+//                               "scope_path": ["load"]}},
+//                     then (layout "full" only) kernel slices, CPU scopes and flows:
+//                     {"ph": "X", "name": "gemm", "cat": "kernel", ..., "pid": "GPU 0",
+//                      "tid": "Stream 7", "args": {"call_stack": [...]}},
+//                     {"ph": "X", "name": "step", "cat": "scope", ..., "pid": "CPU",
+//                      "tid": "Thread 1234", "args": {"call_stack": ["ROOT", "step"]}},
 //                     {"ph": "s"/"f", "name": "launch->kernel", "bp": "e", "id": n, ...} ],
 //    "otherData": {"proton_metadata": {...}}}
 //
-// CPU scopes sit on pid 0 with one tid per OS thread; a GPU device d is pid d + 1 with one tid
-// per stream, named "GPU <d> Stream <s>", and, for intra-kernel instrumentation, one tid per
-// (CTA, warp), named "CTA <c> Warp <w>" and ordered by CTA then warp. Times are microseconds
-// from the earliest event.
+// Every pid and tid is a string naming its lane, so no metadata event is needed. Warp slices
+// come first, ordered by launch, SM, CTA, warp and start, as triton.profiler orders them; a
+// warp slice's call_stack is its launch's context down to the kernel (its scopes are in
+// scope_path). Per CTA: Init Time (ns) and Post Final Time (ns) are the start of its first
+// slice and the end of its last, in ns from the trace's origin; Finalization Time (ns) is 0,
+// since a CTA's records leave with its last scope's exit and are not timed apart; Frequency
+// (MHz) is the SM clock the CTA's slices measured (cycles over nanoseconds). Times are
+// microseconds from the earliest event (layout "triton": displayTimeUnit "ns", as Triton's).
 #include <algorithm>
-#include <set>
+#include <map>
 #include <string>
-#include <utility>
+#include <tuple>
+#include <vector>
 
 #include "writers/encode_common.h"
 #include "writers/json_encoder.h"
@@ -23,24 +37,27 @@
 namespace proton {
 namespace {
 
-constexpr uint64_t kCpuPid = 0;
-// Warp lanes sit after every stream lane of their GPU (stream ids are far below this).
-constexpr uint64_t kWarpTidBase = uint64_t{1} << 40;
-
-uint64_t tidOf(const Lane &lane) {
-  return lane.kind == Lane::Kind::kWarp ? kWarpTidBase + lane.id : lane.id;
+std::string laneProcess(const Lane &lane) {
+  return lane.kind == Lane::Kind::kCpuThread ? std::string("CPU")
+                                             : "GPU " + std::to_string(lane.device);
 }
 
-std::string laneName(uint64_t pid, uint64_t tid) {
-  if (pid == kCpuPid) return "Thread " + std::to_string(tid);
-  if (tid >= kWarpTidBase)
-    return "CTA " + std::to_string(Lane::ctaOf(tid - kWarpTidBase)) + " Warp " +
-           std::to_string(Lane::warpOf(tid - kWarpTidBase));
-  return "GPU " + std::to_string(pid - 1) + " Stream " + std::to_string(tid);
+std::string laneThread(const Lane &lane) {
+  return lane.kind == Lane::Kind::kCpuThread ? "Thread " + std::to_string(lane.id)
+                                             : "Stream " + std::to_string(lane.id);
 }
 
-uint64_t pidOf(const Lane &lane) {
-  return lane.kind == Lane::Kind::kCpuThread ? kCpuPid : uint64_t{lane.device} + 1;
+// One CTA of one launch: what its warp slices' shared args are made of.
+struct CtaSpan {
+  uint64_t firstNs = UINT64_MAX;
+  uint64_t lastNs = 0;
+  uint64_t cycles = 0;
+  uint64_t ns = 0;
+};
+using CtaKey = std::tuple<uint64_t, uint32_t, uint32_t>;  // (launch, kernel node, CTA)
+
+CtaKey ctaKey(const TraceEvent &ev) {
+  return {ev.launchNs, ev.kernel.value, Lane::ctaOf(ev.lane.id)};
 }
 
 class ChromeTraceEmitter {
@@ -48,8 +65,10 @@ class ChromeTraceEmitter {
   ChromeTraceEmitter(const ProfileView &view, JsonEncoder &e) : v_(view), e_(e) {
     origin_ = UINT64_MAX;
     for (const TraceEvent &ev : events()) {
+      if (!kept(ev)) continue;
       origin_ = std::min(origin_, ev.beginNs);
-      if (ev.launchNs) origin_ = std::min(origin_, ev.launchNs);
+      if (ev.launchNs && ev.lane.kind == Lane::Kind::kGpuStream)
+        origin_ = std::min(origin_, ev.launchNs);
     }
     if (origin_ == UINT64_MAX) origin_ = 0;
   }
@@ -57,13 +76,16 @@ class ChromeTraceEmitter {
   void emit() {
     e_.beginMap(3);
     e_.key("displayTimeUnit");
-    e_.string("us");
+    e_.string(full() ? "us" : "ns");
     e_.key("traceEvents");
     e_.beginArray(0);
-    emitLaneNames();
-    for (const TraceEvent &ev : events()) emitSlice(ev);
-    for (const TraceEvent &ev : events())
-      if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) emitFlow(ev);
+    emitWarpSlices();
+    if (full()) {
+      for (const TraceEvent &ev : events())
+        if (ev.lane.kind != Lane::Kind::kWarp) emitSlice(ev);
+      for (const TraceEvent &ev : events())
+        if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) emitFlow(ev);
+    }
     e_.endArray();
     e_.key("otherData");
     e_.beginMap(1);
@@ -75,91 +97,122 @@ class ChromeTraceEmitter {
 
  private:
   const ChunkedVector<TraceEvent> &events() const { return v_.phase.events(); }
+  bool full() const { return v_.traceLayout == TraceLayout::kFull; }
+  bool kept(const TraceEvent &ev) const { return full() || ev.lane.kind == Lane::Kind::kWarp; }
 
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
-  void metadataEvent(const char *name, uint64_t pid, const uint64_t *tid,
-                     const std::string &value) {
-    e_.beginMap(0);
-    e_.key("ph");
-    e_.string("M");
-    e_.key("name");
-    e_.string(name);
-    e_.key("pid");
-    e_.unsignedInteger(pid);
-    if (tid) {
-      e_.key("tid");
-      e_.unsignedInteger(*tid);
-    }
-    e_.key("args");
-    e_.beginMap(1);
-    e_.key("name");
-    e_.string(value);
-    e_.endMap();
-    e_.endMap();
+  void callStack(NodeId node) {
+    e_.key("call_stack");
+    e_.beginArray(0);
+    e_.string("ROOT");
+    if (node != kNoNode)
+      for (StringId name : v_.phase.tree.path(node)) e_.string(v_.strings.view(name));
+    e_.endArray();
   }
 
-  void emitLaneNames() {
-    std::set<std::pair<uint64_t, uint64_t>> lanes;  // (pid, tid)
-    std::set<uint64_t> pids;
+  void userMetrics(const TraceEvent &ev) {
+    if (ev.flexSlot == UINT32_MAX) return;
+    for (const NamedMetric &m : v_.phase.eventMetrics(ev.flexSlot).entries) {
+      e_.key(v_.strings.view(m.spec.name));
+      encodeMetricValue(e_, m.value);
+    }
+  }
+
+  void emitWarpSlices() {
+    std::vector<const TraceEvent *> warps;
+    std::map<CtaKey, CtaSpan> ctas;
     for (const TraceEvent &ev : events()) {
-      lanes.insert({pidOf(ev.lane), tidOf(ev.lane)});
-      pids.insert(pidOf(ev.lane));
-      if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) {
-        lanes.insert({kCpuPid, ev.launchThread});
-        pids.insert(kCpuPid);
-      }
+      if (ev.lane.kind != Lane::Kind::kWarp) continue;
+      warps.push_back(&ev);
+      CtaSpan &span = ctas[ctaKey(ev)];
+      span.firstNs = std::min(span.firstNs, ev.beginNs);
+      span.lastNs = std::max(span.lastNs, ev.endNs);
+      span.cycles += ev.cycles;
+      span.ns += ev.endNs - ev.beginNs;
     }
-    for (uint64_t pid : pids)
-      metadataEvent("process_name", pid, nullptr,
-                    pid == kCpuPid ? std::string("CPU") : "GPU " + std::to_string(pid - 1));
-    for (const auto &[pid, tid] : lanes)
-      metadataEvent("thread_name", pid, &tid, laneName(pid, tid));
+    auto order = [](const TraceEvent *ev) {
+      return std::make_tuple(ev->launchNs, ev->sm, Lane::ctaOf(ev->lane.id),
+                             Lane::warpOf(ev->lane.id), ev->beginNs, ev->endNs);
+    };
+    std::stable_sort(warps.begin(), warps.end(),
+                     [&](const TraceEvent *a, const TraceEvent *b) { return order(a) < order(b); });
+    for (const TraceEvent *ev : warps) emitWarpSlice(*ev, ctas[ctaKey(*ev)]);
   }
 
-  void emitSlice(const TraceEvent &ev) {
-    const char *category = ev.lane.kind == Lane::Kind::kGpuStream ? "kernel"
-                           : ev.lane.kind == Lane::Kind::kWarp    ? "warp"
-                                                                  : "scope";
+  void emitWarpSlice(const TraceEvent &ev, const CtaSpan &cta) {
+    std::string kernel = ev.kernel != kNoNode
+                             ? std::string(v_.strings.view(v_.phase.tree.node(ev.kernel).name))
+                             : std::string("kernel");
     e_.beginMap(0);
     e_.key("ph");
     e_.string("X");
     e_.key("name");
     e_.string(v_.strings.view(ev.name));
     e_.key("cat");
-    e_.string(category);
+    e_.string(kernel);
     e_.key("ts");
     micros(ev.beginNs);
     e_.key("dur");
     e_.floating(static_cast<double>(ev.endNs - ev.beginNs) / 1000.0);
     e_.key("pid");
-    e_.unsignedInteger(pidOf(ev.lane));
+    e_.string(kernel + " Core" + std::to_string(ev.sm) + " CTA" +
+              std::to_string(Lane::ctaOf(ev.lane.id)));
     e_.key("tid");
-    e_.unsignedInteger(tidOf(ev.lane));
+    e_.string("warp " + std::to_string(Lane::warpOf(ev.lane.id)));
     e_.key("args");
     e_.beginMap(0);
-    e_.key("call_stack");
+    callStack(ev.kernel);
+    e_.key("Init Time (ns)");
+    e_.unsignedInteger(cta.firstNs - origin_);
+    e_.key("Post Final Time (ns)");
+    e_.unsignedInteger(cta.lastNs - origin_);
+    e_.key("Finalization Time (ns)");
+    e_.unsignedInteger(0);
+    e_.key("Frequency (MHz)");
+    e_.floating(cta.ns ? 1000.0 * static_cast<double>(cta.cycles) / static_cast<double>(cta.ns)
+                       : 1000.0);
+    e_.key("sm");
+    e_.unsignedInteger(ev.sm);
+    e_.key("cycles");
+    e_.unsignedInteger(ev.cycles);
+    e_.key("scope_path");
     e_.beginArray(0);
-    e_.string("ROOT");
-    for (StringId name : v_.phase.tree.path(ev.context)) e_.string(v_.strings.view(name));
+    std::vector<StringId> path = v_.phase.tree.path(ev.context);
+    size_t kernelDepth = ev.kernel != kNoNode ? v_.phase.tree.path(ev.kernel).size() : 0;
+    for (size_t i = std::min(kernelDepth, path.size()); i < path.size(); ++i)
+      e_.string(v_.strings.view(path[i]));
     e_.endArray();
-    if (ev.lane.kind == Lane::Kind::kWarp) {
-      e_.key("sm");
-      e_.unsignedInteger(ev.sm);
-      e_.key("cycles");
-      e_.unsignedInteger(ev.cycles);
-    }
-    if (ev.flexSlot != UINT32_MAX) {
-      for (const NamedMetric &m : v_.phase.eventMetrics(ev.flexSlot).entries) {
-        e_.key(v_.strings.view(m.spec.name));
-        encodeMetricValue(e_, m.value);
-      }
-    }
+    userMetrics(ev);
     e_.endMap();
     e_.endMap();
   }
 
-  void flowEnd(const char *ph, uint64_t ts, uint64_t pid, uint64_t tid, uint64_t id) {
+  void emitSlice(const TraceEvent &ev) {
+    e_.beginMap(0);
+    e_.key("ph");
+    e_.string("X");
+    e_.key("name");
+    e_.string(v_.strings.view(ev.name));
+    e_.key("cat");
+    e_.string(ev.lane.kind == Lane::Kind::kGpuStream ? "kernel" : "scope");
+    e_.key("ts");
+    micros(ev.beginNs);
+    e_.key("dur");
+    e_.floating(static_cast<double>(ev.endNs - ev.beginNs) / 1000.0);
+    e_.key("pid");
+    e_.string(laneProcess(ev.lane));
+    e_.key("tid");
+    e_.string(laneThread(ev.lane));
+    e_.key("args");
+    e_.beginMap(0);
+    callStack(ev.context);
+    userMetrics(ev);
+    e_.endMap();
+    e_.endMap();
+  }
+
+  void flowEnd(const char *ph, uint64_t ts, const Lane &lane, uint64_t id) {
     e_.beginMap(0);
     e_.key("ph");
     e_.string(ph);
@@ -172,9 +225,9 @@ class ChromeTraceEmitter {
     e_.key("ts");
     micros(ts);
     e_.key("pid");
-    e_.unsignedInteger(pid);
+    e_.string(laneProcess(lane));
     e_.key("tid");
-    e_.unsignedInteger(tid);
+    e_.string(laneThread(lane));
     if (ph[0] == 'f') {
       e_.key("bp");
       e_.string("e");
@@ -183,8 +236,8 @@ class ChromeTraceEmitter {
   }
 
   void emitFlow(const TraceEvent &ev) {
-    flowEnd("s", ev.launchNs, kCpuPid, ev.launchThread, ev.correlation);
-    flowEnd("f", ev.beginNs, pidOf(ev.lane), ev.lane.id, ev.correlation);
+    flowEnd("s", ev.launchNs, Lane{Lane::Kind::kCpuThread, 0, ev.launchThread}, ev.correlation);
+    flowEnd("f", ev.beginNs, ev.lane, ev.correlation);
   }
 
   const ProfileView &v_;

@@ -19,11 +19,18 @@
 
 namespace proton {
 
+// How a trace lays out intra-kernel warp slices (mode option trace_layout):
+//   kFull    warp slices as triton.profiler writes them, then kernel slices, CPU scopes and
+//            launch flows, all on one clock (the default);
+//   kTriton  warp slices only, exactly the events triton.profiler writes.
+enum class TraceLayout : uint8_t { kFull = 0, kTriton };
+
 struct ProfileView {
   const PhaseData &phase;
   const ProfileMetadata &metadata;
   const DeviceTable &devices;
   const StringTable &strings;
+  TraceLayout traceLayout = TraceLayout::kFull;
 };
 
 class ByteSink {

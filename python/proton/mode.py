@@ -60,6 +60,9 @@ _INSTRUMENTATION_CHOICES = {
     ),
     "buffer_strategy": ("circular", "flush"),
     "buffer_type": ("shared", "global"),
+    # data="trace": "full" writes warp slices as triton.profiler does, then kernel slices, CPU
+    # scopes and launch flows; "triton" writes exactly triton.profiler's events and no others.
+    "trace_layout": ("full", "triton"),
 }
 OPTIMIZATIONS = ("clock32", "time_shift", "sched_stores", "sched_barriers")
 MAX_BUFFER_SIZE = 1 << 24  # bytes per recording unit (2M events)
@@ -89,6 +92,7 @@ class InstrumentationMode(BaseMode):
     buffer_type: str = "shared"
     buffer_size: int = 0
     optimizations: object = ()
+    trace_layout: str = "full"
 
     def __post_init__(self):
         for name, allowed in _INSTRUMENTATION_CHOICES.items():
@@ -145,6 +149,7 @@ class InstrumentationMode(BaseMode):
             f":granularity={self.granularity}:buffer_strategy={self.buffer_strategy}"
             f":buffer_type={self.buffer_type}:buffer_size={self.buffer_size}"
             f":optimizations={';'.join(self.optimizations)}"
+            f":trace_layout={self.trace_layout}"
         )
 
 

@@ -28,3 +28,13 @@ def only_kernel(node):
     leaves = [c for c in node["children"] if "count" in c["metrics"]]
     assert len(leaves) == 1, [c["frame"]["name"] for c in node["children"]]
     return leaves[0]["frame"]["name"], leaves[0]["metrics"]
+
+
+def is_warp(event):
+    """A warp slice of an intra-kernel trace (pid "<kernel> Core<sm> CTA<cta>", tid "warp <w>")."""
+    return event.get("ph") == "X" and str(event.get("tid", "")).startswith("warp ")
+
+
+def gpu_process(device):
+    """The pid of a GPU's kernel slices in a trace."""
+    return f"GPU {device}"

@@ -8,7 +8,7 @@ import json
 import proton
 import proton.language as pl
 import pytest
-from gpu_tree import dump
+from gpu_tree import dump, is_warp
 from proton_test_utils import find, load_hatchet
 
 torch = pytest.importorskip("torch")
@@ -151,17 +151,52 @@ def test_trace_has_one_lane_per_cta_and_warp_inside_the_kernel_slice():
     profile("tl", lambda: run_vadd(n=2048), data="trace")
     events = json.load(open("tl.chrome_trace"))["traceEvents"]
     kernel = [e for e in events if e.get("cat") == "kernel" and e["name"] == "vadd_kernel"]
-    warps = [e for e in events if e.get("cat") == "warp"]
+    warps = [e for e in events if is_warp(e)]
     assert len(kernel) == 1
     assert len(warps) == 2 * 4  # 2 CTAs x 4 warps, one kernel-wide slice each
-    lanes = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
-    assert {f"CTA {c} Warp {w}" for c in range(2) for w in range(4)} <= lanes
+    # Triton's lanes: one process per (kernel, SM, CTA), one thread per warp.
+    lanes = {(w["pid"].split(" CTA")[1], w["tid"]) for w in warps}
+    assert lanes == {(str(c), f"warp {w}") for c in range(2) for w in range(4)}
     k = kernel[0]
+    assert k["pid"] == "GPU 0"
     for w in warps:
         assert w["name"] == "vadd_kernel" and "sm" in w["args"] and w["args"]["cycles"] > 0
-        assert w["pid"] == k["pid"]
+        assert w["pid"] == f"vadd_kernel Core{w['args']['sm']} CTA{w['pid'].split(' CTA')[1]}"
+        assert w["cat"] == "vadd_kernel" and w["args"]["call_stack"][-1] == "vadd_kernel"
         # Same clock: the warps sit inside the kernel's slice (1 us for clock granularity).
         assert k["ts"] - 1.0 <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] + 1.0
+
+
+def test_trace_layouts_full_and_triton_on_one_example():
+    # triton.profiler's scripts count the events of a trace: with trace_layout="triton" the
+    # file holds exactly its warp slices (2 CTAs x 4 warps of one scope, the kernel's own);
+    # "full" writes the same slices first, then the kernel slice, the scope and the flow.
+    keys = {"call_stack", "Init Time (ns)", "Post Final Time (ns)", "Finalization Time (ns)"}
+    for layout in ("triton", "full"):
+        mode = proton.mode.Default(trace_layout=layout)
+        proton.start(layout, backend="instrumentation", data="trace", mode=mode)
+        with proton.scope("step"):
+            run_vadd(n=2048)
+        proton.finalize()
+        trace = json.load(open(f"{layout}.chrome_trace"))
+        events = trace["traceEvents"]
+        warps = events[:8]
+        assert all(is_warp(e) for e in warps), events[:9]
+        order = [(e["args"]["sm"], int(e["pid"].split(" CTA")[1]), e["tid"]) for e in warps]
+        assert order == sorted(order)
+        for w in warps:
+            assert (w["name"], w["cat"]) == ("vadd_kernel", "vadd_kernel")
+            assert keys | {"Frequency (MHz)", "sm", "cycles", "scope_path"} <= set(w["args"])
+            assert w["args"]["call_stack"] == ["ROOT", "step", "vadd_kernel"]
+            assert isinstance(w["pid"], str) and w["tid"].startswith("warp ")
+        rest = events[8:]
+        if layout == "triton":
+            assert rest == [] and trace["displayTimeUnit"] == "ns"
+            continue
+        slices = sorted((e["ph"], e["cat"]) for e in rest if e["ph"] == "X")
+        assert slices == [("X", "kernel"), ("X", "scope")], rest
+        assert [e["ph"] for e in rest if e["ph"] != "X"] == ["s", "f"], rest
+        assert all(isinstance(e["pid"], str) for e in rest)
 
 
 def test_warp_group_with_selected_units_records_only_those():
@@ -170,11 +205,10 @@ def test_warp_group_with_selected_units_records_only_those():
     )
     profile("sel", run_matmul, data="trace", mode=mode)
     events = json.load(open("sel.chrome_trace"))["traceEvents"]
-    lanes = {e["tid"] for e in events if e.get("cat") == "warp"}
-    names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    lanes = {(e["pid"], e["tid"]) for e in events if is_warp(e)}
     ctas = (K // 128) ** 2
     assert len(lanes) == ctas  # one unit (warps 4-7, led by warp 4) per CTA
-    assert all(n.endswith("Warp 4") for n in names if n.startswith("CTA"))
+    assert {tid for _, tid in lanes} == {"warp 4"}
 
 
 def test_cycles_grow_linearly_with_dependent_work_and_time_shift_zeroes_empty_scopes():
@@ -390,7 +424,7 @@ def test_each_trace_session_gets_the_whole_slice_cap(monkeypatch):
         profile(name, lambda: run_vadd(n=4096, block=1024, launches=10), data="trace")
         with open(f"{name}.chrome_trace") as f:
             trace = json.load(f)
-        warps = [e for e in trace["traceEvents"] if e.get("cat") == "warp"]
+        warps = [e for e in trace["traceEvents"] if is_warp(e)]
         stats = dict(trace["otherData"]["proton_metadata"]["stats"])
         assert len(warps) == 100, name
         # All ten drained at the end: the 7th fills the cap (4 of its 16 slices kept), the
@@ -422,9 +456,9 @@ def test_instrumented_launches_on_two_gpus_stay_on_their_own_device():
     profile("two_trace", launches, data="trace")
     events = json.load(open("two_trace.chrome_trace"))["traceEvents"]
     for d in range(2):
-        pid = d + 1  # GPU d
-        kernels = [e for e in events if e.get("cat") == "kernel" and e["pid"] == pid]
-        warps = [e for e in events if e.get("cat") == "warp" and e["pid"] == pid]
+        kernels = [e for e in events if e.get("cat") == "kernel" and e["pid"] == f"GPU {d}"]
+        # A warp slice's launch context ends in its GPU's scope and kernel.
+        warps = [e for e in events if is_warp(e) and e["args"]["call_stack"][1] == f"gpu{d}"]
         assert len(kernels) == 2 + d
         assert sum(w["name"] == "chain_kernel" for w in warps) == (2 + d) * 16
         assert sum(w["name"] == "chain" for w in warps) == (2 + d) * 16

@@ -7,7 +7,7 @@ import os
 
 import proton
 import pytest
-from gpu_tree import dump
+from gpu_tree import dump, is_warp
 from proton_test_utils import find, load_hatchet
 
 torch = pytest.importorskip("torch")
@@ -101,7 +101,7 @@ def test_cuda_scopes_in_a_trace_are_warp_slices(ext):
     run(ext, 1, n=256)
     proton.finalize()
     events = json.load(open("cudatrace.chrome_trace"))["traceEvents"]
-    slices = [e for e in events if e.get("cat") == "warp"]
+    slices = [e for e in events if is_warp(e)]
     assert sorted(e["name"] for e in slices) == ["body"] * 8 + ["math"] * 8
     assert all("sm" in e["args"] and e["args"]["cycles"] > 0 for e in slices)
     kernel = [e for e in events if e.get("cat") == "kernel" and e["name"].startswith("scaled")]

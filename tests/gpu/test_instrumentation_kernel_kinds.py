@@ -10,7 +10,7 @@ import os
 import proton
 import proton.language as pl
 import pytest
-from gpu_tree import dump
+from gpu_tree import dump, is_warp
 from proton_test_utils import find, load_hatchet, run_program, run_python
 
 torch = pytest.importorskip("torch")
@@ -289,7 +289,7 @@ def test_torch_compile_kernels_in_a_trace_and_in_cuda_graphs():
     assert torch.equal(y, x * 2 + 1)
     with open("inductor_trace.chrome_trace") as trace:
         events = json.load(trace)["traceEvents"]
-    warps = [e for e in events if e.get("cat") == "warp"]
+    warps = [e for e in events if is_warp(e)]
     assert warps and all(e["name"].startswith("triton_") for e in warps)
     # Captured into CUDA graphs inside the session (mode="reduce-overhead"), replayed inside
     # and after it: the same outputs.
@@ -579,7 +579,7 @@ def test_a_kernel_captured_into_a_cuda_graph_in_a_trace_records_every_replay():
     with open("graphed_trace.chrome_trace") as trace:
         events = json.load(trace)["traceEvents"]
     kernels = [e for e in events if e.get("cat") == "kernel" and e["name"] == "graphed_kernel"]
-    body = [e for e in events if e.get("cat") == "warp" and e["name"] == "body"]
+    body = [e for e in events if is_warp(e) and e["name"] == "body"]
     assert len(kernels) == 1 + 3 * 2
     # The eager launch and 3 replays of 2 launches, 4 CTAs x 4 warps each.
     assert len(body) == (1 + 3 * 2) * 16

@@ -84,7 +84,7 @@ def test_malformed_mode_option_raises_config_error():
             "default:bufer_size=4096",
             "[PROTON] Unknown option 'bufer_size' in mode 'default:bufer_size=4096'. Allowed "
             "options: metric_type, sampling_strategy, sampling_options, granularity, "
-            "buffer_strategy, buffer_type, buffer_size, optimizations",
+            "buffer_strategy, buffer_type, buffer_size, optimizations, trace_layout",
         ),
         ("mma:buffer_size=lots", "[PROTON] buffer_size must be a number of bytes, got 'lots'"),
         # Past 2^24 bytes a unit's size no longer fits the device layout's 32-bit fields, and
@@ -337,3 +337,10 @@ def test_command_line_guard_lets_session_zero_and_finalize_all_through(tmp_path)
     ):
         with pytest.raises(proton.SessionError):
             call()
+
+
+def test_trace_layout_is_a_mode_option_with_two_values():
+    assert proton.mode.Default().trace_layout == "full"
+    assert str(proton.mode.Default(trace_layout="triton")).endswith(":trace_layout=triton")
+    with pytest.raises(proton.ConfigError, match="Unknown trace_layout: 'perfetto'"):
+        proton.mode.Default(trace_layout="perfetto")

@@ -121,21 +121,11 @@ def test_trace_data_writes_a_chrome_trace_with_nested_scopes(tmp_path):
     ]
     for e in slices:
         assert e["cat"] == "scope"
-        assert e["tid"] == tid
-        assert e["pid"] == 0
+        # Lanes are named by their pid and tid, strings as in triton.profiler's traces.
+        assert (e["pid"], e["tid"]) == ("CPU", f"Thread {tid}")
         assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
         assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
-
-    meta = [e for e in trace["traceEvents"] if e["ph"] == "M"]
-    assert {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "CPU"}} in meta
-    assert {
-        "ph": "M",
-        "name": "thread_name",
-        "pid": 0,
-        "tid": tid,
-        "args": {"name": f"Thread {tid}"},
-    } in meta
-    assert {e["ph"] for e in trace["traceEvents"]} == {"M", "X"}
+    assert {e["ph"] for e in trace["traceEvents"]} == {"X"}
 
     proton_meta = trace["otherData"]["proton_metadata"]
     assert proton_meta["session"] == "trace"
@@ -160,15 +150,12 @@ def test_trace_has_one_thread_lane_per_thread(tmp_path):
         pass
     proton.finalize(s)
     trace = json.loads((tmp_path / "lanes.chrome_trace").read_text())
-    lanes = {
-        e["tid"]: e["args"]["name"]
-        for e in trace["traceEvents"]
-        if e["ph"] == "M" and e["name"] == "thread_name"
-    }
     main_tid = threading.get_native_id()
-    assert lanes == {tids[0]: f"Thread {tids[0]}", main_tid: f"Thread {main_tid}"}
-    by_name = {e["name"]: e["tid"] for e in trace["traceEvents"] if e["ph"] == "X"}
-    assert by_name == {"worker": tids[0], "main": main_tid}
+    by_name = {e["name"]: (e["pid"], e["tid"]) for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert by_name == {
+        "worker": ("CPU", f"Thread {tids[0]}"),
+        "main": ("CPU", f"Thread {main_tid}"),
+    }
 
 
 def test_trace_of_scopes_while_deactivated_is_empty(tmp_path):

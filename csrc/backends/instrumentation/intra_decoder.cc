@@ -554,6 +554,8 @@ void IntraDecoder::addSlice(const IntraLaunch &launch, const std::vector<StringI
     event.endNs = std::max(beginNs, endNs);
     event.sm = sm;
     event.cycles = cycles;
+    event.kernel = target.kernelNode;
+    event.launchNs = launch.kernelStartNs;
     batches_[t].push_back(event);
   }
 }
