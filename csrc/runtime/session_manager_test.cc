@@ -208,8 +208,7 @@ TEST(SessionManagerTest, MetricsAtEntryAndExitAreAddedToTheScopeNode) {
     enter("step", &atEntry);
     ASSERT_TRUE(mgr().exitScope(S("step"), {M("bytes (exc)", int64_t{5})}).isOk());
   }
-  EXPECT_EQ(tree(s.id),
-            N("ROOT", "\"flops\":0.0,\"bytes\":0", {N("step", "\"flops\":30.0,\"bytes\":15")}));
+  EXPECT_EQ(tree(s.id), N("ROOT", "\"flops\":0.0", {N("step", "\"flops\":30.0,\"bytes\":15")}));
 }
 
 TEST(SessionManagerTest, MetricTypeChangeAtEntryIsRefusedAndOpensNoScope) {

@@ -7,10 +7,10 @@
 //
 // Metrics are exclusive per node. Kernel nodes carry "time (ns)", "count", "device_id"
 // (string) and "device_type". The root is named ROOT and, when any metric exists, carries
-// every numeric scalar metric key (0 where it has no value of its own), so readers see every
-// column. The metadata is one more key of the root node, which llnl-hatchet and Triton's
-// viewer (it pops element 1 and hands the rest to hatchet) both ignore. The walk is iterative: tree
-// depth is not bounded by the C++ stack.
+// every numeric scalar metric key that is not exclusive (0 where it has no value of its own),
+// so readers see every column. The metadata is one more key of the root node, which llnl-hatchet
+// and Triton's viewer (it pops element 1 and hands the rest to hatchet) both ignore. The walk is
+// iterative: tree depth is not bounded by the C++ stack.
 #pragma once
 
 #include <map>
@@ -51,6 +51,9 @@ class HatchetEmitter {
       for (const NamedMetric &m : flex->entries) {
         MetricType t = metricTypeOf(m.value);
         if (t != MetricType::kInt && t != MetricType::kFloat) continue;
+        // An exclusive metric belongs to its own nodes only: a 0 at ROOT would be a value
+        // ROOT does not have (triton.profiler writes none there).
+        if (m.spec.aggregation == MetricAggregation::kExclusive) continue;
         if (seen.emplace(m.spec.name, true).second)
           rootKeys_.push_back({std::string(v_.strings.view(m.spec.name)), t, m.spec.name, false});
       }

@@ -96,7 +96,7 @@ def test_repeated_entries_aggregate_metrics_by_kind():
     data = proton.data.get(s)
     assert tree(s) == (
         "ROOT",
-        {"int": 0, "float": 0.0, "prop": 0, "fprop": 0.0, "excl": 0},
+        {"int": 0, "float": 0.0, "prop": 0, "fprop": 0.0},  # no 0 for an exclusive metric
         [("x", {"int": 6, "float": 3.0, "prop": 30, "fprop": 4.5, "excl": 6}, [])],
     )
     node = find(data[0], "x")["metrics"]
@@ -194,7 +194,8 @@ def test_cpu_timed_scope_records_cpu_time_as_exclusive_int():
     for value in (outer["cpu_time (ns)"], inner["cpu_time (ns)"]):
         assert type(value) is int and value > 0
     assert outer["cpu_time (ns)"] >= inner["cpu_time (ns)"]  # outer encloses inner
-    assert data[0]["metrics"] == {"n": 0, "cpu_time (ns)": 0}
+    # Exclusive: ROOT has no cpu_time of its own, and no 0 is written for it there.
+    assert data[0]["metrics"] == {"n": 0}
     assert data[0]["proton_metadata"]["metric_aggregation"]["exclusive"] == ["cpu_time (ns)"]
 
 

@@ -74,7 +74,7 @@ def test_hatchet_file_matches_a_golden_tree(tmp_path):
     data = json.loads(text)
     assert shape(data[0]) == (
         "ROOT",
-        {"n": 0, "x": 0.0, "p": 0},
+        {"n": 0, "p": 0},
         [
             ("a", {"n": 1}, [("b", {"x": 3.0}, [])]),
             ("c", {"p": 3}, []),
@@ -82,7 +82,7 @@ def test_hatchet_file_matches_a_golden_tree(tmp_path):
     )
     assert data[1] == {}
     assert text.startswith(
-        '[{"frame":{"name":"ROOT","type":"function"},"metrics":{"n":0,"x":0.0,"p":0},'
+        '[{"frame":{"name":"ROOT","type":"function"},"metrics":{"n":0,"p":0},'
         '"children":[{"frame":{"name":"a","type":"function"},"metrics":{"n":1},'
         '"children":[{"frame":{"name":"b","type":"function"},"metrics":{"x":3.0},'
         '"children":[]}]},{"frame":{"name":"c","type":"function"},"metrics":{"p":3},'
