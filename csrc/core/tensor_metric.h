@@ -107,6 +107,14 @@ class DeviceMetricSink {
   // at the replay and in `context`.
   virtual void recordCaptured(const TensorMetric &metric, CaptureContext context,
                               StringId sliceName) = 0;
+  // Whether the calling thread is capturing a CUDA graph now. Then scalar metrics it gives
+  // belong to the graph's replays, as triton.profiler files them: recordCapturedScalars.
+  virtual bool threadCapturing() { return false; }
+  // Scalar metrics given while the calling thread captures: every replay of a graph
+  // instantiated from the capture adds them under <replay's launch context>/<captured_at>/
+  // <context.names> (trace: as a slice named sliceName), as recordCaptured does with values.
+  virtual void recordCapturedScalars(const MetricList & /*metrics*/, CaptureContext /*context*/,
+                                     StringId /*sliceName*/) {}
   // Values copied and not filed yet.
   virtual size_t pending() const = 0;
 };

@@ -173,6 +173,8 @@ class SessionManager {
                           const std::shared_ptr<const MetricList> &metrics, uint64_t *scopeId,
                           const std::vector<TensorMetric> *tensors, MetricTarget *treeTargets,
                           size_t &numTree, TensorCopies &copies);
+  // Fails if any active session would refuse a metric's type (nothing is recorded then).
+  Status checkLiveMetricTypes(const MetricList &metrics);
   Status checkScopeExit(ThreadContext &t, std::optional<StringId> name, const MetricList &metrics,
                         const std::vector<TensorMetric> *tensors);
   // The innermost scope of t at `depth` was recorded in s.

@@ -88,6 +88,11 @@ Status SessionManager::enterScope(StringId name, bool timed,
   if (!profilingOn()) return {};
   const PythonStack *stack = captureStack();
   if (!stack) stack = emptyPythonStack();
+  DeviceMetricSink *sink = deviceMetricSink();
+  // Given while this thread captures a CUDA graph: the metrics belong to every replay of the
+  // graph (under <captured_at>), not to the capture, as triton.profiler files them.
+  const bool replayed = metrics && !metrics->empty() && sink && sink->threadCapturing();
+  if (replayed) PROTON_RETURN_IF_ERROR(checkLiveMetricTypes(*metrics));
   TensorCopies copies;
   copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
   CaptureContext captured;
@@ -98,17 +103,27 @@ Status SessionManager::enterScope(StringId name, bool timed,
     ThreadContext &t = ThreadContext::current();
     std::lock_guard guard(t.lock);
     t.resetIfStale(generation());
-    Status status = enterScopeLocked(t, stack, name, timed, metrics, scopeId, tensors, treeTargets,
-                                     numTree, copies);
+    Status status = enterScopeLocked(t, stack, name, timed, replayed ? nullptr : metrics, scopeId,
+                                     tensors, treeTargets, numTree, copies);
     if (!status.isOk()) {
       discardAll(copies);
       return status;
     }
-    if (!copies.captured.empty()) captureContextLocked(t, stackLive() ? stack : nullptr, captured);
+    if (replayed || !copies.captured.empty())
+      captureContextLocked(t, stackLive() ? stack : nullptr, captured);
   }
   bindTensors(copies.tree, treeTargets, numTree);
-  if (DeviceMetricSink *sink = deviceMetricSink(); sink && hasTensors)
+  if (sink && hasTensors)
     for (const TensorMetric *m : copies.captured) sink->recordCaptured(*m, captured, name);
+  if (replayed) sink->recordCapturedScalars(*metrics, std::move(captured), name);
+  return {};
+}
+
+Status SessionManager::checkLiveMetricTypes(const MetricList &metrics) {
+  for (auto &slot : live_) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (s && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(metrics));
+  }
   return {};
 }
 
@@ -120,13 +135,8 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
                                         TensorCopies &copies) {
   bool hasMetrics = metrics && !metrics->empty();
   bool hasTensors = tensors && !tensors->empty();
-  if (hasMetrics || hasTensors) {
-    MetricList checked = withPlaceholders(metrics.get(), tensors);
-    for (auto &slot : live_) {
-      Session *s = slot.load(std::memory_order_acquire);
-      if (s && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(checked));
-    }
-  }
+  if (hasMetrics || hasTensors)
+    PROTON_RETURN_IF_ERROR(checkLiveMetricTypes(withPlaceholders(metrics.get(), tensors)));
   uint32_t depth = static_cast<uint32_t>(t.frames.size());
   uint64_t id = (t.threadId << 32) | (++t.scopeCounter & 0xffffffffu);
   if (scopeId) *scopeId = id;
@@ -174,9 +184,12 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
 Status SessionManager::exitScope(std::optional<StringId> name, const MetricList &metrics,
                                  uint64_t *scopeId, const std::vector<TensorMetric> *tensors) {
   if (!profilingOn()) return {};
+  DeviceMetricSink *sink = deviceMetricSink();
+  // Given while this thread captures a CUDA graph: for the graph's replays (see enterScope).
+  const bool replayed = !metrics.empty() && sink && sink->threadCapturing();
   TensorCopies copies;
   copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
-  const PythonStack *stack = !copies.captured.empty() ? captureStack() : nullptr;
+  const PythonStack *stack = replayed || !copies.captured.empty() ? captureStack() : nullptr;
   CaptureContext captured;
   StringId scopeName;
   MetricTarget treeTargets[kMaxLiveSessions], traceTargets[kMaxLiveSessions];
@@ -194,14 +207,16 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
     }
     scopeName = t.frames.back().name;
     // Frames of the capture include the scope being exited.
-    if (!copies.captured.empty()) captureContextLocked(t, stack, captured);
-    exitScopeLocked(t, metrics, tensors, scopeId, treeTargets, numTree, traceTargets, numTrace);
+    if (replayed || !copies.captured.empty()) captureContextLocked(t, stack, captured);
+    exitScopeLocked(t, replayed ? MetricList{} : metrics, tensors, scopeId, treeTargets, numTree,
+                    traceTargets, numTrace);
   }
   bindTensors(copies.tree, treeTargets, numTree);
   bindTensors(copies.trace, traceTargets, numTrace);
   if (entryTensors) bindTensors(*entryTensors, traceTargets, numTrace);
-  if (DeviceMetricSink *sink = deviceMetricSink())
+  if (sink)
     for (const TensorMetric *m : copies.captured) sink->recordCaptured(*m, captured, scopeName);
+  if (replayed) sink->recordCapturedScalars(metrics, std::move(captured), scopeName);
   return {};
 }
 

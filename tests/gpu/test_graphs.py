@@ -184,6 +184,48 @@ def test_launch_metadata_at_capture_applies_to_every_replay():
     assert find(root, "iter_0")["children"] == [], dump(root)  # nothing at capture
 
 
+@pytest.mark.parametrize("data", ["tree", "trace"])
+def test_scalar_scope_metrics_given_in_a_capture_count_at_every_replay(data):
+    # As triton.profiler files them: `bytes` given in a scope while the graph is captured is
+    # added at each replay under <captured_at>, never at the capture (which runs nothing).
+    x, y, out = (torch.rand(N, device="cuda") for _ in range(3))
+    launch(foo, x, y, out)
+    torch.cuda.synchronize()
+    proton.start("scalar_replay", backend="cupti", data=data)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        with proton.scope("captured", {"bytes": 8, "note": "x"}):
+            launch(foo, x, y, out)
+        proton.enter_scope("exited")
+        launch(foo, x, y, out)
+        proton.exit_scope("exited", metrics={"flops": 2.5})
+    with proton.scope("eager", {"bytes": 1}):
+        launch(foo, x, y, out)
+    with proton.scope("test0"):
+        for _ in range(3):
+            g.replay()
+    proton.finalize()
+    if data == "tree":
+        root = load_hatchet("scalar_replay.hatchet")[0]
+        replayed = find(root, "test0", "<captured_at>", "captured")
+        assert replayed["metrics"] == {"bytes": 24, "note": "x"}, dump(root)
+        assert kernels_under(replayed) == [("foo", 3)], dump(root)
+        exited = find(root, "test0", "<captured_at>", "exited")
+        assert exited["metrics"] == {"flops": 7.5}, dump(root)
+        assert find(root, "captured")["metrics"] == {}, dump(root)  # nothing at capture
+        assert find(root, "eager")["metrics"]["bytes"] == 1
+        assert root["proton_metadata"]["stats"]["tensor_metrics_dropped"] == 0
+        return
+    events = json.load(open("scalar_replay.chrome_trace"))["traceEvents"]
+    replays = [e for e in events if e["name"] == "captured" and "bytes" in e["args"]]
+    assert [e["args"]["bytes"] for e in replays] == [8, 8, 8], events
+    assert all(
+        e["args"]["call_stack"][-3:] == ["test0", "<captured_at>", "captured"] for e in replays
+    )
+    exits = [e for e in events if e["name"] == "exited" and "flops" in e["args"]]
+    assert [e["args"]["flops"] for e in exits] == [2.5, 2.5, 2.5], events
+
+
 # Defect 3, graphs on several streams: the capture forks onto a second stream and joins back;
 # both nodes keep the metadata evaluated when they were captured.
 def test_launch_metadata_at_capture_on_two_streams():

@@ -11,12 +11,14 @@ void CaptureWatch::beginning(const void *context, const void *stream) {
     return;
   }
   captures_.push_back({context, stream, std::this_thread::get_id()});
+  count_.store(captures_.size(), std::memory_order_relaxed);
 }
 
 void CaptureWatch::settled(const void *stream, bool capturing) {
   if (capturing) return;
   std::lock_guard lock(mu_);
   std::erase_if(captures_, [&](const Capture &c) { return matches(c, stream); });
+  count_.store(captures_.size(), std::memory_order_relaxed);
 }
 
 CaptureWatch::Outcome CaptureWatch::whenNoCapture(const void *context,
@@ -48,6 +50,16 @@ CaptureWatch::Outcome CaptureWatch::whenNoCapture(const void *context,
 void CaptureWatch::clear() {
   std::lock_guard lock(mu_);
   captures_.clear();
+  count_.store(0, std::memory_order_relaxed);
+}
+
+const void *CaptureWatch::ownCapture() const {
+  if (count_.load(std::memory_order_relaxed) == 0) return nullptr;
+  const std::thread::id self = std::this_thread::get_id();
+  std::lock_guard lock(mu_);
+  for (const Capture &c : captures_)
+    if (c.thread == self) return c.stream;
+  return nullptr;
 }
 
 size_t CaptureWatch::underWay() const {

@@ -23,6 +23,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -45,6 +46,9 @@ class CaptureWatch {
   Outcome whenNoCapture(const void *context, std::chrono::milliseconds limit,
                         const std::function<void()> &fn);
   size_t underWay() const;
+  // The stream of a capture the calling thread began and has not ended; null if none. One
+  // relaxed load when no capture is under way anywhere.
+  const void *ownCapture() const;
   void clear();  // Proton stops watching: the captures under way are not known any more
 
  private:
@@ -61,6 +65,7 @@ class CaptureWatch {
 
   mutable std::mutex mu_;
   std::vector<Capture> captures_;
+  std::atomic<size_t> count_{0};  // captures_.size(), for ownCapture's quick answer
 };
 
 }  // namespace PROTON_CUPTI_ABI

@@ -315,8 +315,9 @@ Status CuptiBackend::start() {
   tracker_.setNodeIdFn(api_->getGraphNodeId);
   // A full tensor metric ring flushes on the thread giving a value, which may hold Python's GIL
   // that a capture on another thread needs to end: that flush does not wait for captures.
-  DeviceMetricBuffers::global().setDriver(driver_,
-                                          [] { instance().flush(std::chrono::milliseconds(0)); });
+  DeviceMetricBuffers::global().setDriver(
+      driver_, [] { instance().flush(std::chrono::milliseconds(0)); },
+      [] { return instance().captureWatch_.ownCapture(); });
   IntraKernelBuffers::global().setDriver(driver_);
   // A drain waiting for a whole context (under the buffers' lock, which capturing threads'
   // launches take: so it does not wait for their captures) synchronises only while none runs.

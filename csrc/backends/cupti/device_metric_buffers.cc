@@ -35,10 +35,12 @@ DeviceMetricBuffers &DeviceMetricBuffers::global() {
   return *buffers;
 }
 
-void DeviceMetricBuffers::setDriver(const CudaDriverApi *driver, std::function<void()> flush) {
+void DeviceMetricBuffers::setDriver(const CudaDriverApi *driver, std::function<void()> flush,
+                                    std::function<const void *()> ownCapture) {
   std::lock_guard lock(mu_);
   driver_ = driver;
   flush_ = std::move(flush);
+  ownCapture_ = std::move(ownCapture);
   capturedAt_ = StringTable::global().intern("<captured_at>");
   dropped();
   readsPutOff();
@@ -221,6 +223,65 @@ void DeviceMetricBuffers::recordCaptured(const TensorMetric &metric, CaptureCont
   anyCaptured_.store(true, std::memory_order_relaxed);
 }
 
+bool DeviceMetricBuffers::threadCapturing() {
+  return driver_ && ownCapture_ && ownCapture_() != nullptr;
+}
+
+CUgraph DeviceMetricBuffers::capturingGraph(CUstream stream) {
+  CUgraph graph = nullptr;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  cuuint64_t id = 0;
+  if (!driver_ || !driver_->streamGetCaptureInfo ||
+      driver_->streamGetCaptureInfo(stream, &status, &id, &graph, nullptr, nullptr) !=
+          CUDA_SUCCESS ||
+      status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+    return nullptr;
+  return graph;
+}
+
+void DeviceMetricBuffers::recordCapturedScalars(const MetricList &metrics, CaptureContext context,
+                                                StringId sliceName) {
+  if (metrics.empty()) return;
+  const void *stream = ownCapture_ ? ownCapture_() : nullptr;
+  std::lock_guard lock(mu_);
+  CUgraph graph = stream ? capturingGraph(reinterpret_cast<CUstream>(stream)) : nullptr;
+  if (!graph) {
+    dropped().add(metrics.size());
+    return;
+  }
+  auto captured = std::make_shared<Captured>();
+  captured->scalars = metrics;
+  captured->context = std::move(context);
+  captured->sliceName = sliceName;
+  captured_.add(graph, std::move(captured));
+  anyCaptured_.store(true, std::memory_order_relaxed);
+}
+
+void DeviceMetricBuffers::fileScalars(const Captured &c, const LaunchEntry *entries, size_t n,
+                                      uint64_t launchNs, uint64_t threadId) {
+  for (size_t i = 0; i < n; ++i) {
+    Session &s = *entries[i].session;
+    if (!c.context.records(s.id())) continue;  // deactivated when the graph was captured
+    PhaseId phase = entries[i].phase;
+    NodeId node = s.child(phase, entries[i].node, capturedAt_);
+    for (StringId name : c.context.names)
+      if (node != kNoNode) node = s.child(phase, node, name);
+    if (node == kNoNode) continue;
+    Status status;
+    if (s.options().data == DataKind::kTrace) {
+      TraceEvent event;
+      event.name = c.sliceName;
+      event.context = node;
+      event.lane = Lane{Lane::Kind::kCpuThread, 0, threadId};
+      event.beginNs = event.endNs = launchNs;
+      status = s.addEvent(phase, event, c.scalars);
+    } else {
+      status = s.addMetrics(phase, node, c.scalars);
+    }
+    if (!status.isOk()) dropConflictingMetrics(status, c.sliceName);
+  }
+}
+
 void DeviceMetricBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
@@ -249,7 +310,10 @@ uint64_t DeviceMetricBuffers::replayKey(CUgraphExec exec) const {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return 0;
   std::lock_guard lock(mu_);
   const GraphTies<Captured>::List *captured = captured_.ofExec(exec);
-  return captured && !captured->empty() ? captured->front()->slot : 0;
+  if (captured)
+    for (const auto &c : *captured)
+      if (c->slot) return c->slot;  // scalar metrics have none: nothing of theirs is copied
+  return 0;
 }
 
 void DeviceMetricBuffers::onGraphDestroyed(CUgraph graph) {
@@ -267,6 +331,10 @@ void DeviceMetricBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
   if (!captured) return;
   if (!launchNs) launchNs = monotonicNs();
   for (const auto &c : *captured) {
+    if (!c->scalars.empty()) {
+      fileScalars(*c, entries, n, launchNs, threadId);
+      continue;
+    }
     Record r;
     r.tensor = c->metric.tensor;
     r.spec = c->metric.spec;

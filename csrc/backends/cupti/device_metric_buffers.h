@@ -14,6 +14,10 @@
 //   capture arena [ slot | slot | ... ]  one slot per value given inside graph capture,
 //                                         never reused (graphs may replay at any time)
 //
+// Scalar metrics given while the calling thread captures a graph (scope metrics: the thread
+// that began the capture, CaptureWatch) are tied to the graph the same way and added, on the
+// host, at each replay: no copy is captured for them.
+//
 // CUDA graphs. A value given on a stream being captured becomes a memcpy node writing into
 // its capture slot (the copy into the arena is what is captured). Each graph launch
 // (cuGraphLaunch, seen by the launch callback after it returned) then enqueues, on the
@@ -65,8 +69,10 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
 
   static DeviceMetricBuffers &global();
 
-  // flush: the backend's flush (every launch finished, then drain()).
-  void setDriver(const CudaDriverApi *driver, std::function<void()> flush);
+  // flush: the backend's flush (every launch finished, then drain()). ownCapture: the stream
+  // the calling thread captures a graph on, or null (CaptureWatch::ownCapture).
+  void setDriver(const CudaDriverApi *driver, std::function<void()> flush,
+                 std::function<const void *()> ownCapture = nullptr);
 
   bool capturing(const DeviceTensor &tensor) override;
   Handle copy(const DeviceTensor &tensor) override;
@@ -74,6 +80,9 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   void discard(Handle handle) override;
   void recordCaptured(const TensorMetric &metric, CaptureContext context,
                       StringId sliceName) override;
+  bool threadCapturing() override;
+  void recordCapturedScalars(const MetricList &metrics, CaptureContext context,
+                             StringId sliceName) override;
   size_t pending() const override { return pending_.load(std::memory_order_relaxed); }
 
   // Graph bookkeeping (resource callbacks).
@@ -127,6 +136,7 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
     StringId sliceName;
     size_t ring = 0;
     CUdeviceptr slot = 0;
+    MetricList scalars;  // non-empty: scalar metrics, added on the host at each replay
   };
 
   Ring *ringFor(CUcontext context, size_t *index);  // mu_ held; allocates on first use
@@ -141,8 +151,15 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   void file(const Record &record, const uint8_t *bytes);  // mu_ held
   void updatePending();                                   // mu_ held
 
+  // mu_ held: a replay's scalar metrics, added to where it files them.
+  void fileScalars(const Captured &c, const LaunchEntry *entries, size_t n, uint64_t launchNs,
+                   uint64_t threadId);
+  // mu_ held: the graph the stream captures into, or null (counted as dropped).
+  CUgraph capturingGraph(CUstream stream);
+
   const CudaDriverApi *driver_ = nullptr;
   std::function<void()> flush_;
+  std::function<const void *()> ownCapture_;
   mutable std::mutex mu_;
   std::vector<Ring> rings_;
   std::unordered_map<Handle, Record> records_;
