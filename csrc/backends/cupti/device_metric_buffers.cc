@@ -244,7 +244,8 @@ void DeviceMetricBuffers::recordCapturedScalars(const MetricList &metrics, Captu
   if (metrics.empty()) return;
   const void *stream = ownCapture_ ? ownCapture_() : nullptr;
   std::lock_guard lock(mu_);
-  CUgraph graph = stream ? capturingGraph(reinterpret_cast<CUstream>(stream)) : nullptr;
+  CUgraph graph =
+      stream ? capturingGraph(reinterpret_cast<CUstream>(const_cast<void *>(stream))) : nullptr;
   if (!graph) {
     dropped().add(metrics.size());
     return;
