@@ -189,7 +189,9 @@ def mixed_flops_kernel(x, y, out, n, BLOCK: tl.constexpr):
 
 
 def conflicting_metadata(grid, kernel_metadata, args):
-    return {"name": "conflicting", "flops": "many" if args["n"] % 2 else 1.0}
+    # A string is no metric (it is left out, as in triton.profiler); a list of numbers (a
+    # 1-d tensor of two) is one, of another type than a float: a real conflict.
+    return {"name": "conflicting", "flops": torch.tensor([1.0, 2.0]) if args["n"] % 2 else 1.0}
 
 
 @triton.jit(launch_metadata=conflicting_metadata)
@@ -238,7 +240,7 @@ def test_a_real_conflict_drops_counts_and_names_metric_and_kernel_once(tensors, 
     assert meta["stats"]["metrics_dropped_type_conflict"] == 3
     err = capfd.readouterr().err
     line = (
-        "[PROTON] Metric value type mismatch for 'flops': current=float, new=str; the metrics "
+        "[PROTON] Metric value type mismatch for 'flops': current=float, new=list; the metrics "
         "given at 'conflicting' are dropped (counted in metrics_dropped_type_conflict; said once)"
     )
     assert err.count(line) == 1, err
