@@ -92,10 +92,14 @@ void KernelAttributor::add(const KernelRecord &r) {
       uncaptured().add();
       if (!warnedUncaptured_) {
         warnedUncaptured_ = true;
+        // triton.profiler's words lead, for scripts that look for them.
         std::fprintf(stderr,
-                     "[PROTON] Kernels of a CUDA graph whose capture Proton did not see "
-                     "(captured before profiling started) are filed under the graph's launch "
-                     "context only (counted in graph_kernels_without_capture_context).\n");
+                     "[PROTON] Cannot find graph for graphExecId: the CUDA graph of node %llu "
+                     "was captured before profiling started; its kernels are filed under the "
+                     "graph's launch context only (counted in "
+                     "graph_kernels_without_capture_context). To keep their capture context, "
+                     "start profiling before the graph is created.\n",
+                     static_cast<unsigned long long>(r.graphNodeId));
       }
     }
   }

@@ -330,4 +330,22 @@ def _allocate(size: int, alignment: int, stream):
     """Triton's profile allocator: the launch's buffer, as the device address itself. Triton's
     launcher takes an int as it is; an object with data_ptr() would cost it a Python call and a
     cuPointerGetAttribute at every launch. 0 (no buffer, counted): the launch records nothing."""
-    return _C.instrumentation_alloc(size, _state.trace, int(stream or 0))
+    address = _C.instrumentation_alloc(size, _state.trace, int(stream or 0))
+    if _hook_class is not None and _hook_class.enable_host_buffer:
+        _state.last_buffer = (address, size, int(stream or 0)) if address else None
+    return address
+
+
+# proton.hooks.instrumentation.InstrumentationHook once imported (triton.profiler's switch
+# enable_host_buffer lives on it); None: no script asked for host copies.
+_hook_class = None
+
+
+def last_buffer():
+    """(device address, bytes, stream) of the last launch given a buffer while
+    InstrumentationHook.enable_host_buffer was set; None if none."""
+    return getattr(_state, "last_buffer", None)
+
+
+def forget_last_buffer() -> None:
+    _state.last_buffer = None

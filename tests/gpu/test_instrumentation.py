@@ -471,3 +471,21 @@ def test_instrumented_launches_on_two_gpus_stay_on_their_own_device():
                 k["ts"] - 1.0 <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] + 1.0
                 for k in kernels
             )
+
+
+def test_instrumentation_hook_host_buffer_copies_the_last_launchs_buffer():
+    from proton.hooks.instrumentation import InstrumentationHook
+
+    InstrumentationHook.enable_host_buffer = True
+    try:
+        proton.start("host_buffer", backend="instrumentation")
+        assert InstrumentationHook.active_count == 1
+        run_vadd(n=2048)
+        raw = InstrumentationHook.host_buffer
+        proton.finalize()
+    finally:
+        InstrumentationHook.enable_host_buffer = False
+    # Proton's own layout (2 CTAs' records of the kernel's one scope): bytes were written.
+    assert raw is not None and raw.dtype == torch.uint8 and raw.device.type == "cpu"
+    assert raw.numel() > 0 and int(raw.count_nonzero()) > 0
+    assert InstrumentationHook.host_buffer is None  # switched off again

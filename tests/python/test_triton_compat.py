@@ -354,3 +354,70 @@ def test_proton_imports_and_profiles_after_tritons_profiler(tmp_path):
     if "no triton.profiler" in r.stdout:
         pytest.skip("triton.profiler is not installed")
     assert r.stdout.strip().splitlines()[-1] == "['outer']"
+
+
+def test_hook_manager_reads_and_drives_the_hooks_of_sessions(fake_triton):
+    from proton.hooks.hook import HookManager
+
+    class Low(Hook):
+        priority = 1
+
+    class High(Hook):
+        priority = 9
+
+    low, high = Low(), High()
+    a = proton.start("manager_a", hook=low)
+    assert HookManager.active_hooks == [low]
+    b = proton.start("manager_b")
+    HookManager.register(high, b)  # as start(hook=...) would have
+    assert HookManager.active_hooks == [high, low]  # by descending priority
+    assert HookManager.session_hooks == {a: {low: True}, b: {high: True}}
+    HookManager.deactivate(a)
+    assert HookManager.active_hooks == [high]
+    assert HookManager.session_hooks[a] == {low: False}
+    HookManager.activate(a)
+    HookManager.unregister(b)
+    assert HookManager.active_hooks == [low]
+    proton.finalize(a)
+    proton.finalize(b)
+    assert HookManager.active_hooks == [] and HookManager.session_hooks == {}
+
+
+def test_transform_tensor_metrics_splits_scalars_from_device_tensors():
+    from proton.metric import TensorMetric, transform_tensor_metrics
+
+    class CpuTensor:
+        dtype = "torch.float32"
+
+        class device:  # noqa: N801 (torch's attribute name)
+            type = "cpu"
+            index = None
+
+        def dim(self):
+            return 1
+
+        def numel(self):
+            return 1
+
+        def tolist(self):
+            return [8.0]
+
+        def data_ptr(self):
+            return 0
+
+    scalars, tensors = transform_tensor_metrics({"bytes": 8, "note": "x", "t": CpuTensor()})
+    assert scalars == {"bytes": 8, "note": "x", "t": 8.0}  # a host tensor's value, as a scalar
+    assert tensors == {}
+    assert TensorMetric._fields == ("data_ptr", "numel", "dtype", "is_list", "device", "stream")
+
+
+def test_instrumentation_hook_carries_tritons_switches():
+    from proton.hooks.instrumentation import InstrumentationHook
+
+    assert InstrumentationHook.active_count == 0
+    assert InstrumentationHook.enable_host_buffer is False
+    assert InstrumentationHook.host_buffer is None  # no copy unless asked for
+    InstrumentationHook.host_buffer = None  # what triton.profiler's scripts do to reset it
+    with pytest.raises(ValueError, match="read-only"):
+        InstrumentationHook.host_buffer = b"x"
+    assert InstrumentationHook().mode == proton.mode.Default()
