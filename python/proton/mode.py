@@ -58,13 +58,26 @@ _INSTRUMENTATION_CHOICES = {
         "warp_group_4",
         "warp_group_8",
     ),
-    "buffer_strategy": ("circular", "flush"),
+    # A unit's buffer is circular: past buffer_size, the oldest events are overwritten (and
+    # counted). triton.profiler's "flush" (copy out when full) is not implemented: refused.
+    "buffer_strategy": ("circular",),
     "buffer_type": ("shared", "global"),
     # data="trace": "full" writes warp slices as triton.profiler does, then kernel slices, CPU
     # scopes and launch flows; "triton" writes exactly triton.profiler's events and no others.
     "trace_layout": ("full", "triton"),
 }
-OPTIMIZATIONS = ("clock32", "time_shift", "sched_stores", "sched_barriers")
+OPTIMIZATIONS = ("clock32", "time_shift")
+# triton.profiler's compiler passes that reorder its record stores and barriers: Proton's PTX
+# rewrite has no such pass, so they are refused rather than accepted and ignored.
+_NOT_IMPLEMENTED = {
+    ("buffer_strategy", "flush"): "buffer_strategy='flush' (copying a full buffer out while the "
+    "kernel runs) is not implemented by Proton; buffers are circular: raise buffer_size to keep "
+    "every event",
+    ("optimizations", "sched_stores"): "optimization 'sched_stores' (triton.profiler's store "
+    "scheduling pass) is not implemented by Proton's PTX rewrite",
+    ("optimizations", "sched_barriers"): "optimization 'sched_barriers' (triton.profiler's "
+    "barrier scheduling pass) is not implemented by Proton's PTX rewrite",
+}
 MAX_BUFFER_SIZE = 1 << 24  # bytes per recording unit (2M events)
 MAX_UNITS = 32  # a CTA has at most 32 warps, so at most 32 recording units
 
@@ -97,6 +110,8 @@ class InstrumentationMode(BaseMode):
     def __post_init__(self):
         for name, allowed in _INSTRUMENTATION_CHOICES.items():
             value = _choice(getattr(self, name))
+            if (name, value) in _NOT_IMPLEMENTED:
+                raise _config_error(_NOT_IMPLEMENTED[(name, value)])
             if value not in allowed:
                 raise _config_error(
                     f"Unknown {name}: {getattr(self, name)!r}. Allowed values: {', '.join(allowed)}"
@@ -107,6 +122,8 @@ class InstrumentationMode(BaseMode):
             opts = [o.strip() for o in opts.split(",") if o.strip()]
         opts = tuple(_choice(o) for o in opts)
         for o in opts:
+            if ("optimizations", o) in _NOT_IMPLEMENTED:
+                raise _config_error(_NOT_IMPLEMENTED[("optimizations", o)])
             if o not in OPTIMIZATIONS:
                 raise _config_error(
                     f"Unknown optimization: {o!r}. Allowed values: {', '.join(OPTIMIZATIONS)}"

@@ -344,3 +344,18 @@ def test_trace_layout_is_a_mode_option_with_two_values():
     assert str(proton.mode.Default(trace_layout="triton")).endswith(":trace_layout=triton")
     with pytest.raises(proton.ConfigError, match="Unknown trace_layout: 'perfetto'"):
         proton.mode.Default(trace_layout="perfetto")
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"buffer_strategy": "flush"}, "buffer_strategy='flush' (copying a full buffer out"),
+        ({"optimizations": "sched_stores"}, "optimization 'sched_stores' (triton.profiler's store"),
+        ({"optimizations": "time_shift,sched_barriers"}, "optimization 'sched_barriers'"),
+    ],
+)
+def test_triton_options_proton_does_not_implement_are_refused_not_ignored(fields, message):
+    with pytest.raises(proton.ConfigError) as info:
+        proton.mode.Default(**fields)
+    assert str(info.value).startswith("[PROTON] " + message)
+    assert proton.mode.Default(buffer_strategy="circular").buffer_strategy == "circular"
