@@ -13,6 +13,8 @@
 //                      "tid": "Stream 7", "args": {"call_stack": [...]}},
 //                     {"ph": "X", "name": "step", "cat": "scope", ..., "pid": "CPU",
 //                      "tid": "Thread 1234", "args": {"call_stack": ["ROOT", "step"]}},
+//                     {"ph": "X", "name": "iter_0", "cat": "graph", ..., "pid": "GPU 0",
+//                      "tid": "Graph: Stream 7"},  a scope captured with a replayed graph
 //                     {"ph": "s"/"f", "name": "launch->kernel", "bp": "e", "id": n, ...} ],
 //    "otherData": {"proton_metadata": {...}}}
 //
@@ -83,6 +85,7 @@ class ChromeTraceEmitter {
     if (full()) {
       for (const TraceEvent &ev : events())
         if (ev.lane.kind != Lane::Kind::kWarp) emitSlice(ev);
+      emitGraphScopes();
       for (const TraceEvent &ev : events())
         if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) emitFlow(ev);
     }
@@ -210,6 +213,69 @@ class ChromeTraceEmitter {
     userMetrics(ev);
     e_.endMap();
     e_.endMap();
+  }
+
+  // Each replay of a CUDA graph (its kernels share the graph launch's correlation) gets, per
+  // frame of the context it was captured in (the names below <captured_at>), one range from
+  // the first of its kernels under that frame to the last, on the lane "Graph: Stream <s>" of
+  // the replay's GPU: the scopes captured with the graph, as triton.profiler draws them.
+  void emitGraphScopes() {
+    struct Range {
+      uint64_t beginNs = UINT64_MAX, endNs = 0;
+      Lane lane;
+    };
+    // (correlation, node of the captured frame) -> range, in first-seen order.
+    std::map<std::pair<uint64_t, uint32_t>, Range> ranges;
+    std::vector<std::pair<uint64_t, uint32_t>> order;
+    const ContextTree &tree = v_.phase.tree;
+    for (const TraceEvent &ev : events()) {
+      if (ev.lane.kind != Lane::Kind::kGpuStream || ev.context == kNoNode) continue;
+      // The captured frames: the ancestors of the kernel's node below <captured_at>.
+      std::vector<NodeId> frames;
+      bool captured = false;
+      for (NodeId n = tree.node(ev.context).parent; n != kNoNode && n != kRootNode;
+           n = tree.node(n).parent) {
+        if (v_.strings.view(tree.node(n).name) == "<captured_at>") {
+          captured = true;
+          break;
+        }
+        frames.push_back(n);
+      }
+      if (!captured) continue;
+      for (NodeId frame : frames) {
+        auto key = std::make_pair(ev.correlation, frame.value);
+        auto [it, fresh] = ranges.try_emplace(key);
+        if (fresh) order.push_back(key);
+        Range &r = it->second;
+        r.beginNs = std::min(r.beginNs, ev.beginNs);
+        r.endNs = std::max(r.endNs, ev.endNs);
+        if (fresh) r.lane = ev.lane;
+      }
+    }
+    for (const auto &key : order) {
+      const Range &r = ranges[key];
+      NodeId frame{key.second};
+      e_.beginMap(0);
+      e_.key("ph");
+      e_.string("X");
+      e_.key("name");
+      e_.string(v_.strings.view(tree.node(frame).name));
+      e_.key("cat");
+      e_.string("graph");
+      e_.key("ts");
+      micros(r.beginNs);
+      e_.key("dur");
+      e_.floating(static_cast<double>(r.endNs - r.beginNs) / 1000.0);
+      e_.key("pid");
+      e_.string(laneProcess(r.lane));
+      e_.key("tid");
+      e_.string("Graph: Stream " + std::to_string(r.lane.id));
+      e_.key("args");
+      e_.beginMap(0);
+      callStack(frame);
+      e_.endMap();
+      e_.endMap();
+    }
   }
 
   void flowEnd(const char *ph, uint64_t ts, const Lane &lane, uint64_t id) {

@@ -208,5 +208,49 @@ TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlices) {
       << out;
 }
 
+TEST(ChromeTraceWriterTest, ScopesCapturedWithAGraphAreRangesOfEachReplayOnAGraphLane) {
+  // Two replays (correlations 5 and 6) of a graph captured under scope "iter" (and "inner"
+  // around its second kernel), launched under "test0"; an eager kernel under "iter" too.
+  PhaseData phase{PhaseId{0}};
+  NodeId test0 = phase.tree.child(kRootNode, S("test0"));
+  NodeId at = phase.tree.child(test0, S("<captured_at>"));
+  NodeId iter = phase.tree.child(at, S("iter"));
+  NodeId k1 = phase.tree.child(iter, S("k1"));
+  NodeId inner = phase.tree.child(iter, S("inner"));
+  NodeId k2 = phase.tree.child(inner, S("k2"));
+  NodeId eager = phase.tree.child(phase.tree.child(kRootNode, S("iter")), S("k1"));
+  Lane stream{Lane::Kind::kGpuStream, 0, 7};
+  auto kernel = [&](const char *name, NodeId node, uint64_t begin, uint64_t end, uint64_t id) {
+    TraceEvent e{S(name), node, stream, begin, end};
+    e.correlation = id;
+    phase.addEvent(e);
+  };
+  kernel("k1", eager, 0, 500, 4);
+  kernel("k1", k1, 1000, 2000, 5);
+  kernel("k2", k2, 2500, 3000, 5);
+  kernel("k1", k1, 4000, 4500, 6);
+  kernel("k2", k2, 5000, 7000, 6);
+  ProfileMetadata m;
+  DeviceTable d;
+  std::string out = write({phase, m, d, StringTable::global()});
+  auto range = [](const char *name, const char *ts, const char *dur, const char *stack) {
+    return std::string("{\"ph\":\"X\",\"name\":\"") + name + "\",\"cat\":\"graph\",\"ts\":" + ts +
+           ",\"dur\":" + dur +
+           ",\"pid\":\"GPU 0\",\"tid\":\"Graph: Stream 7\",\"args\":{\"call_stack\":[" + stack +
+           "]}}";
+  };
+  const char *iterStack = "\"ROOT\",\"test0\",\"<captured_at>\",\"iter\"";
+  const char *innerStack = "\"ROOT\",\"test0\",\"<captured_at>\",\"iter\",\"inner\"";
+  std::string expected =
+      range("iter", "1.0", "2.0", iterStack) + "," + range("inner", "2.5", "0.5", innerStack) +
+      "," + range("iter", "4.0", "3.0", iterStack) + "," + range("inner", "5.0", "2.0", innerStack);
+  EXPECT_NE(out.find(expected), std::string::npos) << out;
+  size_t graphSlices = 0;
+  for (size_t p = out.find("\"cat\":\"graph\""); p != std::string::npos;
+       p = out.find("\"cat\":\"graph\"", p + 1))
+    ++graphSlices;
+  EXPECT_EQ(graphSlices, 4u) << out;  // the eager kernel's scope is a CPU scope, not a range
+}
+
 }  // namespace
 }  // namespace proton

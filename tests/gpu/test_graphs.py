@@ -226,6 +226,39 @@ def test_scalar_scope_metrics_given_in_a_capture_count_at_every_replay(data):
     assert [e["args"]["flops"] for e in exits] == [2.5, 2.5, 2.5], events
 
 
+def test_a_trace_draws_the_scopes_captured_with_a_graph_at_each_replay():
+    x, y, out = (torch.rand(N, device="cuda") for _ in range(3))
+    launch(foo, x, y, out)
+    torch.cuda.synchronize()
+    proton.start("graph_trace", backend="cupti", data="trace")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g), proton.scope("iter_0"):
+        launch(foo, x, y, out)
+        with proton.scope("inner"):
+            launch(foo, x, y, out)
+    with proton.scope("test0"):
+        for _ in range(3):
+            g.replay()
+    proton.finalize()
+    events = json.load(open("graph_trace.chrome_trace"))["traceEvents"]
+    ranges = [e for e in events if e.get("cat") == "graph"]
+    assert [e["name"] for e in ranges] == ["iter_0", "inner"] * 3, ranges
+    kernels = [
+        e for e in events if e.get("cat") == "kernel" and "<captured_at>" in e["args"]["call_stack"]
+    ]
+    assert len(kernels) == 6
+    for r in ranges:
+        assert r["pid"] == "GPU 0" and r["tid"].startswith("Graph: Stream ")
+        assert r["args"]["call_stack"][:3] == ["ROOT", "test0", "<captured_at>"]
+        # Each range covers exactly the replay's kernels under it: 2 for iter_0, 1 for inner.
+        inside = [
+            k
+            for k in kernels
+            if r["ts"] <= k["ts"] and k["ts"] + k["dur"] <= r["ts"] + r["dur"] + 1e-3
+        ]
+        assert len(inside) == (2 if r["name"] == "iter_0" else 1), (r, kernels)
+
+
 # Defect 3, graphs on several streams: the capture forks onto a second stream and joins back;
 # both nodes keep the metadata evaluated when they were captured.
 def test_launch_metadata_at_capture_on_two_streams():
