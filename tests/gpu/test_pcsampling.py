@@ -46,7 +46,7 @@ def test_sampling_in_a_fresh_process():
     )
     print(result.stdout[-2000:])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert "6 passed" in result.stdout, result.stdout[-3000:]
+    assert "7 passed" in result.stdout, result.stdout[-3000:]
 
 
 def test_sampling_after_twenty_earlier_sessions(tmp_path):
@@ -238,3 +238,32 @@ def test_a_longer_interval_takes_fewer_samples(chase):
 def test_trace_data_is_refused_with_the_reason():
     with pytest.raises(ValueError, match=r"mode='pcsampling'.*data='tree'"):
         proton.start("trace_pc", mode="pcsampling", data="trace")
+
+
+@triton.jit
+def copy_loop(x, y, size: tl.constexpr):
+    offs = tl.arange(0, size)
+    for _ in range(1000):
+        tl.store(y + offs, tl.load(x + offs))
+
+
+@in_fresh_process
+def test_short_fill_kernels_under_a_scope_get_samples():
+    # triton.profiler's own check: torch's one-CTA fill kernels (a few microseconds) under
+    # "init" must carry samples, as the long copy loop under "test" does.
+    proton.start("short", hook="triton", backend="cupti", mode="pcsampling")
+    with proton.scope("init"):
+        x = torch.ones((1024,), device="cuda", dtype=torch.float32)
+        y = torch.zeros_like(x)
+    with proton.scope("test"):
+        copy_loop[(1,)](x, y, x.size()[0], num_warps=4)
+    proton.finalize()
+    root = load_hatchet("short.hatchet")[0]
+    init = find(root, "init")
+    fills = [c for c in init["children"] if "time (ns)" in c["metrics"]]
+    assert len(fills) >= 1, dump(root)
+    for fill in fills:
+        samples = fill["metrics"].get("num_samples", 0) + sum(
+            c["metrics"].get("num_samples", 0) for c in fill["children"]
+        )
+        assert samples > 0, dump(root)
