@@ -1,4 +1,4 @@
-"""Accuracy on a GPU (BENCHMARKS.md, "Accuracy"), reported; tests/gpu asserts the same things.
+"""Accuracy on a GPU (docs/benchmarks.md, "Accuracy"), reported; tests/gpu asserts the same things.
 
     python3 bench/accuracy.py [--iters 3] [--json accuracy.json]
     python3 bench/accuracy.py --intra [--json intra_accuracy.json]

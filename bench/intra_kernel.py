@@ -1,4 +1,4 @@
-"""Intra-kernel instrumentation cost (BENCHMARKS.md, "Intra-kernel instrumentation").
+"""Intra-kernel instrumentation cost (docs/benchmarks.md, "Intra-kernel instrumentation").
 
     python3 bench/intra_kernel.py [--rounds 3] [--kernels vadd,softmax] [--json out.json]
 
@@ -7,7 +7,8 @@ kernel over one head, and the same over 32 heads, `attention_mh`), in one proces
 configuration:
 - kernel cost: CUDA events around N launches, uninstrumented (no session) before and after,
   instrumented in between; ratio = instrumented / min(before, after);
-- end-to-end cost: wall time of 1000 launches plus one synchronise, same protocol.
+- end-to-end cost: wall time of 1000 launches (50 for the matmul) plus one synchronise, same
+  protocol.
 Configurations: `proton` (backend="instrumentation", tree: a CTA's warps leave their sums in
 shared memory and one record per CTA is stored), `proton_clock32` (the same with 32-bit
 clock deltas, optimizations="clock32"), `proton_global` (tree with
@@ -15,8 +16,8 @@ buffer_type="global": one record per warp), `proton_trace` (data="trace"),
 `cupti` (Proton's kernel tracing alone, the floor the instrumentation sits on) and
 `triton` (Triton's own instrumentation after enable_semantic("triton"), when it runs).
 Prints a table with the median over rounds and the geometric mean over the first four
-kernels (the set of BENCHMARKS.md), with the 95% bootstrap interval of the median of the
-rounds' geometric means (BENCHMARKS.md, "Resolving 1%"); the JSON has each kernel's too.
+kernels (the set of docs/benchmarks.md), with the 95% bootstrap interval of the median of the
+rounds' geometric means (docs/benchmarks.md, "Resolving 1%"); the JSON has each kernel's too.
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Profiling overhead on a GPU, side by side with Triton's profiler and torch.profiler.
 
-Protocol (../shared/BENCHMARKS.md): each configuration runs in its own process; inside it,
+Protocol (docs/benchmarks.md, "Overhead"): each configuration runs in its own process; inside it,
 each timing is the fastest of 5 repetitions (10 when profiled); `scoped` runs the tool's own
 scopes in both the unprofiled (profiler not started) and the profiled run;
 each workload is warmed up and timed unprofiled, then profiled (after a second warm-up), then

@@ -3,7 +3,7 @@
     python3 bench/ptx_variants.py [--rounds 30] [--kernels vadd,softmax,matmul,attention]
                                   [--triton] [--kernel-tracing]
 
-Compiles each of intra_kernel.py's kernels (the set of BENCHMARKS.md) with the installed
+Compiles each of intra_kernel.py's kernels (the set of docs/benchmarks.md) with the installed
 Triton twice (plain, and with Proton's scope markers), rewrites the marked PTX with Proton's
 own rewrite (`proton._C.instrument_ptx`) into variants, loads every variant with the CUDA
 driver API and times N back-to-back launches of each with CUDA events behind a GPU spin,

@@ -1,4 +1,4 @@
-"""Viewer and writer benchmark (BENCHMARKS.md, "Viewer and writer"); runs anywhere.
+"""Viewer and writer benchmark (docs/benchmarks.md, "Viewer and writer"); runs anywhere.
 
     python bench/viewer.py [--sizes 10000,100000,1000000] [--json out.json] [--keep DIR]
                            [--reuse] [--triton-python PYTHON]

@@ -48,7 +48,9 @@ NVTX ranges and proton/proton.h scopes are recorded. `proton python3 script.py` 
 
 options (as proton.start):
   -n, --name NAME        output name (default: proton)
-  -b, --backend BACKEND  cupti (default: the GPU found)
+  -b, --backend BACKEND  cupti (NVIDIA kernel tracing; the default where a GPU is found),
+                         instrumentation (intra-kernel scopes, NVIDIA), roctracer or
+                         rocprofiler (AMD: accepted, not built into this version)
   -c, --context CONTEXT  shadow (default), python, or native (unwound C/C++ call stacks)
   -d, --data DATA        tree (default) or trace
   -m, --mode MODE        pcsampling[:interval=N], periodic_flushing[:format=F], default, mma
