@@ -3,6 +3,10 @@
 python3 examples/intra_kernel.py      # needs an NVIDIA GPU, torch and triton
 proton-viewer -m normalized_cycles intra_tree.hatchet
 # open intra_trace.chrome_trace in https://ui.perfetto.dev
+
+The trace is written twice: intra_trace.chrome_trace in the default layout ("full": warp slices
+as triton.profiler writes them, then kernel slices, CPU scopes and launch flows on one clock)
+and intra_trace_triton.chrome_trace in triton.profiler's own (its warp slices, nothing else).
 """
 
 import proton
@@ -47,8 +51,13 @@ def work():
         matmul[(K // 128, K // 128)](a, b, c, K=K, BM=128, BN=128, BK=64, num_warps=8)
 
 
-for data in ("tree", "trace"):
-    proton.start(f"intra_{data}", backend="instrumentation", data=data)
+for name, data, layout in (
+    ("intra_tree", "tree", "full"),
+    ("intra_trace", "trace", "full"),
+    ("intra_trace_triton", "trace", "triton"),
+):
+    mode = proton.mode.Default(trace_layout=layout)
+    proton.start(name, backend="instrumentation", data=data, mode=mode)
     work()
     proton.finalize()
-    print(f"wrote intra_{data}.{'hatchet' if data == 'tree' else 'chrome_trace'}")
+    print(f"wrote {name}.{'hatchet' if data == 'tree' else 'chrome_trace'}")
