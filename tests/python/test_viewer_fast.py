@@ -28,8 +28,8 @@ CASES = [
     (KERNELS, ["-d", "1"]),
     (KERNELS, ["-d", "-3", "--print-sorted"]),
     (KERNELS_MSGPACK, ["-m", "time/ms,x"]),
-    (PYTHON_FRAMES, ["-f", "file_function", "-m", "time/us", "--print-sorted"]),
-    (PYTHON_FRAMES, ["-f", "function_line", "-m", "time/us"]),
+    (PYTHON_FRAMES, ["-f", "file_function", "-m", "time/us", "--print-sorted", "--frames", "all"]),
+    (PYTHON_FRAMES, ["-f", "function_line", "-m", "time/us", "--frames", "all"]),
     (TRITON, ["-m", "time/ns,count,tflop16/s", "--color", "always"]),
     (RANK0, ["-m", "time/us", "-t", "1e9"]),
 ]

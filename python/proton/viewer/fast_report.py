@@ -16,7 +16,7 @@ import os
 import sys
 
 from ..state import COMPUTE_METADATA_SCOPE_NAME
-from . import fast
+from . import fast, frames
 from .derive import default_metrics, recipe
 from .model import _compile, exclusive_names
 from .readers import _decode_value, _decoding, _looks_like_msgpack, too_large
@@ -86,7 +86,11 @@ def show(args, specs, color: bool) -> bool:
     if loaded is None:
         return False
     tree, metadata = loaded
-    strings = tree.strings() if args.include or args.exclude or args.format != "full" else None
+    folding = getattr(args, "frames", "all") != "all"
+    need_strings = args.include or args.exclude or args.format != "full" or folding
+    strings = tree.strings() if need_strings else None
+    if folding and frames.labels(strings, frames.roots(metadata)):
+        return False  # Python frames to fold: the Python path does it
     include = _mask(strings, args.include, "-i/--include")
     exclude = _mask(strings, args.exclude, "-e/--exclude")
     selection = tree.select(COMPUTE_METADATA_SCOPE_NAME, include, exclude)

@@ -15,7 +15,7 @@ import os
 import sys
 
 from .. import __version__
-from . import fast_report, files
+from . import fast_report, files, frames
 from .derive import DERIVED_HELP, FLOP_WIDTHS, Column, base_name, default_metrics, derive, match_raw
 from .errors import ViewerError
 from .model import Profile, align, hide_launch_metadata, is_missing, load, select
@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show kernel names whole (by default a C++ signature is shown without its "
         "template and parameter lists; -i/-e, --lines and exports always use the full name)",
+    )
+    p.add_argument(
+        "--frames", choices=frames.MODES, default=frames.DEFAULT_MODE, help=frames.MODES_HELP
     )
     p.add_argument(
         "--print-sorted",
@@ -264,6 +267,8 @@ def run(argv=None) -> int:
         print(f"[PROTON] {args.export} export written to {path}", file=sys.stderr)
         return 0
     base = prepare(args.diff_profile, args.include, args.exclude) if args.diff_profile else None
+    profiles = [frames.fold(p, args.frames) for p in profiles]
+    base = frames.fold(base, args.frames) if base is not None else None
     tree, columns = build_view(profiles, specs, args.merge, base)
     stats = tree.stats if base is None else {}
     text = render(
