@@ -85,6 +85,13 @@ void bindSession(nb::module_ &m) {
   m.def("set_command_line_session", &api::setCommandLineSession, nb::arg("session"));
   m.def("set_command_line",
         [](std::string s) { SessionManager::global().setCommandLine(std::move(s)); });
+  m.def(
+      "set_program",
+      [](std::string cwd, std::string script) {
+        SessionManager::global().setProgram(std::move(cwd), std::move(script));
+      },
+      nb::arg("working_directory"), nb::arg("script"),
+      "The working directory and main script written into profiles' metadata.");
   m.def("set_library_search_dirs", &setLibrarySearchDirs, nb::arg("dirs"),
         "Extra directories searched for vendor libraries (e.g. libcupti).");
   m.def(

@@ -13,6 +13,10 @@ namespace proton {
 struct ProfileMetadata {
   std::string toolVersion;
   std::string commandLine;
+  // Where the program ran, so that viewers can show its files' paths relative to them;
+  // each written only when known (non-empty).
+  std::string workingDirectory;
+  std::string script;  // the main script's absolute path (a Python program's)
   uint64_t startTimeUnixNs = 0;
   std::string sessionName;
   std::string context;

@@ -94,6 +94,8 @@ void SessionManager::afterForkInChild() {
                            std::memory_order_relaxed);
   fresh->gpuForbidden_ = old->gpuUsed_ || old->gpuForbidden_;
   fresh->commandLine_ = old->commandLine_;
+  fresh->workingDirectory_ = old->workingDirectory_;
+  fresh->script_ = old->script_;
   fresh->toolVersion_ = old->toolVersion_;
   gWarnedCpuOnly = false;
   gManager.store(fresh, std::memory_order_release);
@@ -102,6 +104,12 @@ void SessionManager::afterForkInChild() {
 void SessionManager::setCommandLine(std::string commandLine) {
   std::lock_guard lock(mu_);
   commandLine_ = std::move(commandLine);
+}
+
+void SessionManager::setProgram(std::string workingDirectory, std::string script) {
+  std::lock_guard lock(mu_);
+  workingDirectory_ = std::move(workingDirectory);
+  script_ = std::move(script);
 }
 
 void SessionManager::setToolVersion(std::string version) {
@@ -328,6 +336,12 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
   ProfileMetadata m;
   m.toolVersion = toolVersion_;
   m.commandLine = commandLine_;
+  m.workingDirectory = workingDirectory_;
+  if (m.workingDirectory.empty()) {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr) m.workingDirectory = cwd;
+  }
+  m.script = script_;
   m.startTimeUnixNs = s.startTimeUnixNs();
   m.sessionName = s.options().path;
   m.context = contextKindName(s.options().context);

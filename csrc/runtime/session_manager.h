@@ -100,6 +100,9 @@ class SessionManager {
   Result<std::string> serialize(SessionId id, PhaseId phase, std::string_view format);
 
   void setCommandLine(std::string commandLine);
+  // The program's working directory and main script, written into every profile's metadata
+  // (viewers show paths relative to them); without a call, the working directory at write.
+  void setProgram(std::string workingDirectory, std::string script);
   void setToolVersion(std::string version);
   std::vector<SessionId> liveSessions() const;
 
@@ -205,6 +208,8 @@ class SessionManager {
   std::atomic<int> nativeLive_{0};       // live sessions with context="native"
   std::atomic<uint64_t> generation_{1};  // live sessions with trace data: scopes need timestamps
   std::string commandLine_;
+  std::string workingDirectory_;
+  std::string script_;
   std::string toolVersion_ = "0.0.0";
 };
 

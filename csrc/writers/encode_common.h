@@ -40,13 +40,22 @@ void encodeStringList(Encoder &e, const std::vector<std::string> &list) {
 template <typename Encoder>
 void encodeMetadata(Encoder &e, const ProfileMetadata &m) {
   bool ranked = m.rank >= 0;
-  e.beginMap(ranked ? 15 : 12);
+  bool hasCwd = !m.workingDirectory.empty(), hasScript = !m.script.empty();
+  e.beginMap((ranked ? 15 : 12) + hasCwd + hasScript);
   e.key("tool");
   e.string("proton");
   e.key("version");
   e.string(m.toolVersion);
   e.key("command_line");
   e.string(m.commandLine);
+  if (hasCwd) {
+    e.key("working_directory");
+    e.string(m.workingDirectory);
+  }
+  if (hasScript) {
+    e.key("script");
+    e.string(m.script);
+  }
   e.key("start_time_unix_ns");
   e.unsignedInteger(m.startTimeUnixNs);
   e.key("session");

@@ -280,6 +280,8 @@ def main(argv=None) -> None:
     for warning in caught:  # e.g. no GPU runtime: one line, not a warning from this file
         print(_prefixed(str(warning.message)), file=sys.stderr)
     _C.set_command_line(shlex.join(["proton", *argv]))
+    script = os.path.abspath(target) if kind == "script" else ""
+    _C.set_program(os.getcwd(), script)
     if session is not None:
         _C.set_command_line_session(session)  # the C++ API's start/finalize defer to it too
     flags.command_line = True

@@ -4,6 +4,7 @@ import atexit
 import contextlib
 import functools
 import os
+import sys
 import threading
 import warnings
 from typing import Optional, Union
@@ -23,6 +24,18 @@ def _guard(session, action: str) -> None:
 
 
 _instrumentation_starts = threading.Lock()
+
+
+def _program_paths():
+    """(working directory, main script's absolute path) of this process, "" where unknown:
+    the profile's metadata carries them so that the viewer shows the program's files
+    relative to them."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the directory was removed
+        cwd = ""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    return cwd, os.path.abspath(script) if isinstance(script, str) and cwd else ""
 
 
 def start(
@@ -69,6 +82,7 @@ def start(
     # configuration of those live holds until it is active (two threads starting sessions of
     # other modes both passed it, and the second compiled with the first one's).
     one_at_a_time = _instrumentation_starts if backend == "instrumentation" else None
+    _C.set_program(*_program_paths())
     with one_at_a_time or contextlib.nullcontext():
         if backend == "instrumentation":
             mode_text, typed_mode = instrumentation.prepare(mode, data)

@@ -5,6 +5,7 @@ merge; `--frames all` shows the profile as written."""
 
 import copy
 import json
+import os
 
 import pytest
 from proton import viewer
@@ -289,3 +290,54 @@ def test_cpp_and_python_paths_show_the_same(capsys, monkeypatch, new_file, argv)
     python = view(capsys, *argv, new_file)
     assert fast == python
     assert fast[0] == 0
+
+
+PROGRAM = """
+import proton
+import helper
+proton.start("run", context="python")
+helper.work()
+proton.finalize()
+"""
+HELPER = """
+import json
+import proton
+
+
+def work():
+    json.loads("[1]", object_hook=lambda d: d)
+    with proton.scope("inner", metrics={"y": 2}):
+        pass
+"""
+
+
+@pytest.mark.parametrize("launcher", ["python", "proton"])
+def test_profiles_record_where_the_program_ran(tmp_path, launcher):
+    import subprocess
+    import sys
+
+    from proton_test_utils import PYTHON_DIR
+
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    (tmp_path / "helper.py").write_text(HELPER)
+    env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+    cmd = [sys.executable, "prog.py"]
+    if launcher == "proton":
+        cmd = [sys.executable, "-m", "proton", "-n", "run", "-c", "python", "prog.py"]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    document = json.loads((tmp_path / "run.hatchet").read_text())
+    metadata = document[0]["proton_metadata"]
+    assert metadata["working_directory"] == str(tmp_path)
+    assert metadata["script"] == str(tmp_path / "prog.py")
+    profile = viewer.load(str(tmp_path / "run.hatchet"))
+    inner = [i for i, name in enumerate(profile.names) if name == "inner"]
+    assert len(inner) == 1
+    shown = frames.fold(profile)
+    path = shown.path(shown.names.index("inner"))
+    assert path[1].startswith("prog.py:") and path[-2] == "helper.py:8@work"
+    if launcher == "python":
+        assert path[1] == "prog.py:5@<module>"
+    hatchet = pytest.importorskip("hatchet")
+    graph = hatchet.GraphFrame.from_literal([document[0]])
+    assert "inner" in set(graph.dataframe["name"])
