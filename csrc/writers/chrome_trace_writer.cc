@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -105,6 +106,33 @@ class ChromeTraceEmitter {
 
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
+  // Opens an "X" event up to its args map; the caller writes the args and closes both maps.
+  void openSlice(std::string_view name, std::string_view category, uint64_t beginNs, uint64_t endNs,
+                 const std::string &pid, const std::string &tid) {
+    e_.beginMap(0);
+    e_.key("ph");
+    e_.string("X");
+    e_.key("name");
+    e_.string(name);
+    e_.key("cat");
+    e_.string(category);
+    e_.key("ts");
+    micros(beginNs);
+    e_.key("dur");
+    e_.floating(static_cast<double>(endNs - beginNs) / 1000.0);
+    e_.key("pid");
+    e_.string(pid);
+    e_.key("tid");
+    e_.string(tid);
+    e_.key("args");
+    e_.beginMap(0);
+  }
+
+  void closeSlice() {
+    e_.endMap();
+    e_.endMap();
+  }
+
   void callStack(NodeId node) {
     e_.key("call_stack");
     e_.beginArray(0);
@@ -147,24 +175,10 @@ class ChromeTraceEmitter {
     std::string kernel = ev.kernel != kNoNode
                              ? std::string(v_.strings.view(v_.phase.tree.node(ev.kernel).name))
                              : std::string("kernel");
-    e_.beginMap(0);
-    e_.key("ph");
-    e_.string("X");
-    e_.key("name");
-    e_.string(v_.strings.view(ev.name));
-    e_.key("cat");
-    e_.string(kernel);
-    e_.key("ts");
-    micros(ev.beginNs);
-    e_.key("dur");
-    e_.floating(static_cast<double>(ev.endNs - ev.beginNs) / 1000.0);
-    e_.key("pid");
-    e_.string(kernel + " Core" + std::to_string(ev.sm) + " CTA" +
-              std::to_string(Lane::ctaOf(ev.lane.id)));
-    e_.key("tid");
-    e_.string("warp " + std::to_string(Lane::warpOf(ev.lane.id)));
-    e_.key("args");
-    e_.beginMap(0);
+    openSlice(
+        v_.strings.view(ev.name), kernel, ev.beginNs, ev.endNs,
+        kernel + " Core" + std::to_string(ev.sm) + " CTA" + std::to_string(Lane::ctaOf(ev.lane.id)),
+        "warp " + std::to_string(Lane::warpOf(ev.lane.id)));
     callStack(ev.kernel);
     e_.key("Init Time (ns)");
     e_.unsignedInteger(cta.firstNs - origin_);
@@ -187,32 +201,15 @@ class ChromeTraceEmitter {
       e_.string(v_.strings.view(path[i]));
     e_.endArray();
     userMetrics(ev);
-    e_.endMap();
-    e_.endMap();
+    closeSlice();
   }
 
   void emitSlice(const TraceEvent &ev) {
-    e_.beginMap(0);
-    e_.key("ph");
-    e_.string("X");
-    e_.key("name");
-    e_.string(v_.strings.view(ev.name));
-    e_.key("cat");
-    e_.string(ev.lane.kind == Lane::Kind::kGpuStream ? "kernel" : "scope");
-    e_.key("ts");
-    micros(ev.beginNs);
-    e_.key("dur");
-    e_.floating(static_cast<double>(ev.endNs - ev.beginNs) / 1000.0);
-    e_.key("pid");
-    e_.string(laneProcess(ev.lane));
-    e_.key("tid");
-    e_.string(laneThread(ev.lane));
-    e_.key("args");
-    e_.beginMap(0);
+    openSlice(v_.strings.view(ev.name), ev.lane.kind == Lane::Kind::kGpuStream ? "kernel" : "scope",
+              ev.beginNs, ev.endNs, laneProcess(ev.lane), laneThread(ev.lane));
     callStack(ev.context);
     userMetrics(ev);
-    e_.endMap();
-    e_.endMap();
+    closeSlice();
   }
 
   // Each replay of a CUDA graph (its kernels share the graph launch's correlation) gets, per
@@ -255,26 +252,10 @@ class ChromeTraceEmitter {
     for (const auto &key : order) {
       const Range &r = ranges[key];
       NodeId frame{key.second};
-      e_.beginMap(0);
-      e_.key("ph");
-      e_.string("X");
-      e_.key("name");
-      e_.string(v_.strings.view(tree.node(frame).name));
-      e_.key("cat");
-      e_.string("graph");
-      e_.key("ts");
-      micros(r.beginNs);
-      e_.key("dur");
-      e_.floating(static_cast<double>(r.endNs - r.beginNs) / 1000.0);
-      e_.key("pid");
-      e_.string(laneProcess(r.lane));
-      e_.key("tid");
-      e_.string("Graph: Stream " + std::to_string(r.lane.id));
-      e_.key("args");
-      e_.beginMap(0);
+      openSlice(v_.strings.view(tree.node(frame).name), "graph", r.beginNs, r.endNs,
+                laneProcess(r.lane), "Graph: Stream " + std::to_string(r.lane.id));
       callStack(frame);
-      e_.endMap();
-      e_.endMap();
+      closeSlice();
     }
   }
 
