@@ -1,4 +1,4 @@
-"""What intra-kernel recording costs, with no profiler attached: the README's variant figures.
+"""What intra-kernel recording costs, with no profiler attached (docs/benchmarks.md, variants).
 
     python3 bench/ptx_variants.py [--rounds 30] [--kernels vadd,softmax,matmul,attention]
                                   [--triton] [--kernel-tracing]
