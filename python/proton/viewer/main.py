@@ -6,6 +6,7 @@ merge profiles, export them to other viewers.
     proton-viewer -m time/ms --merge max rank0.hatchet rank1.hatchet
     proton-viewer --export speedscope -o run.speedscope.json run.hatchet
     proton-viewer --lines matmul_kernel -m num_samples,stalled_wait/% run.hatchet
+    proton-viewer --html report.html run.hatchet
 
 Any problem with the input is one `[PROTON] ...` line on stderr and exit status 1.
 """
@@ -96,6 +97,13 @@ def _parser() -> argparse.ArgumentParser:
         "--export", choices=sorted(EXPORTS), help="write the profile for another viewer instead"
     )
     p.add_argument("-o", "--output", help="export file (default: FILE's name + extension)")
+    p.add_argument(
+        "--html",
+        metavar="PATH",
+        help="write a self-contained HTML report (flame graph, top frames, roofline, warp "
+        "timelines of chrome traces, ranks, --diff-profile) to PATH instead; FILEs may also be "
+        "chrome traces; -m, -i, -e, -t, -d, --merge and --frames apply (docs/html-report.md)",
+    )
     p.add_argument("--version", action="version", version=f"proton-viewer {__version__}")
     return p
 
@@ -241,6 +249,11 @@ def run(argv=None) -> int:
     args = _parser().parse_args(argv)
     specs = [s.strip() for s in args.metrics.split(",") if s.strip()] if args.metrics else None
     args.files = files.expand(args.files)
+    if args.html:
+        from .html_report import write_from_args
+
+        write_from_args(args, specs)
+        return 0
     groups = files.runs(args.files)
     one_tree = len(args.files) == 1 and not (
         args.list or args.export or args.diff_profile or args.lines
