@@ -102,7 +102,11 @@ class ChromeTraceEmitter {
  private:
   const ChunkedVector<TraceEvent> &events() const { return v_.phase.events(); }
   bool full() const { return v_.traceLayout == TraceLayout::kFull; }
-  bool kept(const TraceEvent &ev) const { return full() || ev.lane.kind == Lane::Kind::kWarp; }
+  // Layout "triton" keeps the warp slices of scopes only: triton.profiler writes no slice for
+  // a warp's whole kernel (its kernel scope, which "full" shows too).
+  bool kept(const TraceEvent &ev) const {
+    return full() || (ev.lane.kind == Lane::Kind::kWarp && ev.context != ev.kernel);
+  }
 
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
@@ -154,7 +158,7 @@ class ChromeTraceEmitter {
     std::vector<const TraceEvent *> warps;
     std::map<CtaKey, CtaSpan> ctas;
     for (const TraceEvent &ev : events()) {
-      if (ev.lane.kind != Lane::Kind::kWarp) continue;
+      if (ev.lane.kind != Lane::Kind::kWarp || !kept(ev)) continue;
       warps.push_back(&ev);
       CtaSpan &span = ctas[ctaKey(ev)];
       span.firstNs = std::min(span.firstNs, ev.beginNs);

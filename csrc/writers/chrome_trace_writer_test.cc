@@ -190,8 +190,15 @@ TEST(ChromeTraceWriterTest, WarpSlicesComeFirstInTritonsOrderWithTritonsKeys) {
   EXPECT_NE(out.find("\"ph\":\"f\",\"name\":\"launch->kernel\""), std::string::npos) << out;
 }
 
-TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlices) {
+TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlicesOfScopes) {
   WarpSample s;
+  // A warp's kernel-wide slice (its kernel scope): the full layout's, not Triton's.
+  NodeId kernel = s.phase.tree.child(s.phase.tree.child(kRootNode, S("step")), S("mm"));
+  TraceEvent whole{S("mm"), kernel, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(1, 2)}, 900, 9000};
+  whole.kernel = kernel;
+  whole.launchNs = 1000;
+  whole.sm = 2;
+  s.phase.addEvent(whole);
   std::string out = write(s.view(TraceLayout::kTriton));
   // Origin 1500 ns: the earliest warp slice (the kernel slice and its launch are not written).
   EXPECT_EQ(out.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[{\"ph\":\"X\",\"name\":"

@@ -167,40 +167,56 @@ def test_trace_has_one_lane_per_cta_and_warp_inside_the_kernel_slice():
         assert k["ts"] - 1.0 <= w["ts"] and w["ts"] + w["dur"] <= k["ts"] + k["dur"] + 1.0
 
 
+@triton.jit
+def two_scopes_kernel(x, y, size: tl.constexpr):
+    pl.enter_scope("entire")
+    offs = tl.arange(0, size)
+    pl.enter_scope("load")
+    v = tl.load(x + offs) + 1
+    pl.exit_scope("load")
+    tl.store(y + offs, v)
+    pl.exit_scope("entire")
+
+
 def test_trace_layouts_full_and_triton_on_one_example():
     # triton.profiler's scripts count the events of a trace: with trace_layout="triton" the
-    # file holds exactly its warp slices (2 CTAs x 4 warps of one scope, the kernel's own);
-    # "full" writes the same slices first, then the kernel slice, the scope and the flow.
+    # file holds exactly its warp slices, one per scope run (4 warps x "entire" and "load");
+    # "full" writes those first, then each warp's kernel-wide slice, the kernel slices, the
+    # CPU scope and the flows.
     keys = {"call_stack", "Init Time (ns)", "Post Final Time (ns)", "Finalization Time (ns)"}
+    x = torch.ones(1024, device="cuda")
+    y = torch.zeros_like(x)
     for layout in ("triton", "full"):
         mode = proton.mode.Default(trace_layout=layout)
         proton.start(layout, backend="instrumentation", data="trace", mode=mode)
         with proton.scope("step"):
-            run_vadd(n=2048)
+            two_scopes_kernel[(1,)](x, y, 1024, num_warps=4)
         proton.finalize()
         trace = json.load(open(f"{layout}.chrome_trace"))
         events = trace["traceEvents"]
-        warps = events[:8]
-        assert all(is_warp(e) for e in warps), events[:9]
-        order = [(e["args"]["sm"], int(e["pid"].split(" CTA")[1]), e["tid"]) for e in warps]
+        warps = [e for e in events if is_warp(e)]
+        assert warps == events[: len(warps)], events  # warp slices first
+        order = [
+            (e["args"]["sm"], int(e["pid"].split(" CTA")[1]), e["tid"], e["ts"]) for e in warps
+        ]
         assert order == sorted(order)
         for w in warps:
-            assert (w["name"], w["cat"]) == ("vadd_kernel", "vadd_kernel")
+            assert w["cat"] == "two_scopes_kernel" and w["tid"].startswith("warp ")
             assert keys | {"Frequency (MHz)", "sm", "cycles", "scope_path"} <= set(w["args"])
-            assert w["args"]["call_stack"] == ["ROOT", "step", "vadd_kernel"]
-            assert isinstance(w["pid"], str) and w["tid"].startswith("warp ")
-        rest = events[8:]
+            assert w["args"]["call_stack"] == ["ROOT", "step", "two_scopes_kernel"]
+            assert w["pid"] == f"two_scopes_kernel Core{w['args']['sm']} CTA0"
+        names = sorted(w["name"] for w in warps)
         if layout == "triton":
-            assert rest == [] and trace["displayTimeUnit"] == "ns"
+            assert names == ["entire"] * 4 + ["load"] * 4 and len(events) == 8, events
+            assert trace["displayTimeUnit"] == "ns"
             continue
-        # torch's own kernels (arange, ones) are there too: each kernel has its flow.
-        assert not any(is_warp(e) for e in rest)
+        assert names == ["entire"] * 4 + ["load"] * 4 + ["two_scopes_kernel"] * 4
+        rest = events[len(warps) :]
         kernels = [e for e in rest if e.get("cat") == "kernel"]
-        assert [e["name"] for e in kernels].count("vadd_kernel") == 1, rest
+        assert [e["name"] for e in kernels] == ["two_scopes_kernel"], rest
         assert [e["name"] for e in rest if e.get("cat") == "scope"] == ["step"], rest
-        flows = [e["ph"] for e in rest if e.get("cat") == "flow"]
-        assert sorted(flows) == ["f"] * len(kernels) + ["s"] * len(kernels), rest
-        assert all(isinstance(e["pid"], str) for e in rest)
+        assert sorted(e["ph"] for e in rest if e.get("cat") == "flow") == ["f", "s"], rest
+        assert all(isinstance(e["pid"], str) and isinstance(e["tid"], str) for e in rest)
 
 
 def test_warp_group_with_selected_units_records_only_those():
