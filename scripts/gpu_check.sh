@@ -46,6 +46,8 @@ for step in "$@"; do
     triton:*)
       bash scripts/triton_compat/run.sh "${step#triton:}" "$OUT/triton" >"$OUT/triton_run.log" 2>&1
       rc=$?
+      # Few files come back from a GPU machine: the whole result as one archive.
+      tar czf "$OUT/triton.tgz" -C "$OUT" --exclude=work --exclude=tests triton && rm -rf "$OUT/triton"
       ;;
     cmd:*)
       bash -c "${step#cmd:}" >"$OUT/cmd_$n.log" 2>&1
