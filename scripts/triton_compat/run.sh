@@ -22,7 +22,7 @@
 # interpreter (default python3).
 set -u
 if [ $# -lt 2 ]; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
