@@ -2,10 +2,12 @@
 
     scalars, tensors = transform_tensor_metrics({"bytes": 8, "tokens": tokens_on_gpu})
 
-transform_tensor_metrics splits a metrics dict as Proton records it: numbers, strings and
-lists stay as they are; a GPU tensor becomes a TensorMetric (its address, element count,
-dtype code, whether it is a list, device and stream), which Proton copies on the device
-without waiting for it; a CPU tensor becomes its value.
+transform_tensor_metrics splits a metrics dict as Proton records it: a GPU tensor becomes a
+TensorMetric (its address, element count, dtype code, whether it is a list, device and
+stream), which Proton copies on the device without waiting for it; a CPU tensor becomes its
+value. Values are typed as triton.profiler types them (and Proton's core keeps them): a
+`flops*` metric is a float (a list of floats), `bytes` an int (a list of ints); other values
+stay as they are.
 """
 
 from typing import Any, Dict, NamedTuple, Tuple
@@ -24,6 +26,21 @@ class TensorMetric(NamedTuple):
     stream: int
 
 
+def _typed(name: str, value):
+    """triton.profiler's rule: flops* as floats, bytes as ints (lists element-wise)."""
+    if name.startswith("flops"):
+        convert = float
+    elif name == "bytes":
+        convert = int
+    else:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [convert(v) if isinstance(v, (int, float)) else v for v in value]
+    return (
+        convert(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    )
+
+
 def transform_tensor_metrics(metrics: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(scalar metrics, tensor metrics) of a metrics dict; raises ConfigError for a tensor
     Proton cannot record (more than 1-d, a dtype that is not a number)."""
@@ -36,5 +53,5 @@ def transform_tensor_metrics(metrics: Dict[str, Any]) -> Tuple[Dict[str, Any], D
                 tensors[key] = TensorMetric(*described)
                 continue
             value = described
-        scalars[key] = value
+        scalars[key] = _typed(key, value)
     return scalars, tensors

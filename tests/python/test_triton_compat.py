@@ -408,6 +408,19 @@ def test_transform_tensor_metrics_splits_scalars_from_device_tensors():
     scalars, tensors = transform_tensor_metrics({"bytes": 8, "note": "x", "t": CpuTensor()})
     assert scalars == {"bytes": 8, "note": "x", "t": 8.0}  # a host tensor's value, as a scalar
     assert tensors == {}
+    # triton.profiler's types: flops* floats, bytes ints, lists element-wise; others as given.
+    scalars, _ = transform_tensor_metrics(
+        {"flops": 1, "flops32": [5, 6], "bytes": 3.0, "custom": 4, "bytes_list": [1.5]}
+    )
+    assert scalars == {
+        "flops": 1.0,
+        "flops32": [5.0, 6.0],
+        "bytes": 3,
+        "custom": 4,
+        "bytes_list": [1.5],
+    }
+    assert [type(scalars[k]) for k in ("flops", "bytes", "custom")] == [float, int, int]
+    assert transform_tensor_metrics({"bytes": [9.0, 10.0]})[0]["bytes"] == [9, 10]
     assert TensorMetric._fields == ("data_ptr", "numel", "dtype", "is_list", "device", "stream")
 
 
