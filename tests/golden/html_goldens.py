@@ -114,11 +114,15 @@ def kernels_profile():
             node(
                 "/home/u/proj/train.py:22@step",
                 {},
-                node(wrapped, {}, node(call, {}, node(linear, {}, gemm, gemm_fp8))),
                 node(
                     wrapped,
                     {},
-                    node(call, {}, node("/home/u/proj/model.py:31@attention", {}, softmax, norm)),
+                    node(
+                        call,
+                        {},
+                        node(linear, {}, gemm, gemm_fp8),
+                        node("/home/u/proj/model.py:31@attention", {}, softmax, norm),
+                    ),
                 ),
                 node("/home/u/proj/model.py:60@matmul", {}, scoped),
             ),
@@ -158,7 +162,7 @@ def triton_profile():
                     "count": 10,
                     "device_id": "0",
                     "device_type": "CUDA",
-                    "flops16": 0,
+                    "flops16": 1342177280,
                     "time (ns)": 98000,
                 },
             ),

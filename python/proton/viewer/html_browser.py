@@ -195,6 +195,9 @@ class Page:
     def send(self, method, params=None):
         return self.browser.send(method, params, session=self.session)
 
+    def close(self) -> None:
+        self.browser.send("Target.closeTarget", {"targetId": self.target})
+
     def evaluate(self, expression):
         """The expression's value (JSON-serialisable), awaiting a promise."""
         result = self.send(

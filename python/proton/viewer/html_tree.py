@@ -24,6 +24,8 @@ node says how many frames below it were left out (`pruned`).
 
 from __future__ import annotations
 
+import math
+
 from .derive import FLOP_WIDTHS, _peak_bandwidth, _peak_flops8, match_raw, recipe
 from .errors import ViewerError
 from .model import align
@@ -33,6 +35,7 @@ from .render import visible_nodes
 # (file:line@function), a folded run of library frames.
 KIND_SCOPE, KIND_KERNEL, KIND_PYTHON, KIND_LIBRARY = 0, 1, 2, 3
 ROOFLINE_MAX_POINTS = 2000
+TABLE_ROWS = 400
 INTRA_MAX_KERNELS = 24
 _CYCLE_METRICS = ("normalized_cycles", "cycles")
 
@@ -64,10 +67,8 @@ def compact(value):
     if value.__class__ is int:
         return value
     if value.__class__ is float:
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return None
-        if value == int(value) and abs(value) < 1e15:
-            return int(value)
         return float(f"{value:.7g}")
     return None
 
@@ -133,6 +134,26 @@ def _width_metric(profile, specs) -> str | None:
         if name not in profile.exclusive_metrics:
             return name
     return None
+
+
+def _nested(values, profile, metric, exclusive) -> list:
+    """Widths for the flame graph: a summed metric's inclusive values as they are; for a
+    metric readers do not sum (cpu_time, cycles: each node's own measurement, which already
+    contains its children's), the node's own value where it has one, else its children's
+    sum. Negative and missing values are 0."""
+    values = [v if v.__class__ in (int, float) and v > 0 else 0 for v in values]
+    if metric not in exclusive:
+        return values
+    out = list(values)
+    children = [0] * len(out)
+    parents = profile.parents
+    for i in range(len(out) - 1, 0, -1):
+        if not out[i]:
+            out[i] = children[i]
+        children[parents[i]] += out[i]
+    if not out[0]:
+        out[0] = children[0]
+    return out
 
 
 def _kinds(names, kernel_mask) -> list:
@@ -243,16 +264,25 @@ def encode_view(
         metric_names += [m for m in p.metric_names if m not in metric_names]
 
     width_metric = _width_metric(union, specs)
-    if width_metric is None:
-        width = [0] * n
-    elif count > 1:
-        width = _combine(
-            [series.per_file(width_metric, f, exclusive) for f in after],
-            merge,
+
+    def widths(files):
+        if width_metric is None:
+            return [0] * n
+        if len(files) > 1:
+            return _combine(
+                [
+                    _nested(
+                        series.per_file(width_metric, f, exclusive), union, width_metric, exclusive
+                    )
+                    for f in files
+                ],
+                merge,
+            )
+        return _nested(
+            series.values(width_metric, files, exclusive), union, width_metric, exclusive
         )
-    else:
-        width = series.values(width_metric, after, exclusive)
-    width = [v if v.__class__ in (int, float) and v > 0 else 0 for v in width]
+
+    width = widths(after)
     first = columns[0].values if columns else [None] * n
     keep, notes = kept_nodes(union, width, first, threshold, depth, max_frames)
     keep_mask = bytearray(n)
@@ -286,12 +316,26 @@ def encode_view(
     if launches is not None:
         raw.append({"name": "launches", "hidden": True, "values": compact_list(launches, keep)})
     view["raw"] = raw
-    view["columns"] = [{"title": c.title, "values": compact_list(c.values, keep)} for c in columns]
-    if width_metric in metric_names and (count == 1 or merge == "sum"):
+    view["columns"] = [
+        {
+            "title": c.title,
+            "values": compact_list(c.values, keep),
+            # JSON does not tell 4000 from 4000.0; the text view prints them differently.
+            "float": any(v.__class__ is float for v in c.values),
+        }
+        for c in columns
+    ]
+    if (
+        width_metric in metric_names
+        and width_metric not in exclusive
+        and (count == 1 or merge == "sum")
+    ):
         view["width"] = {"metric": width_metric, "raw": metric_names.index(width_metric)}
     else:
         view["width"] = {"metric": width_metric or "", "values": compact_list(width, keep)}
     view["derived"] = _hover_recipes(union)
+    before = widths([count]) if base is not None else None
+    view["table"] = top_frames(union, width, before, remap, strings)
     if count > 1 and base is None and width_metric:
         view["ranks"] = {
             "labels": [p.source for p in profiles],
@@ -301,7 +345,7 @@ def encode_view(
             ],
         }
     if base is not None:
-        view["diff"] = {"base": base.source, "column": len(columns) - 1 if columns else -1}
+        view["diff"] = {"base": base.source, "before": compact_list(widths([count]), keep)}
     own = {m: series.values(m, after, exclusive, own=True) for m in _roofline_metrics(union)}
     view["roofline"] = roofline(union, own, remap)
     view["intra"] = intra_bars(union, series, after, exclusive, remap, width)
@@ -344,6 +388,56 @@ def _hover_recipes(profile) -> list:
                 "divisor": r.divisor,
             }
         )
+    return out
+
+
+def top_frames(union, width, before, remap, strings, limit=TABLE_ROWS) -> dict:
+    """The width metric summed per frame name over the whole tree (pruned frames too):
+    frames, self (a node's width less its children's) and total (a name counted at its
+    outermost frame only, so recursion does not count twice); with a base, the base's
+    total. The `limit` names with the largest self and the `limit` with the largest total.
+    `node`: the name's widest kept frame (-1 when every one is pruned)."""
+    n, parents, names, levels = len(union), union.parents, union.names, union.depths()
+    child_sum = [0] * n
+    for i in range(1, n):
+        child_sum[parents[i]] += width[i]
+    agg = {}
+    path, active = [], {}
+    for i in range(1, n):
+        d = levels[i]
+        while len(path) >= d:
+            active[path.pop()] -= 1
+        name = names[i]
+        entry = agg.get(name)
+        if entry is None:
+            entry = agg[name] = [0, 0, 0, 0, -1, -1.0]
+        entry[0] += 1
+        own = width[i] - child_sum[i]
+        entry[1] += own if own > 0 else 0
+        if not active.get(name):
+            entry[2] += width[i]
+            if before is not None:
+                entry[3] += before[i] or 0
+        if i in remap and width[i] > entry[5]:
+            entry[4], entry[5] = remap[i], width[i]
+        active[name] = active.get(name, 0) + 1
+        path.append(name)
+    keys = list(agg)
+    chosen = set(sorted(keys, key=lambda k: -agg[k][1])[:limit])
+    chosen |= set(sorted(keys, key=lambda k: -agg[k][2])[:limit])
+    if before is not None:
+        chosen |= set(sorted(keys, key=lambda k: -abs(agg[k][2] - agg[k][3]))[:limit])
+    rows = sorted(chosen, key=lambda k: -agg[k][1])
+    out = {
+        "names": len(keys),
+        "name": strings.ids(rows),
+        "frames": [agg[k][0] for k in rows],
+        "self": [compact(agg[k][1]) for k in rows],
+        "total": [compact(agg[k][2]) for k in rows],
+        "node": [agg[k][4] for k in rows],
+    }
+    if before is not None:
+        out["base"] = [compact(agg[k][3]) for k in rows]
     return out
 
 

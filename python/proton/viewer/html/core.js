@@ -28,6 +28,15 @@ P.fmtNs = (ns) => {
   return (Number.isInteger(ns) ? ns : ns.toFixed(1)) + " ns";
 };
 
+// A -m column's value exactly as the text view prints it (render.format_value).
+P.fmtColumn = (v, isFloat) => {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  if (!isFloat) return String(v);
+  const a = Math.abs(v);
+  if (a === 0 || (a >= 1e-3 && a < 1e9)) return v.toFixed(3);
+  return v.toExponential(3).replace(/e([+-])(\d)$/, "e$10$2");
+};
+
 P.pct = (part, whole) => (whole ? ((part / whole) * 100).toFixed(2) + "%" : "-");
 
 // A raw metric's value with its unit where the name says it (`time (ns)`).
@@ -128,10 +137,7 @@ P.Tree = class {
     this.pruned = new Map();
     for (let k = 0; k < v.pruned.length; k += 2) this.pruned.set(v.pruned[k], v.pruned[k + 1]);
     this._kids = new Map();
-    if (v.diff) {
-      const r = v.raw.find((x) => x.name === this.widthMetric);
-      this.before = r && r.before ? Float64Array.from(r.before, (x) => (x === null ? 0 : x)) : null;
-    }
+    if (v.diff) this.before = Float64Array.from(v.diff.before, (x) => (x === null ? 0 : x));
   }
   label(i) {
     return P.S[this.name[i]];

@@ -190,6 +190,7 @@ P.flame = {
     const share = this.matchedShare(t, 0);
     const inZoom = this.matchedShare(t, this.zoom);
     let text = `${count.toLocaleString("en-US")} frames match: ${P.pct(share, t.W[0])} of the total`;
+    if (!count && t.pruned.size) text += " (frames may be pruned from the graph: see the notes above)";
     if (this.zoom) text += `, ${P.pct(inZoom, t.W[this.zoom])} of the zoomed frame`;
     info.textContent = text;
     info.dataset.share = t.W[0] ? share / t.W[0] : 0;
@@ -233,7 +234,7 @@ P.flame = {
         `${P.pct(W[i], W[0])} of total` + (p >= 0 ? `, ${P.pct(W[i], W[p])} of parent` : "")],
       ["self", P.fmtMetric(t.widthMetric, t.self(i)), P.pct(t.self(i), W[0])],
     ];
-    for (const c of v.columns) rows.push([c.title, P.fmt(c.values[i])]);
+    for (const c of v.columns) rows.push([c.title, P.fmtColumn(c.values[i], c.float)]);
     for (const r of t.raw) {
       if (r.hidden) continue;
       if (r.exclusive) rows.push([r.name, P.fmtMetric(r.name, r.values[i]), "own"]);
@@ -244,7 +245,8 @@ P.flame = {
         rows.push(["  base", P.fmtMetric(r.name, b), "Δ " + P.fmtMetric(r.name, a - b) + (b ? ` (${((a / b - 1) * 100).toFixed(1)}%)` : "")]);
       }
     }
-    for (const rc of v.derived) rows.push([rc.title, P.fmt(t.derived(rc, i))]);
+    // As the text view prints them: a rate or average is a float, a time scaled up an int.
+    for (const rc of v.derived) rows.push([rc.title, P.fmtColumn(t.derived(rc, i), rc.op !== "scaled" || rc.exponent < 0)]);
     if (v.ranks) {
       const vals = v.ranks.values.map((col) => col[i] || 0);
       const mean = vals.reduce((a, b) => a + b, 0) / vals.length;

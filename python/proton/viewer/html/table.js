@@ -1,6 +1,6 @@
 // Top frames: the width metric summed per frame name, self (exclusive) and total
-// (inclusive, a recursive name counted at its outermost frame only). Sortable; a row finds
-// its frames in the flame graph.
+// (inclusive, a recursive name counted at its outermost frame only), over the whole profile
+// (pruned frames too). Sortable; a row finds its frames in the flame graph.
 "use strict";
 
 P.table = {
@@ -32,35 +32,17 @@ P.table = {
     this.compute();
   },
 
+  // Rows as html_tree.top_frames computed them over the whole tree, pruned frames too.
   compute() {
-    const t = P.tree();
-    const byName = new Map();
-    const active = new Map(); // name id -> how many ancestors on the current path have it
-    const stack = []; // [end, name id]
-    const before = t.before;
-    const get = (s) => {
-      let e = byName.get(s);
-      if (!e) byName.set(s, (e = { s, frames: 0, self: 0, total: 0, widest: -1, baseTotal: 0 }));
-      return e;
-    };
-    for (let i = 1; i < t.n; i++) {
-      while (stack.length && stack[stack.length - 1][0] <= i) {
-        const s = stack.pop()[1];
-        active.set(s, active.get(s) - 1);
-      }
-      const s = t.name[i];
-      const e = get(s);
-      e.frames++;
-      e.self += t.self(i);
-      if (!active.get(s)) {
-        e.total += t.W[i];
-        if (before) e.baseTotal += before[i];
-      }
-      if (e.widest < 0 || t.W[i] > t.W[e.widest]) e.widest = i;
-      active.set(s, (active.get(s) || 0) + 1);
-      stack.push([t.end[i], s]);
-    }
-    this.entries = [...byName.values()];
+    const tb = P.tree().v.table;
+    this.entries = tb.name.map((s, k) => ({
+      s,
+      frames: tb.frames[k],
+      self: tb.self[k] || 0,
+      total: tb.total[k] || 0,
+      baseTotal: tb.base ? tb.base[k] || 0 : 0,
+      widest: tb.node[k],
+    }));
     this.render();
   },
 
@@ -79,7 +61,7 @@ P.table = {
   },
 
   value(e, key) {
-    const W0 = P.tree().W[0] || 1;
+    const W0 = P.tree().W[0] || 1; // ROOT's inclusive value is the whole profile's
     if (key === "name") return P.S[e.s];
     if (key === "selfPct") return e.self / W0;
     if (key === "totalPct") return e.total / W0;
@@ -114,6 +96,9 @@ P.table = {
     });
     this.el.querySelector("tbody").innerHTML = rows.join("");
     P.$("table-metric").textContent = m;
+    const tb = t.v.table;
+    P.$("table-count").textContent = tb.names > this.entries.length
+      ? ` The ${this.entries.length.toLocaleString("en-US")} largest of ${tb.names.toLocaleString("en-US")} names by self or total are listed.` : "";
     this.mark(P.flame.zoom);
   },
 
@@ -125,7 +110,7 @@ P.table = {
     const box = P.$("search");
     box.value = `/^${esc}$/`;
     const e = this.entries.find((x) => P.S[x.s] === name);
-    if (e && e.frames === 1) P.flame.zoom = e.widest;
+    if (e && e.frames === 1 && e.widest >= 0) P.flame.zoom = e.widest;
     else P.flame.zoom = 0;
     P.flame.search(box.value);
     P.emit("focus", P.flame.zoom);
