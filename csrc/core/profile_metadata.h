@@ -18,6 +18,9 @@ struct ProfileMetadata {
   std::string workingDirectory;
   std::string script;  // the main script's absolute path (a Python program's)
   uint64_t startTimeUnixNs = 0;
+  // The wall clock minus the monotonic clock (trace timestamps) when the profile is written,
+  // so that a trace can say when its time 0 was; 0: unknown (not written).
+  int64_t monotonicToUnixNs = 0;
   std::string sessionName;
   std::string context;
   std::string data;

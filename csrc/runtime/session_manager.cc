@@ -343,6 +343,7 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
   }
   m.script = script_;
   m.startTimeUnixNs = s.startTimeUnixNs();
+  m.monotonicToUnixNs = static_cast<int64_t>(wallClockNs()) - static_cast<int64_t>(monotonicNs());
   m.sessionName = s.options().path;
   m.context = contextKindName(s.options().context);
   m.data = dataKindName(s.options().data);

@@ -1,6 +1,6 @@
 // Chrome trace JSON (Trace Event Format), for data="trace":
 //
-//   {"displayTimeUnit": "us",
+//   {"displayTimeUnit": "us", "baseTimeNanoseconds": <Unix time of ts 0>,
 //    "traceEvents": [ warp slices, as triton.profiler writes them:
 //                     {"ph": "X", "name": "load", "cat": "matmul", "ts": 1.0, "dur": 0.5,
 //                      "pid": "matmul Core5 CTA3", "tid": "warp 4",
@@ -77,9 +77,14 @@ class ChromeTraceEmitter {
   }
 
   void emit() {
-    e_.beginMap(3);
+    const bool based = v_.metadata.monotonicToUnixNs != 0;
+    e_.beginMap(based ? 4 : 3);
     e_.key("displayTimeUnit");
     e_.string(full() ? "us" : "ns");
+    if (based) {  // Unix time of ts 0, to line up with other tools' traces (as torch's do)
+      e_.key("baseTimeNanoseconds");
+      e_.integer(static_cast<int64_t>(origin_) + v_.metadata.monotonicToUnixNs);
+    }
     e_.key("traceEvents");
     e_.beginArray(0);
     emitWarpSlices();

@@ -83,6 +83,18 @@ TEST(ChromeTraceWriterTest, WriteProfileDispatchesToTheSameWriter) {
   EXPECT_EQ(sink.out, write(s.view()));
 }
 
+TEST(ChromeTraceWriterTest, BaseTimeIsTheUnixTimeOfTimeZero) {
+  PhaseData phase{PhaseId{0}};
+  phase.addEvent({S("s"), kRootNode, Lane{Lane::Kind::kCpuThread, 0, 1}, 5000, 6000});
+  ProfileMetadata m;
+  m.monotonicToUnixNs = 1700000000000000000;
+  DeviceTable d;
+  std::string out = write({phase, m, d, StringTable::global()});
+  EXPECT_EQ(
+      out.rfind("{\"displayTimeUnit\":\"us\",\"baseTimeNanoseconds\":1700000000000005000,", 0), 0u)
+      << out;
+}
+
 TEST(ChromeTraceWriterTest, NoEventsGivesAnEmptyEventList) {
   PhaseData phase{PhaseId{0}};
   ProfileMetadata m;

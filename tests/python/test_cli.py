@@ -288,3 +288,17 @@ def test_python_context_frames_start_at_the_programs_own_file(tmp_path, form):
     frames = _frames_seen(command, tmp_path)
     program = str(tmp_path / "frames_prog.py")
     assert frames == [f"{program}:10@<module>", f"{program}:6@launch_site"]
+
+
+def test_python_dash_m_proton_proton_is_the_command_line_as_in_triton(program):
+    # triton.profiler's module name for its command line: `python -m triton.profiler.proton`.
+    result = subprocess.run(
+        [sys.executable, "-m", "proton.proton", "-n", "named", "prog.py", "exit", "4"],
+        cwd=program,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": PYTHON_DIR},
+    )
+    assert result.returncode == 4, result.stderr
+    assert profile_tree(program / "named.hatchet") == ("ROOT", [("outer", [("inner", [])])])
