@@ -12,7 +12,12 @@ scopes 12-20 levels deep, kernel leaves carrying `time (ns)`, `count`, `flops16`
   load (read + parse into columns) and the rest (select, derive, render, write), and that
   process's peak resident memory;
 - the same with Triton's `proton-viewer` when `triton` and `llnl-hatchet` import (in this
-  interpreter, or in the one given with --triton-python, e.g. a venv holding triton).
+  interpreter, or in the one given with --triton-python, e.g. a venv holding triton);
+- for the JSON file, `proton-viewer --html` (docs/html-report.md): seconds to write the
+  report, its size and the command's peak memory, then, when Chromium is installed, the
+  seconds headless Chromium takes to open it until the page is drawn (median of --repeat
+  loads, each in a new tab: wall time of the navigation, and the page's own
+  performance.now() when its script has drawn everything).
 Timings are reported, never asserted.
 """
 
@@ -67,6 +72,18 @@ t3 = time.perf_counter()
 os.dup2(saved, 1)
 print(json.dumps({"import_s": t1 - t0, "load_s": spent["load"],
                   "render_s": t3 - t2 - spent["load"], "code": code,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+# The same for proton-viewer --html: seconds in run() (load, derive, encode, write) and
+# peak memory.
+_HTML_PROBE = r"""
+import json, resource, sys, time
+from proton.viewer import main as viewer_main
+t0 = time.perf_counter()
+code = viewer_main.run(["--html", sys.argv[2], "-m", sys.argv[3], sys.argv[1]])
+print(json.dumps({"write_s": time.perf_counter() - t0, "code": code,
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
@@ -201,6 +218,37 @@ def time_proton_viewer(path: str, repeat: int) -> dict:
     return {"wall_s": wall, "wall_min_s": min(walls), "lines": lines, **json.loads(probe.stdout)}
 
 
+def time_html_report(path: str, repeat: int) -> dict:
+    """proton-viewer --html on path: write time, size, peak memory; load time in Chromium."""
+    out = path + ".html"
+    t0 = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", _HTML_PROBE, path, out, METRICS],
+        capture_output=True,
+        text=True,
+        env=python_path_env(),
+        check=False,
+    )
+    if result.returncode != 0:
+        return {"error": result.stderr.strip().splitlines()[-1:]}
+    row = {"wall_s": time.perf_counter() - t0, **json.loads(result.stdout)}
+    row["bytes"] = os.path.getsize(out)
+    from proton.viewer.html_browser import Browser, find_chromium
+
+    if find_chromium() is None:
+        row["load"] = "skipped: no Chromium (apt-get install chromium)"
+        return row
+    walls, ready = [], []
+    with Browser() as browser:
+        for _ in range(repeat):
+            page = browser.open("file://" + os.path.abspath(out))
+            walls.append(page.wall_s)
+            ready.append(page.evaluate("window.protonReport.ready") / 1000)
+            page.close()
+    row.update(load_wall_s=median(walls), load_ready_s=median(ready), load_max_s=max(walls))
+    return row
+
+
 def time_triton_viewer(path: str, python: str, timeout: float) -> dict:
     if path.endswith(".hatchet_msgpack"):
         return {"skipped": "Triton's viewer reads .hatchet JSON only"}
@@ -254,6 +302,9 @@ def main():
         default=600,
         help="seconds Triton's viewer may take per file (it needs minutes on 100k nodes)",
     )
+    parser.add_argument(
+        "--no-html", action="store_true", help="skip the proton-viewer --html measurements"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)  # no GPU here is expected
     directory = args.keep or tempfile.mkdtemp(prefix="proton_viewer_bench_")
@@ -269,6 +320,8 @@ def main():
                 row["triton_viewer"] = time_triton_viewer(
                     info["path"], args.triton_python, args.triton_timeout
                 )
+                if fmt == "hatchet" and not args.no_html:
+                    row["html"] = time_html_report(info["path"], args.repeat)
                 results.append(row)
                 print_row(row)
     finally:
@@ -300,6 +353,21 @@ def print_row(row):
         f"({row['bytes'] / 1e6:.1f} MB) | {viewer} | Triton viewer: {triton}",
         flush=True,
     )
+    html = row.get("html")
+    if html:
+        if "error" in html:
+            print(f"{'':>9}   proton-viewer --html failed: {html['error']}", flush=True)
+            return
+        load = html.get("load") or (
+            f"opens in {html['load_wall_s']:.2f} s wall (drawn at {html['load_ready_s']:.2f} s, "
+            f"slowest {html['load_max_s']:.2f} s) in headless Chromium"
+        )
+        print(
+            f"{'':>9}   --html: written in {html['write_s']:.2f} s ({html['wall_s']:.2f} s with "
+            f"start-up), {html['bytes'] / 1e6:.1f} MB, "
+            f"peak {html['peak_rss_mb']:.0f} MB; {load}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

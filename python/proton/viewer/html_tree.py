@@ -24,6 +24,7 @@ node says how many frames below it were left out (`pruned`).
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from .derive import FLOP_WIDTHS, _peak_bandwidth, _peak_flops8, match_raw, recipe
@@ -99,6 +100,14 @@ class _Series:
                 if v:
                     out[m[i]] += v
         return out
+
+    def own(self, metric, files, exclusive_set) -> list:
+        """Each node's own values as written (None where absent) for one file, summed over
+        the files otherwise."""
+        if len(self.group) == 1:
+            p = self.group[0]
+            return p.column(metric) if metric in p.metric_names else [None] * self.size
+        return self.values(metric, files, exclusive_set, own=True)
 
     def per_file(self, metric, f, exclusive_set) -> list:
         out = [0] * self.size
@@ -266,8 +275,11 @@ def encode_view(
     width_metric = _width_metric(union, specs)
 
     def widths(files):
-        if width_metric is None:
-            return [0] * n
+        if width_metric is None:  # a profile without metrics: its frames by leaves
+            leaves = [0 if union.ends[i] > i + 1 else 1 for i in range(n)]
+            for i in range(n - 1, 0, -1):
+                leaves[union.parents[i]] += leaves[i]
+            return leaves
         if len(files) > 1:
             return _combine(
                 [
@@ -332,7 +344,7 @@ def encode_view(
     ):
         view["width"] = {"metric": width_metric, "raw": metric_names.index(width_metric)}
     else:
-        view["width"] = {"metric": width_metric or "", "values": compact_list(width, keep)}
+        view["width"] = {"metric": width_metric or "leaves", "values": compact_list(width, keep)}
     view["derived"] = _hover_recipes(union)
     before = widths([count]) if base is not None else None
     view["table"] = top_frames(union, width, before, remap, strings)
@@ -346,7 +358,7 @@ def encode_view(
         }
     if base is not None:
         view["diff"] = {"base": base.source, "before": compact_list(widths([count]), keep)}
-    own = {m: series.values(m, after, exclusive, own=True) for m in _roofline_metrics(union)}
+    own = {m: series.own(m, after, exclusive) for m in _roofline_metrics(union)}
     view["roofline"] = roofline(union, own, remap)
     view["intra"] = intra_bars(union, series, after, exclusive, remap, width)
     return view
@@ -398,47 +410,64 @@ def top_frames(union, width, before, remap, strings, limit=TABLE_ROWS) -> dict:
     total. The `limit` names with the largest self and the `limit` with the largest total.
     `node`: the name's widest kept frame (-1 when every one is pruned)."""
     n, parents, names, levels = len(union), union.parents, union.names, union.depths()
-    child_sum = [0] * n
+    own = list(width)
     for i in range(1, n):
-        child_sum[parents[i]] += width[i]
-    agg = {}
-    path, active = [], {}
+        own[parents[i]] -= width[i]
+    groups = {}
     for i in range(1, n):
-        d = levels[i]
-        while len(path) >= d:
-            active[path.pop()] -= 1
-        name = names[i]
-        entry = agg.get(name)
-        if entry is None:
-            entry = agg[name] = [0, 0, 0, 0, -1, -1.0]
-        entry[0] += 1
-        own = width[i] - child_sum[i]
-        entry[1] += own if own > 0 else 0
-        if not active.get(name):
-            entry[2] += width[i]
-            if before is not None:
-                entry[3] += before[i] or 0
-        if i in remap and width[i] > entry[5]:
-            entry[4], entry[5] = remap[i], width[i]
-        active[name] = active.get(name, 0) + 1
-        path.append(name)
-    keys = list(agg)
-    chosen = set(sorted(keys, key=lambda k: -agg[k][1])[:limit])
-    chosen |= set(sorted(keys, key=lambda k: -agg[k][2])[:limit])
+        nodes = groups.get(names[i])
+        if nodes is None:
+            groups[names[i]] = [i]
+        else:
+            nodes.append(i)
+    ends = union.ends
+    rows = []
+    for name, nodes in groups.items():
+        # Pre-order: a frame inside an earlier frame of the same name lies before its end.
+        outer, inside_until = [], -1
+        for i in nodes:
+            if i >= inside_until:
+                outer.append(i)
+                inside_until = ends[i]
+        kept = [i for i in nodes if i in remap]
+        widest = remap[max(kept, key=width.__getitem__)] if kept else -1
+        rows.append(
+            (
+                name,
+                len(nodes),
+                sum(own[i] for i in nodes if own[i] > 0),
+                sum(width[i] for i in outer),
+                sum(before[i] or 0 for i in outer) if before is not None else 0,
+                widest,
+            )
+        )
+    chosen = set(heapq.nlargest(limit, range(len(rows)), key=lambda k: rows[k][2]))
+    chosen |= set(heapq.nlargest(limit, range(len(rows)), key=lambda k: rows[k][3]))
     if before is not None:
-        chosen |= set(sorted(keys, key=lambda k: -abs(agg[k][2] - agg[k][3]))[:limit])
-    rows = sorted(chosen, key=lambda k: -agg[k][1])
+        chosen |= set(
+            heapq.nlargest(limit, range(len(rows)), key=lambda k: abs(rows[k][3] - rows[k][4]))
+        )
+    rows = sorted((rows[k] for k in chosen), key=lambda r: -r[2])
     out = {
-        "names": len(keys),
-        "name": strings.ids(rows),
-        "frames": [agg[k][0] for k in rows],
-        "self": [compact(agg[k][1]) for k in rows],
-        "total": [compact(agg[k][2]) for k in rows],
-        "node": [agg[k][4] for k in rows],
+        "names": len(groups),
+        "name": strings.ids([r[0] for r in rows]),
+        "frames": [r[1] for r in rows],
+        "self": [compact(r[2]) for r in rows],
+        "total": [compact(r[3]) for r in rows],
+        "node": [r[5] for r in rows],
     }
     if before is not None:
-        out["base"] = [compact(agg[k][3]) for k in rows]
+        out["base"] = [compact(r[4]) for r in rows]
     return out
+
+
+def _has_ancestor_named(i, name, names, parents) -> bool:
+    p = parents[i]
+    while p > 0:
+        if names[p] == name:
+            return True
+        p = parents[p]
+    return False
 
 
 # ---------------------------------------------------------------------- roofline
@@ -474,7 +503,8 @@ def _device_roofs(profile, device_type, device_id):
 
 def roofline(profile, own, remap) -> dict | None:
     """Kernel points (own FLOPs over own bytes and time, on nodes that ran on a device)
-    and each device's roofs; None when no kernel carries both flops* and bytes."""
+    and each device's roofs; None when no kernel carries both flops* and bytes. At most
+    ROOFLINE_MAX_POINTS kernels, the longest, are kept."""
     time = match_raw(profile, "time")
     nbytes = match_raw(profile, "bytes")
     widths = [(w, match_raw(profile, f"flops{w}")) for w in FLOP_WIDTHS]
@@ -485,41 +515,48 @@ def roofline(profile, own, remap) -> dict | None:
     if not time or not nbytes or not widths:
         return None
     device_ids, device_types = profile.column("device_id"), profile.column("device_type")
-    parents = profile.parents
-    points, devices = [], {}
-    seconds_total = 0.0
-    for i in range(len(profile)):
-        if device_ids[i] is None:
-            continue
-        t = own[time][i]
-        seconds_total += t
-        b = own[nbytes][i]
-        amounts = [(own[m][i], w) for w, m in widths]
-        flops = sum(a for a, _ in amounts)
-        if not t or not b or not flops or t < 0 or b < 0 or flops < 0:
-            continue
+    times, amounts = own[time], own[nbytes]
+    flop_columns = [(w, own[m]) for w, m in widths]
+
+    kernels = [i for i, d in enumerate(device_ids) if d is not None]
+    seconds_total, candidates = 0, []
+    for i in kernels:
+        t, b = times[i], amounts[i]
+        if (t.__class__ is int or t.__class__ is float) and t > 0:
+            seconds_total += t
+            if (b.__class__ is int or b.__class__ is float) and b > 0:
+                candidates.append(i)
+    with_flops = bytearray(len(device_ids))
+    for _, column in flop_columns:
+        for i in candidates:
+            f = column[i]
+            if (f.__class__ is int or f.__class__ is float) and f > 0:
+                with_flops[i] = 1
+    candidates = [i for i in candidates if with_flops[i]]
+    if not candidates:
+        return None
+    chosen = heapq.nlargest(ROOFLINE_MAX_POINTS, candidates, key=times.__getitem__)
+    unit = 1e-9 if time.endswith("(ns)") else 1.0  # Proton and Triton write ns
+    parents, devices, points = profile.parents, {}, []
+    for i in chosen:
+        flops = [(column[i] or 0, w) for w, column in flop_columns]
+        flops = [(f if f.__class__ in (int, float) and f > 0 else 0, w) for f, w in flops]
+        total = sum(f for f, _ in flops)
         key = (device_types[i], str(device_ids[i]))
-        if key not in devices:
-            devices[key] = len(devices)
-        main_width = max(amounts)[1]
         node = i
         while node not in remap:  # a pruned kernel: link to its nearest kept ancestor
             node = parents[node]
-        points.append((t, i, remap[node], flops / b, flops / (t * 1e-9), main_width, devices[key]))
-    if not points:
-        return None
-    total_points = len(points)
-    points.sort(key=lambda p: -p[0])
-    points = points[:ROOFLINE_MAX_POINTS]
+        seconds = times[i] * unit
+        points.append((seconds, i, remap[node], total / amounts[i], total / seconds,
+                       max(flops)[1], devices.setdefault(key, len(devices))))  # fmt: skip
     note = ""
-    if total_points > len(points):
-        note = f"The {len(points):,} longest of {total_points:,} kernels are shown."
-    unit = 1e-9 if time.endswith("(ns)") else 1.0  # Proton and Triton write ns
+    if len(candidates) > len(points):
+        note = f"The {len(points):,} longest of {len(candidates):,} kernels are shown."
     return {
         "devices": [_device_roofs(profile, t, d) for t, d in devices],
         "node": [p[2] for p in points],
         "name": [profile.names[p[1]] for p in points],
-        "time": [compact(p[0] * unit) for p in points],
+        "time": [compact(p[0]) for p in points],
         "ai": [compact(p[3]) for p in points],
         "perf": [compact(p[4]) for p in points],
         "width": [p[5] for p in points],
