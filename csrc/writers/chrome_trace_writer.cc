@@ -19,7 +19,8 @@
 //    "otherData": {"proton_metadata": {...}}}
 //
 // Every pid and tid is a string naming its lane, so no metadata event is needed. Warp slices
-// come first, ordered by launch, SM, CTA, warp and start, as triton.profiler orders them; a
+// of scopes come first, ordered by launch, SM, CTA, warp and start, as triton.profiler orders
+// them, then ("full") each warp's kernel-wide slice in the same order; a
 // warp slice's call_stack is its launch's context down to the kernel (its scopes are in
 // scope_path). Per CTA: Init Time (ns) and Post Final Time (ns) are the start of its first
 // slice and the end of its last, in ns from the trace's origin; Finalization Time (ns) is 0,
@@ -159,12 +160,15 @@ class ChromeTraceEmitter {
     }
   }
 
+  // Warp slices in triton.profiler's order: by launch, SM, CTA, warp and start. The slices
+  // of scopes come first, as Triton writes them; in layout "full" each warp's kernel-wide
+  // slice (its kernel scope, which Triton does not write) follows them all.
   void emitWarpSlices() {
-    std::vector<const TraceEvent *> warps;
+    std::vector<const TraceEvent *> scopes, wholes;
     std::map<CtaKey, CtaSpan> ctas;
     for (const TraceEvent &ev : events()) {
       if (ev.lane.kind != Lane::Kind::kWarp || !kept(ev)) continue;
-      warps.push_back(&ev);
+      (ev.context == ev.kernel ? wholes : scopes).push_back(&ev);
       CtaSpan &span = ctas[ctaKey(ev)];
       span.firstNs = std::min(span.firstNs, ev.beginNs);
       span.lastNs = std::max(span.lastNs, ev.endNs);
@@ -175,9 +179,12 @@ class ChromeTraceEmitter {
       return std::make_tuple(ev->launchNs, ev->sm, Lane::ctaOf(ev->lane.id),
                              Lane::warpOf(ev->lane.id), ev->beginNs, ev->endNs);
     };
-    std::stable_sort(warps.begin(), warps.end(),
-                     [&](const TraceEvent *a, const TraceEvent *b) { return order(a) < order(b); });
-    for (const TraceEvent *ev : warps) emitWarpSlice(*ev, ctas[ctaKey(*ev)]);
+    for (auto *slices : {&scopes, &wholes}) {
+      std::stable_sort(
+          slices->begin(), slices->end(),
+          [&](const TraceEvent *a, const TraceEvent *b) { return order(a) < order(b); });
+      for (const TraceEvent *ev : *slices) emitWarpSlice(*ev, ctas[ctaKey(*ev)]);
+    }
   }
 
   void emitWarpSlice(const TraceEvent &ev, const CtaSpan &cta) {

@@ -227,6 +227,23 @@ TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlicesOfScopes) {
       << out;
 }
 
+TEST(ChromeTraceWriterTest, FullLayoutPutsKernelWideWarpSlicesAfterTritonsOnes) {
+  WarpSample s;
+  NodeId kernel = s.phase.tree.child(s.phase.tree.child(kRootNode, S("step")), S("mm"));
+  TraceEvent whole{S("mm"), kernel, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(1, 2)}, 900, 9000};
+  whole.kernel = kernel;
+  whole.launchNs = 1000;
+  whole.sm = 2;
+  s.phase.addEvent(whole);
+  std::string out = write(s.view(TraceLayout::kFull));
+  size_t lastScope = out.rfind("\"name\":\"inner\"");
+  size_t wholeAt = out.find("\"name\":\"mm\",\"cat\":\"mm\"");
+  size_t kernelAt = out.find("\"name\":\"mm\",\"cat\":\"kernel\"");
+  ASSERT_NE(wholeAt, std::string::npos) << out;
+  EXPECT_LT(lastScope, wholeAt) << out;
+  EXPECT_LT(wholeAt, kernelAt) << out;
+}
+
 TEST(ChromeTraceWriterTest, ScopesCapturedWithAGraphAreRangesOfEachReplayOnAGraphLane) {
   // Two replays (correlations 5 and 6) of a graph captured under scope "iter" (and "inner"
   // around its second kernel), launched under "test0"; an eager kernel under "iter" too.

@@ -434,3 +434,9 @@ def test_instrumentation_hook_carries_tritons_switches():
     with pytest.raises(ValueError, match="read-only"):
         InstrumentationHook.host_buffer = b"x"
     assert InstrumentationHook().mode == proton.mode.Default()
+
+
+def test_instrumentation_hook_is_reachable_as_proton_hooks_attribute():
+    from proton.hooks.instrumentation import InstrumentationHook
+
+    assert proton.hooks.InstrumentationHook is InstrumentationHook  # as scripts reach it

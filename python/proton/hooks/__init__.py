@@ -48,6 +48,16 @@ def register(session: int, hook: Union[str, Hook]) -> None:
     registry.register(resolve(hook), session)
 
 
+def __getattr__(name):
+    """`proton.hooks.InstrumentationHook`, as triton.profiler's scripts reach it (imported on
+    first use: it needs proton.instrumentation, which imports this package)."""
+    if name == "InstrumentationHook":
+        from .instrumentation import InstrumentationHook
+
+        return InstrumentationHook
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def configure_launch_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
     """Evaluate launch metadata only for kernels whose name matches include (re.match) and
     does not match exclude; the others keep their own name and get no metrics."""
