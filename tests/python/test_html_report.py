@@ -350,6 +350,17 @@ def test_warp_gantt_has_one_row_per_warp_and_folds_to_ctas_and_sms(open_report):
     assert page.evaluate("document.querySelector('#gantt-labels .grow').textContent") == (
         "SM0 (2 CTAs, 8 warps)"
     )
+    # SM0 runs its CTAs one after the other: shares are of the 4 warps it runs at once, so
+    # while a CTA computes, its scopes fill the row (up to 1).
+    assert page.evaluate("protonReport.P.gantt.concurrency(protonReport.P.gantt.groups[0])") == 4
+    fullest = page.evaluate(
+        """(() => { const g = protonReport.P.gantt, W = g.plotWidth();
+          const occ = g.share(0, g.groups[0], W); let most = 0;
+          for (let x = 0; x < W; x++) { let s = 0;
+            for (let k = 0; k < occ.length / W; k++) s += occ[k * W + x]; most = Math.max(most, s); }
+          return most; })()"""
+    )
+    assert fullest == pytest.approx(1, abs=1e-3)
     page.evaluate(
         "(() => { const s = document.getElementById('gantt-launch'); s.value = '1';"
         " s.dispatchEvent(new Event('change')); })()"

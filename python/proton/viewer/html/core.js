@@ -74,7 +74,7 @@ P.palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#edc948", "
 P.scopeColors = (names, outer) => {
   const out = new Map();
   let k = 0;
-  for (const s of names) out.set(s, s === outer ? "#c3cad6" : P.palette[k++ % P.palette.length]);
+  for (const s of names) out.set(s, s === outer ? "#9aa8bf" : P.palette[k++ % P.palette.length]);
   return out;
 };
 // -1..1 -> blue .. white .. red (differential flame graph, imbalance).

@@ -138,7 +138,9 @@ P.gantt = {
         for (let x = gr.start; x < gr.end; x++) ctas.add(l.cta[x]);
         text = `SM${l.sm[r]} (${ctas.size} CTA${ctas.size > 1 ? "s" : ""}, ${gr.end - gr.start} warps)`;
       }
-      return `<div class="grow${first ? " first" : ""}" data-row="${j}" style="top:${j * this.rowH}px;height:${this.rowH}px;line-height:${this.rowH}px">${P.esc(text)}</div>`;
+      // Rows too thin for a line of text show one label per CTA, over the rows below it.
+      const h = this.rowH >= 10 ? this.rowH : text ? 10 : this.rowH;
+      return `<div class="grow${first ? " first" : ""}" data-row="${j}" style="top:${j * this.rowH}px;height:${h}px;line-height:${h}px">${P.esc(text)}</div>`;
     });
     P.$("gantt-labels").innerHTML = labels.join("");
     P.$("gantt-spacer").style.height = groups.length * this.rowH + "px";
@@ -225,10 +227,28 @@ P.gantt = {
         open.push(s);
       }
     }
-    const warps = gr.end - gr.start;
+    // A share of the most warps the group ran at once (an SM runs its CTAs in waves).
+    const warps = this.concurrency(gr);
     for (let k = 0; k < occ.length; k++) occ[k] /= warps;
     this.occ.set(key, occ);
     return occ;
+  },
+
+  // The most warps of the group with a slice open at one time.
+  concurrency(gr) {
+    const l = this.l, edges = [];
+    for (let r = gr.start; r < gr.end; r++) {
+      let a = Infinity, b = -Infinity;
+      for (let s = l.offsets[r]; s < l.offsets[r + 1]; s++) {
+        a = Math.min(a, l.start[s]);
+        b = Math.max(b, l.start[s] + l.dur[s]);
+      }
+      if (a < b) edges.push([a, 1], [b, -1]);
+    }
+    edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    let open = 0, most = 1;
+    for (const [, d] of edges) most = Math.max(most, (open += d));
+    return most;
   },
 
   drawShare(ctx, j, gr, y, W) {
@@ -289,7 +309,7 @@ P.gantt = {
     const x = Math.min(this.plotWidth() - 1, Math.max(0, ev.offsetX | 0));
     const scopes = [...this.colors.keys()];
     const rows = scopes
-      .map((s, k) => [P.S[s], (occ[k * this.plotWidth() + x] * 100).toFixed(1) + "% of warps"])
+      .map((s, k) => [P.S[s], (occ[k * this.plotWidth() + x] * 100).toFixed(1) + "% of the warps it runs at once"])
       .filter((r) => parseFloat(r[1]) > 0);
     P.tip.show(`<div class="tname">${P.esc(this.mode === "sm" ? "SM" + l.sm[gr.start] : head)} at ${P.fmtNs(t)}</div>` + (rows.length ? P.rows(rows) : "idle"), ev);
   },
