@@ -280,6 +280,19 @@ def test_roofline_has_one_point_per_kernel_with_flops_and_bytes(open_report):
     assert "of roof" in text and "FLOP/B" in text
 
 
+def test_roofline_without_a_compute_peak_keeps_the_memory_roof():
+    # Turing (arch 75) is not in device_peaks.json: the bandwidth comes from the profile's
+    # bus width and memory clock (2 x 256 bits x 5.001 GHz), and the note says what is missing.
+    arch75 = str(GOLDEN / "viewer_arch75.hatchet")
+    profile = prepare(arch75)
+    profile.rows[1]["bytes"] = 4000
+    roof = build_data([profile])["views"][0]["roofline"]
+    device = roof["devices"][0]
+    assert device["roofs"] == [] and device["bandwidth"] == pytest.approx(2 * 256 / 8 * 5001000e3)
+    assert "no peak FLOP/s for CUDA architecture '75'" in device["note"]
+    assert roof["ai"] == [0.25] and roof["perf"] == [1e9]  # 1000 FLOP / 4000 B in 1 us
+
+
 def test_triton_file_report(open_report):
     page = open_report("triton")
     profile = prepare(TRITON)
@@ -361,6 +374,18 @@ def test_warp_gantt_has_one_row_per_warp_and_folds_to_ctas_and_sms(open_report):
           return most; })()"""
     )
     assert fullest == pytest.approx(1, abs=1e-3)
+    # Dragging across the chart zooms into that time range; the button zooms back out.
+    span = page.evaluate("protonReport.P.gantt.l.span")
+    x, y = page.box("#gantt-canvas")
+    width = page.evaluate("protonReport.P.gantt.plotWidth()")
+    left = page.evaluate("document.getElementById('gantt-canvas').getBoundingClientRect().left")
+    page.mouse("mousePressed", left + width * 0.25, y)
+    page.mouse("mouseMoved", left + width * 0.5, y)
+    page.mouse("mouseReleased", left + width * 0.5, y)
+    t0, t1 = page.evaluate("[protonReport.P.gantt.t0, protonReport.P.gantt.t1]")
+    assert t0 == pytest.approx(span * 0.25, rel=0.02) and t1 == pytest.approx(span * 0.5, rel=0.02)
+    page.click("#gantt-reset")
+    assert page.evaluate("[protonReport.P.gantt.t0, protonReport.P.gantt.t1]") == [0, span]
     page.evaluate(
         "(() => { const s = document.getElementById('gantt-launch'); s.value = '1';"
         " s.dispatchEvent(new Event('change')); })()"
@@ -510,6 +535,14 @@ def test_data_is_a_string_table_and_arrays(reports):
     assert '"frame"' not in block.group(1)
     # Nothing to load: no external script, style, image or font.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|@import|url\(""", text)
+
+
+def test_frames_all_writes_one_view_without_the_toggle():
+    data = build_data([prepare(KERNELS)], frames="all")
+    assert [v["label"] for v in data["views"]] == ["every frame"]
+    data = build_data([prepare(KERNELS)])
+    assert [v["label"] for v in data["views"]] == ["library frames folded", "every frame"]
+    assert len(build_data([prepare(RANK0)])["views"]) == 1  # nothing to fold: one view
 
 
 def test_options_of_the_text_view_apply(tmp_path, browser):

@@ -34,6 +34,7 @@ P.start = () => {
   if (P.views.length > 1) {
     const toggle = P.$("frames-toggle");
     toggle.hidden = false;
+    toggle.lastChild.textContent = " " + P.data.views[0].label;
     P.$("frames-fold").addEventListener("change", (ev) => {
       P.view = ev.target.checked ? 0 : 1;
       P.flame.zoom = 0;
