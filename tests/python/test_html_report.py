@@ -280,13 +280,14 @@ def test_roofline_has_one_point_per_kernel_with_flops_and_bytes(open_report):
     assert "of roof" in text and "FLOP/B" in text
 
 
-def test_roofline_without_a_compute_peak_keeps_the_memory_roof():
+def test_roofline_without_a_compute_peak_keeps_the_memory_roof(tmp_path):
     # Turing (arch 75) is not in device_peaks.json: the bandwidth comes from the profile's
     # bus width and memory clock (2 x 256 bits x 5.001 GHz), and the note says what is missing.
-    arch75 = str(GOLDEN / "viewer_arch75.hatchet")
-    profile = prepare(arch75)
-    profile.rows[1]["bytes"] = 4000
-    roof = build_data([profile])["views"][0]["roofline"]
+    tree, devices = json.loads((GOLDEN / "viewer_arch75.hatchet").read_text())
+    tree["children"][0]["metrics"]["bytes"] = 4000
+    arch75 = tmp_path / "arch75.hatchet"
+    arch75.write_text(json.dumps([tree, devices]))
+    roof = build_data([prepare(str(arch75))])["views"][0]["roofline"]
     device = roof["devices"][0]
     assert device["roofs"] == [] and device["bandwidth"] == pytest.approx(2 * 256 / 8 * 5001000e3)
     assert "no peak FLOP/s for CUDA architecture '75'" in device["note"]
