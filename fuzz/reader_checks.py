@@ -12,8 +12,8 @@ which is itself the failure). For any bytes:
   then the node walk): the same nodes, metrics, device table and metadata, or an error in
   both. This holds the C++ reader (readers.read_columns) and the JSON rewrite in
   readers._read_json to the plain reading.
-- A loaded profile renders as `proton-viewer FILE` and `proton-viewer -l FILE` would,
-  raising nothing but ViewerError, and the C++ tree renderer gives render.py's text.
+- A loaded profile renders as `proton-viewer FILE` and `proton-viewer -l FILE` would, and
+  with its Python frames folded, raising nothing but ViewerError.
 - The pure-Python MessagePack decoder returns a value or raises MessagePackError, and
   gives the `msgpack` package's value wherever both accept the bytes.
 """
@@ -24,13 +24,11 @@ import os
 import re
 import reprlib
 
-from proton import _C
-from proton.viewer import ViewerError, load, readers
+from proton.viewer import ViewerError, frames, load, readers
 from proton.viewer import msgpack as viewer_msgpack
 from proton.viewer.main import build_view, default_metrics, list_metrics
 from proton.viewer.model import hide_launch_metadata
-from proton.viewer.names import short_kernel_name
-from proton.viewer.render import _fast_rows, _rows, display_names, render, visible_nodes
+from proton.viewer.render import render
 
 try:
     import msgpack as msgpack_package
@@ -130,18 +128,8 @@ def _check_render(profile):
     list_metrics(profile)
     tree, columns = build_view([profile], default_metrics(profile))
     render(tree, columns, stats=tree.stats)
-    cxx_short = getattr(_C, "viewer_short_kernel_name", None)
-    for name in set(tree.names) if cxx_short else ():
-        if cxx_short(name) != short_kernel_name(name):
-            raise AssertionError(f"C++ and Python short names differ for {name!r}")
-    if columns:
-        shown = visible_nodes(tree, columns[0].values)
-        names = display_names(tree.names)
-        fast = _fast_rows(tree, columns, shown, names)
-        if fast is not None:
-            slow = "\n".join(_rows(tree, columns, shown, names, False))
-            if fast != slow:
-                raise AssertionError(f"C++ and Python renderings differ:\n{fast!r}\n{slow!r}")
+    folded, folded_columns = build_view([frames.fold(profile)], default_metrics(profile))
+    render(folded, folded_columns, print_sorted=True)
 
 
 def check_profile_file(path, data):

@@ -2,7 +2,8 @@
 // the TreeColumns invariants that bind_viewer.cc and the renderer index by without checks,
 // the tree rendered (renderTreeRows, the Python renderer's fast path) and proton-viewer's
 // whole C++ report (tree_view.h: hiding, -i/-e, derived columns, -t/-d, colour, sorted
-// list) with options drawn from the input. A broken invariant aborts, which libFuzzer
+// list) with options drawn from the input, and the kept frames folded (tree_merge.h) with
+// their totals unchanged. A broken invariant aborts, which libFuzzer
 // reports as a crash with the input; so do ASan and UBSan.
 //
 //   TreeColumns tree;
@@ -22,6 +23,7 @@
 
 #include "viewer/text_sink.h"
 #include "viewer/tree_columns.h"
+#include "viewer/tree_merge.h"
 #include "viewer/tree_render.h"
 #include "viewer/tree_view.h"
 #include "viewer/utf8.h"
@@ -165,7 +167,6 @@ inline void checkReport(const viewer::TreeColumns &tree, uint32_t knobs) {
   std::vector<uint8_t> keep = selectNodes(
       tree,
       {"__proton_launch_metadata", knobs & 1 ? &include : nullptr, knobs & 2 ? &exclude : nullptr});
-  if (keep.empty()) return;  // ROOT hidden: left to Python
   PROTON_FUZZ_REQUIRE(keep.size() == n && keep[0]);
   for (size_t i = 1; i < n; ++i) PROTON_FUZZ_REQUIRE(!keep[i] || keep[tree.parents[i]]);
 
@@ -187,13 +188,13 @@ inline void checkReport(const viewer::TreeColumns &tree, uint32_t knobs) {
       ColumnRecipe recipe{op, numbers[k], numbers[(k + 1) % numbers.size()],
                           static_cast<int>((knobs >> 16) % 19) - 9, divisors[k % 3]};
       std::vector<CellValue> out;
-      if (!eval.evaluate(recipe, &out)) continue;  // Python computes this one
+      eval.evaluate(recipe, &out);
       PROTON_FUZZ_REQUIRE(out.size() == n);
       columns.push_back(std::move(out));
       titles.push_back(tree.metrics[numbers[k]].name);
     }
   }
-  if (columns.empty()) {  // a profile without metrics: names only, as render.py does
+  if (columns.empty()) {  // a profile without metrics: names only, as the report does
     columns.emplace_back(n);
     titles.emplace_back();
   }
@@ -217,18 +218,58 @@ inline void checkReport(const viewer::TreeColumns &tree, uint32_t knobs) {
   std::string text;
   {
     TextSink sink(&text);
-    if (writeTreeLines(table, order, (knobs & 32) != 0, &sink)) {
-      writeSortedLines(table, order, &sink);
-    }
+    writeTreeLines(table, order, (knobs & 32) != 0, &sink);
+    writeSortedLines(table, order, &sink);
     PROTON_FUZZ_REQUIRE(sink.flush().isOk());
   }
   PROTON_FUZZ_REQUIRE(validUtf8(text));
+}
+
+// The kept nodes folded (names containing '@' taken for frames, some of them a library's):
+// a tree in pre-order whose integer metrics add up to the kept nodes' totals.
+inline void checkFold(const viewer::TreeColumns &tree, const std::vector<uint8_t> &keep,
+                      uint32_t knobs) {
+  using namespace viewer;
+  std::vector<FrameLabel> labels(tree.strings.size());
+  for (size_t s = 0; s < tree.strings.size(); ++s) {
+    const std::string &name = tree.strings[s];
+    if (name.find('@') == std::string::npos) continue;
+    labels[s] = {true, ((s + knobs) & 1) != 0, name.substr(0, name.size() / 2)};
+  }
+  MergeInput plan = foldFrames(tree, &keep, labels, (knobs & 64) != 0);
+  TreeColumns folded = mergeTrees({&plan}, nullptr);
+  PROTON_FUZZ_REQUIRE(folded.size() >= 1 && folded.parents[0] == -1);
+  for (size_t i = 1; i < folded.size(); ++i) {
+    PROTON_FUZZ_REQUIRE(folded.parents[i] >= 0 && static_cast<size_t>(folded.parents[i]) < i);
+  }
+  for (const MetricColumn &m : tree.metrics) {
+    __int128 before = 0, after = 0;
+    for (size_t i = 0; i < tree.size(); ++i) {
+      int64_t v;
+      std::memcpy(&v, &m.values[i], 8);
+      if (keep[i] && m.kinds[i] == ValueKind::kInt) before += v;
+    }
+    for (const MetricColumn &f : folded.metrics) {
+      if (f.name != m.name) continue;
+      bool floats = false;
+      for (size_t i = 0; i < folded.size(); ++i) {
+        int64_t v;
+        std::memcpy(&v, &f.values[i], 8);
+        if (f.kinds[i] == ValueKind::kInt) after += v;
+        floats |= f.kinds[i] == ValueKind::kDouble;
+      }
+      if (!floats) PROTON_FUZZ_REQUIRE(before == after);  // else a sum became a float
+    }
+  }
 }
 
 // Everything above on one accepted tree.
 inline void checkTree(const viewer::TreeColumns &tree, uint32_t knobs) {
   checkAndRender(tree, 1 + (knobs & 0xFF) % 8);
   checkReport(tree, knobs);
+  std::vector<uint8_t> keep =
+      viewer::selectNodes(tree, {"__proton_launch_metadata", nullptr, nullptr});
+  checkFold(tree, keep, knobs);
 }
 
 }  // namespace proton::fuzz

@@ -1,13 +1,18 @@
-// proton-viewer's fast path: the Hatchet readers of csrc/viewer and the column kernels the
-// Python model and renderer call on whole columns (lists) at once. Each function returns
-// None where it cannot give exactly the answer of the Python code, which then runs instead.
-// Called with the GIL held; file reading, parsing and the whole report release it.
+// The viewer's model for Python: a profile's tree in C++ columns (a ViewerTree), read from a
+// file or built from Python lists, and the operations of csrc/viewer on it. proton.viewer's
+// Profile holds one, so that selection, folding, merging, inclusive sums and derived columns
+// have one implementation whichever path the viewer takes (model.py, fast_report.py).
 //
 //   tree = _C.viewer_read("run.hatchet", False)            # a ViewerTree, or None
+//   tree = _C.viewer_tree(names, parents, rows)            # from Python's lists and dicts
 //   view = tree.select("__proton_launch_metadata", include_mask, None)
 //   view.report([("scaled", "time (ns)", None, -9, 1)], ["time/s"], [], None, 100, None,
 //               False, False, 1)                            # True: written to fd 1
-#include <Python.h>
+//   tree.evaluate(("inclusive", "time (ns)", None, 0, 1), [])   # a list per node
+//
+// Metric values that are neither numbers nor strings (lists, bools, None; only Python gives
+// them) are kept as the Python objects themselves. Called with the GIL held; reading,
+// merging and the report release it.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -15,10 +20,12 @@
 #include <cstring>
 #include <optional>
 
-#include "bindings/common.h"
+#include "bindings/viewer_lists.h"
 #include "viewer/hatchet_reader.h"
 #include "viewer/kernel_name.h"
 #include "viewer/text_sink.h"
+#include "viewer/tree_builder.h"
+#include "viewer/tree_merge.h"
 #include "viewer/tree_render.h"
 #include "viewer/tree_view.h"
 
@@ -29,83 +36,15 @@ using viewer::CellValue;
 using viewer::TreeColumns;
 using viewer::ValueKind;
 
-nb::object steal(PyObject *o) {
-  if (o == nullptr) throw nb::python_error();
-  return nb::steal(o);
-}
-
-// A list of n items made by make(i) (a new reference each).
-template <typename F>
-nb::object makeList(size_t n, F make) {
-  nb::object list = steal(PyList_New(static_cast<Py_ssize_t>(n)));
-  for (size_t i = 0; i < n; ++i) {
-    PyObject *item = make(i);
-    if (item == nullptr) throw nb::python_error();
-    PyList_SET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i), item);
-  }
-  return list;
-}
-
-// The items of a list, or false when it is not a list of ints that fit int32.
-bool toInt32s(nb::handle list, std::vector<int32_t> *out) {
-  if (!PyList_Check(list.ptr())) return false;
-  Py_ssize_t n = PyList_GET_SIZE(list.ptr());
-  out->resize(n);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *item = PyList_GET_ITEM(list.ptr(), i);
-    if (!PyLong_CheckExact(item)) return false;
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
-    if (overflow || v < INT32_MIN || v > INT32_MAX) return false;
-    (*out)[i] = static_cast<int32_t>(v);
-  }
-  return true;
-}
-
-// A None, exact int (fitting int64) or exact float, else false.
-bool toCell(PyObject *item, CellValue *cell) {
-  if (item == Py_None) {
-    *cell = CellValue::none();
-  } else if (PyFloat_CheckExact(item)) {
-    *cell = CellValue::ofDouble(PyFloat_AS_DOUBLE(item));
-  } else if (PyLong_CheckExact(item)) {
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
-    if (overflow) return false;
-    *cell = CellValue::ofInt(v);
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// UTF-8 views of a list of str (valid while the list lives), or false.
-bool toViews(nb::handle list, std::vector<std::string_view> *out) {
-  if (!PyList_Check(list.ptr())) return false;
-  Py_ssize_t n = PyList_GET_SIZE(list.ptr());
-  out->resize(n);
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *item = PyList_GET_ITEM(list.ptr(), i);
-    if (!PyUnicode_Check(item)) return false;
-    Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(item, &size);
-    if (utf8 == nullptr) throw nb::python_error();
-    (*out)[i] = std::string_view(utf8, size);
-  }
-  return true;
-}
-
-PyObject *cellObject(const CellValue &c) {
-  if (c.kind == CellValue::kInt) return PyLong_FromLongLong(c.i);
-  return PyFloat_FromDouble(c.d);
-}
-
-// The file's tree in columns; Python objects are made on request.
+// A profile's tree in columns; Python objects are made on request.
 class ViewerTree {
  public:
-  explicit ViewerTree(TreeColumns tree) : tree_(std::move(tree)) {}
+  explicit ViewerTree(TreeColumns tree, std::vector<nb::object> others = {})
+      : tree_(std::move(tree)), others_(std::move(others)) {}
 
   size_t size() const { return tree_.size(); }
+  const TreeColumns &columns() const { return tree_; }
+  const std::vector<nb::object> &others() const { return others_; }
 
   nb::object names() {
     strings();
@@ -120,12 +59,16 @@ class ViewerTree {
     return makeList(tree_.size(), [&](size_t i) { return PyLong_FromLong(tree_.parents[i]); });
   }
 
-  // [(metric, is_number)] in Python's first-seen order; is_number from the last value.
+  // [(metric, is_number)] in first-seen order; is_number from the last value.
   nb::list metricKinds() const {
-    nb::list out;
     std::vector<uint8_t> all(tree_.size(), 1);
-    for (const viewer::MetricKind &k : viewer::keptMetricKinds(tree_, all)) {
-      const std::string &name = tree_.metrics[k.column].name;
+    return kindsOf(tree_, all);
+  }
+
+  static nb::list kindsOf(const TreeColumns &tree, const std::vector<uint8_t> &keep) {
+    nb::list out;
+    for (const viewer::MetricKind &k : viewer::keptMetricKinds(tree, keep)) {
+      const std::string &name = tree.metrics[k.column].name;
       out.append(nb::make_tuple(nb::str(name.data(), name.size()), k.number));
     }
     return out;
@@ -133,14 +76,12 @@ class ViewerTree {
 
   // The metric on each node as written, None where absent.
   nb::object column(const std::string &name) {
-    const viewer::MetricColumn *m = find(name);
-    if (m == nullptr) {
-      return makeList(tree_.size(), [](size_t) { return Py_NewRef(Py_None); });
-    }
-    return makeList(tree_.size(), [&](size_t i) { return value(*m, i); });
+    int k = find(name);
+    if (k < 0) return makeList(tree_.size(), [](size_t) { return Py_NewRef(Py_None); });
+    return makeList(tree_.size(), [&](size_t i) { return value(tree_.metrics[k], i); });
   }
 
-  // One dict per node, keys in the file's order (for code that wants rows).
+  // One dict per node, keys in column order (for code that wants rows).
   nb::object rows() {
     nb::object keys = makeList(tree_.metrics.size(), [&](size_t k) {
       const std::string &n = tree_.metrics[k].name;
@@ -170,26 +111,90 @@ class ViewerTree {
     return makeList(strings_.size(), [&](size_t i) { return Py_NewRef(strings_[i].ptr()); });
   }
 
-  const TreeColumns &columns() const { return tree_; }
-
   nb::bytes metadata() const { return nb::bytes(tree_.metadata.data(), tree_.metadata.size()); }
   nb::bytes devices() const { return nb::bytes(tree_.devices.data(), tree_.devices.size()); }
 
- private:
-  const viewer::MetricColumn *find(const std::string &name) const {
-    for (const auto &m : tree_.metrics) {
-      if (m.name == name) return &m;
+  int find(const std::string &name) const {
+    for (size_t k = 0; k < tree_.metrics.size(); ++k) {
+      if (tree_.metrics[k].name == name) return static_cast<int>(k);
     }
-    return nullptr;
+    return -1;
   }
 
+  // Per column, whether it is one of `names` (metrics not summed into parents).
+  std::vector<uint8_t> exclusiveColumns(nb::handle names) const {
+    std::vector<uint8_t> out(tree_.metrics.size());
+    for (nb::handle name : names) {
+      int column = find(nb::cast<std::string>(name));
+      if (column >= 0) out[column] = 1;
+    }
+    return out;
+  }
+
+  // Profile.inclusive(metric, where): each node's number plus its descendants' (its own
+  // for an exclusive metric); with `where`, counting only the nodes carrying that metric.
+  nb::object inclusive(const std::string &metric, std::optional<std::string> where,
+                       bool exclusive) {
+    int column = find(metric), other = where ? find(*where) : -1;
+    std::vector<uint8_t> excluded(tree_.metrics.size());
+    if (column >= 0) excluded[column] = exclusive;
+    std::vector<CellValue> values;
+    {
+      nb::gil_scoped_release release;
+      std::vector<uint8_t> all(tree_.size(), 1);
+      viewer::ColumnEvaluator evaluator(tree_, all, std::move(excluded));
+      values = where ? evaluator.inclusiveWhere(column, other) : evaluator.inclusive(column);
+    }
+    return cellList(values);
+  }
+
+  // One derive.py recipe's column over every node.
+  nb::object evaluate(nb::handle recipe, nb::handle exclusive) {
+    viewer::ColumnRecipe r;
+    if (!toRecipe(recipe.ptr(), &r)) throw nb::value_error("[PROTON] not a column recipe");
+    std::vector<CellValue> values;
+    std::vector<uint8_t> excluded = exclusiveColumns(exclusive);
+    {
+      nb::gil_scoped_release release;
+      std::vector<uint8_t> all(tree_.size(), 1);
+      viewer::ColumnEvaluator evaluator(tree_, all, std::move(excluded));
+      evaluator.evaluate(r, &values);
+    }
+    return cellList(values);
+  }
+
+  // (op, source, other, exponent, divisor), as derive.Recipe holds it; "none" is a column
+  // of Nones (a profile without metrics). False for anything else.
+  bool toRecipe(PyObject *item, viewer::ColumnRecipe *recipe) const {
+    static const std::pair<const char *, viewer::ColumnOp> kOps[] = {
+        {"inclusive", viewer::ColumnOp::kInclusive},
+        {"own", viewer::ColumnOp::kOwn},
+        {"scaled", viewer::ColumnOp::kScaled},
+        {"average", viewer::ColumnOp::kAverage},
+        {"rate", viewer::ColumnOp::kRate},
+        {"percent", viewer::ColumnOp::kPercent},
+        {"timed_average", viewer::ColumnOp::kTimedAverage}};
+    auto t = nb::cast<std::tuple<std::string, std::optional<std::string>,
+                                 std::optional<std::string>, int, int64_t>>(nb::handle(item));
+    const auto &[op, source, other, exponent, divisor] = t;
+    *recipe = {};
+    if (op == "none") return recipe->source = -1, true;
+    bool known = false;
+    for (const auto &[text, value] : kOps) {
+      if (op == text) recipe->op = value, known = true;
+    }
+    recipe->source = source ? find(*source) : -1;
+    recipe->other = other ? find(*other) : -1;
+    recipe->exponent = exponent;
+    recipe->divisor = divisor;
+    return known && exponent >= -18 && exponent <= 18 && divisor > 0;
+  }
+
+ private:
   void strings() {
     if (strings_.size() == tree_.strings.size()) return;
     strings_.clear();
-    for (const std::string &s : tree_.strings) {
-      strings_.push_back(
-          steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), nullptr)));
-    }
+    for (const std::string &s : tree_.strings) strings_.push_back(textObject(s));
   }
 
   PyObject *value(const viewer::MetricColumn &m, size_t i) {
@@ -207,16 +212,17 @@ class ViewerTree {
       }
       case ValueKind::kString: {
         strings();
-        PyObject *s = strings_[bits].ptr();
-        Py_INCREF(s);
-        return s;
+        return Py_NewRef(strings_[bits].ptr());
       }
+      case ValueKind::kOther:
+        return Py_NewRef(bits < others_.size() ? others_[bits].ptr() : Py_None);
       default:
         return Py_NewRef(Py_None);
     }
   }
 
   TreeColumns tree_;
+  std::vector<nb::object> others_;  // kOther values, by index
   std::vector<nb::object> strings_;
 };
 
@@ -231,176 +237,191 @@ nb::object readTree(const std::string &path, bool msgpack) {
   return nb::cast(ViewerTree(std::move(tree)));
 }
 
-// Profile.inclusive(): `out = exclusive(values)`, then `out[parents[i]] += out[i]` for i
-// from n - 1 down to 1; None when an integer does not fit int64.
-nb::object inclusive(nb::handle values, nb::handle parentList) {
-  std::vector<int32_t> parents;
-  if (!PyList_Check(values.ptr()) || !toInt32s(parentList, &parents)) return nb::none();
-  size_t n = parents.size();
-  if (static_cast<size_t>(PyList_GET_SIZE(values.ptr())) != n) return nb::none();
-  // As Profile.exclusive(): values that are not exact ints or floats count as 0.
-  std::vector<CellValue> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    PyObject *item = PyList_GET_ITEM(values.ptr(), i);
-    if (!PyLong_CheckExact(item) && !PyFloat_CheckExact(item)) {
-      out[i] = CellValue::ofInt(0);
-    } else if (!toCell(item, &out[i])) {
-      return nb::none();
-    }
-  }
-  for (size_t i = n; i-- > 1;) {
-    int32_t p = parents[i];
-    if (p < 0 || static_cast<size_t>(p) >= i) return nb::none();
-    if (!viewer::add(out[p], out[i], &out[p])) return nb::none();
-  }
-  return makeList(n, [&](size_t i) { return cellObject(out[i]); });
-}
-
-nb::object depths(nb::handle parentList) {
-  std::vector<int32_t> parents;
-  if (!toInt32s(parentList, &parents)) return nb::none();
-  std::vector<int32_t> depth(parents.size());
-  for (size_t i = 1; i < parents.size(); ++i) {
-    int32_t p = parents[i];
-    if (p < 0 || static_cast<size_t>(p) >= i) return nb::none();
-    depth[i] = depth[p] + 1;
-  }
-  return makeList(depth.size(), [&](size_t i) { return PyLong_FromLong(depth[i]); });
-}
-
-// Decodes a whole text report for Python.
-nb::object textObject(const std::string &text) {
-  return steal(PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), nullptr));
-}
-
-// render.py's header and tree lines for the nodes with shown[i] set, joined by newlines;
-// None when a value is not None, an int fitting int64 or a float.
-nb::object renderRows(nb::bytes shown, nb::handle names, nb::handle parentList,
-                      nb::handle depthList, nb::handle columns, nb::handle titles) {
-  std::vector<int32_t> parents, depths;
-  std::vector<std::string_view> nameViews;
-  if (!toInt32s(parentList, &parents) || !toInt32s(depthList, &depths)) return nb::none();
-  size_t n = parents.size();
-  if (shown.size() != n || depths.size() != n || !PyList_Check(names.ptr()) ||
-      static_cast<size_t>(PyList_GET_SIZE(names.ptr())) != n || !PyList_Check(columns.ptr()) ||
-      !PyList_Check(titles.ptr()) ||
-      PyList_GET_SIZE(titles.ptr()) != PyList_GET_SIZE(columns.ptr()) ||
-      !toViews(names, &nameViews)) {
-    return nb::none();
-  }
-  std::vector<int32_t> order;
-  const char *flags = static_cast<const char *>(shown.data());
-  for (size_t i = 0; i < n; ++i) {
-    if (flags[i]) order.push_back(static_cast<int32_t>(i));
-  }
-  viewer::TreeTable table{&parents, &depths, nullptr, &nameViews, {}, {}, {}};
-  std::vector<std::vector<CellValue>> cells;
-  for (Py_ssize_t c = 0; c < PyList_GET_SIZE(columns.ptr()); ++c) {
-    PyObject *values = PyList_GET_ITEM(columns.ptr(), c);
-    PyObject *title = PyList_GET_ITEM(titles.ptr(), c);
-    if (!PyList_Check(values) || static_cast<size_t>(PyList_GET_SIZE(values)) != n ||
-        !PyUnicode_Check(title)) {
-      return nb::none();
-    }
-    auto &column = cells.emplace_back(n);
-    for (int32_t i : order) {
-      if (!toCell(PyList_GET_ITEM(values, i), &column[i])) return nb::none();
-    }
+// One Python metric value into a column slot: exact ints (a float beyond int64), exact
+// floats and str as themselves; anything else (bool, None, a list, ...) as an object.
+void setValue(viewer::TreeBuilder &b, int32_t node, std::string_view key, PyObject *value,
+              std::vector<nb::object> *others) {
+  ValueKind kind = ValueKind::kOther;
+  uint64_t bits = 0;
+  if (PyLong_CheckExact(value) || PyFloat_CheckExact(value)) {
+    CellValue cell = toCell(value);
+    kind = cell.kind == CellValue::kInt ? ValueKind::kInt : ValueKind::kDouble;
+    std::memcpy(&bits, cell.kind == CellValue::kInt ? static_cast<const void *>(&cell.i) : &cell.d,
+                8);
+  } else if (PyUnicode_Check(value)) {
     Py_ssize_t size;
-    const char *utf8 = PyUnicode_AsUTF8AndSize(title, &size);
+    const char *utf8 = PyUnicode_AsUTF8AndSize(value, &size);
     if (utf8 == nullptr) throw nb::python_error();
-    table.titles.emplace_back(utf8, size);
-    table.titleLengths.push_back(static_cast<size_t>(PyUnicode_GET_LENGTH(title)));
+    kind = ValueKind::kString;
+    bits = b.internValue(std::string_view(utf8, size));
+  } else {
+    bits = others->size();
+    others->push_back(nb::borrow(value));
   }
-  for (const auto &column : cells) table.columns.push_back(&column);
-  std::string text;
+  b.setMetric(node, key, kind, bits);
+}
+
+// A ViewerTree from Profile's columns: names (str), parents (pre-order) and rows (dicts
+// of str keys, or None for a node without metrics).
+ViewerTree treeFromPython(nb::handle names, nb::handle parentList, nb::handle rows) {
+  std::vector<int32_t> parents;
+  std::vector<std::string_view> nameViews;
+  if (!toParents(parentList, &parents) || !toViews(names, &nameViews) ||
+      nameViews.size() != parents.size() || !PyList_Check(rows.ptr()) ||
+      static_cast<size_t>(PyList_GET_SIZE(rows.ptr())) != parents.size()) {
+    throw nb::value_error(
+        "[PROTON] a profile needs one name (str), parent and row per node, ROOT first "
+        "(parent -1), every other node after its parent");
+  }
+  TreeColumns tree;
+  std::vector<nb::object> others;
+  viewer::TreeBuilder b(&tree, parents.size(), /*strictOrder=*/false);
+  for (size_t i = 0; i < parents.size(); ++i) {
+    int32_t node = b.beginNode(parents[i]);
+    b.setName(node, nameViews[i]);
+    PyObject *row = PyList_GET_ITEM(rows.ptr(), static_cast<Py_ssize_t>(i));
+    if (!PyDict_Check(row)) continue;
+    b.beginMetrics();
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(row, &at, &key, &value)) {
+      if (!PyUnicode_Check(key)) continue;  // not a metric name
+      Py_ssize_t size;
+      const char *utf8 = PyUnicode_AsUTF8AndSize(key, &size);
+      if (utf8 == nullptr) throw nb::python_error();
+      setValue(b, node, std::string_view(utf8, size), value, &others);
+    }
+  }
+  b.finish();
+  return ViewerTree(std::move(tree), std::move(others));
+}
+
+// The union of trees by path (model.align): (merged tree, per input the merged node of
+// each of its nodes).
+nb::tuple mergeTrees(nb::handle trees) {
+  std::vector<ViewerTree *> inputs;
+  for (nb::handle tree : trees) inputs.push_back(nb::cast<ViewerTree *>(tree));
+  std::vector<viewer::MergeInput> plans;
+  std::vector<nb::object> others;
+  for (ViewerTree *tree : inputs) {
+    plans.push_back(viewer::pathsOf(tree->columns(), nullptr));
+    plans.back().otherOffset = others.size();
+    others.insert(others.end(), tree->others().begin(), tree->others().end());
+  }
+  std::vector<const viewer::MergeInput *> pointers;
+  for (const viewer::MergeInput &plan : plans) pointers.push_back(&plan);
+  std::vector<std::vector<int32_t>> maps;
+  TreeColumns merged;
   {
     nb::gil_scoped_release release;
-    viewer::TextSink sink(&text);
-    viewer::writeTreeLines(table, order, /*color=*/false, &sink);
+    merged = viewer::mergeTrees(pointers, &maps);
   }
-  if (!text.empty()) text.pop_back();  // the last '\n': render.py joins the lines
-  return textObject(text);
+  nb::object mapLists = makeList(maps.size(), [&](size_t k) {
+    return makeList(maps[k].size(), [&](size_t i) { return PyLong_FromLong(maps[k][i]); })
+        .release()
+        .ptr();
+  });
+  return nb::make_tuple(ViewerTree(std::move(merged), std::move(others)), mapLists);
 }
 
-// A profile's kept frames (launch metadata hidden, -i/-e applied) and the whole report on
-// them; holds its ViewerTree alive.
+// A profile's kept frames (launch metadata hidden, -i/-e applied), the whole report on
+// them, and the kept frames as a tree of their own (compacted, or folded); holds its
+// ViewerTree alive.
 class ViewerSelection {
  public:
-  ViewerSelection(nb::object owner, const TreeColumns *tree, std::vector<uint8_t> keep)
-      : owner_(std::move(owner)), tree_(tree), keep_(std::move(keep)) {}
+  ViewerSelection(nb::object owner, std::vector<uint8_t> keep)
+      : owner_(std::move(owner)), tree_(nb::cast<ViewerTree *>(owner_)), keep_(std::move(keep)) {}
 
-  // [(metric, is_number)] of the kept frames, as Profile._metric_kinds orders them.
-  nb::list metricKinds() const {
-    nb::list out;
-    for (const viewer::MetricKind &k : viewer::keptMetricKinds(*tree_, keep_)) {
-      const std::string &name = tree_->metrics[k.column].name;
-      out.append(nb::make_tuple(nb::str(name.data(), name.size()), k.number));
+  nb::list metricKinds() const { return ViewerTree::kindsOf(tree_->columns(), keep_); }
+
+  nb::bytes keep() const { return nb::bytes(keep_.data(), keep_.size()); }
+
+  // The kept nodes as a tree, in their order (Profile.subset).
+  ViewerTree subset() const {
+    TreeColumns out;
+    {
+      nb::gil_scoped_release release;
+      out = viewer::subsetTree(tree_->columns(), keep_);
     }
-    return out;
+    return ViewerTree(std::move(out), tree_->others());
+  }
+
+  // The kept nodes with Python frames shown as frames.py labels them (per string id: the
+  // name shown, or None for a name that is not a frame; library: 1 for a library's frame),
+  // library runs folded when `fold` (frames.fold).
+  ViewerTree fold(nb::handle shown, nb::handle library, bool fold) const {
+    const TreeColumns &tree = tree_->columns();
+    size_t count = tree.strings.size();
+    if (!PyList_Check(shown.ptr()) || static_cast<size_t>(PyList_GET_SIZE(shown.ptr())) != count ||
+        !PyBytes_Check(library.ptr()) ||
+        static_cast<size_t>(PyBytes_GET_SIZE(library.ptr())) != count) {
+      throw nb::value_error("[PROTON] one label and one library flag per string");
+    }
+    std::vector<viewer::FrameLabel> labels(count);
+    const char *flags = PyBytes_AS_STRING(library.ptr());
+    for (size_t s = 0; s < count; ++s) {
+      PyObject *name = PyList_GET_ITEM(shown.ptr(), static_cast<Py_ssize_t>(s));
+      if (name == Py_None) continue;
+      labels[s] = {true, flags[s] != 0, nb::cast<std::string>(nb::handle(name))};
+    }
+    TreeColumns out;
+    {
+      nb::gil_scoped_release release;
+      viewer::MergeInput plan = viewer::foldFrames(tree, &keep_, labels, fold);
+      out = viewer::mergeTrees({&plan}, nullptr);
+    }
+    out.metadata = tree.metadata;
+    out.devices = tree.devices;
+    return ViewerTree(std::move(out), tree_->others());
   }
 
   // The report of render.render() but the stats table, written to fd (True) or returned
-  // (fd < 0); None, with nothing written, where only Python can give the same answer.
+  // (fd < 0). None, having written nothing, for arguments it does not take.
   nb::object report(nb::handle recipes, nb::handle titles, nb::handle exclusive,
                     std::optional<double> threshold, std::optional<int64_t> depth,
                     nb::handle displayNames, bool color, bool printSorted, int fd,
                     bool shortNames) {
+    const TreeColumns &tree = tree_->columns();
     viewer::TreeTable table;
     std::vector<std::string_view> names;
     std::vector<viewer::ColumnRecipe> columns;
-    std::vector<uint8_t> noneColumns;
-    std::vector<uint8_t> exclusiveColumns(tree_->metrics.size());
     if (!PyList_Check(recipes.ptr()) || !PyList_Check(titles.ptr()) ||
         PyList_GET_SIZE(recipes.ptr()) != PyList_GET_SIZE(titles.ptr()) ||
         PyList_GET_SIZE(recipes.ptr()) == 0) {
       return nb::none();
     }
-    for (nb::handle name : exclusive) {
-      int column = find(nb::cast<std::string>(name));
-      if (column >= 0) exclusiveColumns[column] = 1;
-    }
+    std::vector<uint8_t> exclusiveColumns = tree_->exclusiveColumns(exclusive);
     for (Py_ssize_t c = 0; c < PyList_GET_SIZE(recipes.ptr()); ++c) {
       viewer::ColumnRecipe recipe;
-      bool none = false;
-      if (!toRecipe(PyList_GET_ITEM(recipes.ptr(), c), &recipe, &none)) return nb::none();
+      if (!tree_->toRecipe(PyList_GET_ITEM(recipes.ptr(), c), &recipe)) return nb::none();
       columns.push_back(recipe);
-      noneColumns.push_back(none);
       std::string title = nb::cast<std::string>(nb::handle(PyList_GET_ITEM(titles.ptr(), c)));
       table.titleLengths.push_back(viewer::countCharacters(title));
       table.titles.push_back(std::move(title));
     }
     std::vector<std::string> shortened;  // names[i] views shortened[i] where it is set
     if (displayNames.is_none()) {
-      names.assign(tree_->strings.begin(), tree_->strings.end());
+      names.assign(tree.strings.begin(), tree.strings.end());
       if (shortNames) {
         shortened.resize(names.size());
         for (size_t i = 0; i < names.size(); ++i) {
           if (viewer::shortenKernelName(names[i], &shortened[i])) names[i] = shortened[i];
         }
       }
-    } else if (!toViews(displayNames, &names) || names.size() != tree_->strings.size()) {
+    } else if (!toViews(displayNames, &names) || names.size() != tree.strings.size()) {
       return nb::none();
     }
     std::string text;
     Status status;
-    bool done;
     {
       nb::gil_scoped_release release;
-      viewer::ColumnEvaluator evaluator(*tree_, keep_, std::move(exclusiveColumns));
+      viewer::ColumnEvaluator evaluator(tree, keep_, std::move(exclusiveColumns));
       std::vector<std::vector<CellValue>> values(columns.size());
-      done = true;
-      for (size_t c = 0; c < columns.size() && done; ++c) {
-        if (noneColumns[c]) {
-          values[c].assign(tree_->size(), CellValue::none());
-        } else {
-          done = evaluator.evaluate(columns[c], &values[c]);
-        }
-      }
-      std::vector<int32_t> depths = viewer::nodeDepths(tree_->parents);
-      table.parents = &tree_->parents;
+      for (size_t c = 0; c < columns.size(); ++c) evaluator.evaluate(columns[c], &values[c]);
+      std::vector<int32_t> depths = viewer::nodeDepths(tree.parents);
+      table.parents = &tree.parents;
       table.depths = &depths;
-      table.nameIds = &tree_->nameIds;
+      table.nameIds = &tree.nameIds;
       table.names = &names;
       for (const auto &column : values) table.columns.push_back(&column);
       std::optional<viewer::TextSink> sink;
@@ -409,17 +430,15 @@ class ViewerSelection {
       } else {
         sink.emplace(&text);
       }
-      if (done) {
-        std::vector<int32_t> order =
-            viewer::visibleNodes(tree_->parents, depths, keep_, values[0], threshold, depth);
-        done = viewer::writeTreeLines(table, order, color, &*sink);
-        if (done && printSorted) {
-          if (depth) {  // the sorted list is not cut by depth
-            order = viewer::visibleNodes(tree_->parents, depths, keep_, values[0], threshold,
-                                         std::nullopt);
-          }
-          viewer::writeSortedLines(table, order, &*sink);
+      std::vector<int32_t> order =
+          viewer::visibleNodes(tree.parents, depths, keep_, values[0], threshold, depth);
+      viewer::writeTreeLines(table, order, color, &*sink);
+      if (printSorted) {
+        if (depth) {  // the sorted list is not cut by depth
+          order =
+              viewer::visibleNodes(tree.parents, depths, keep_, values[0], threshold, std::nullopt);
         }
+        viewer::writeSortedLines(table, order, &*sink);
       }
       status = sink->flush();
       if (!status.isOk()) errno = sink->error();
@@ -428,47 +447,13 @@ class ViewerSelection {
       PyErr_SetFromErrno(PyExc_OSError);
       throw nb::python_error();
     }
-    if (!done) return nb::none();
     if (fd >= 0) return nb::bool_(true);
     return textObject(text);
   }
 
  private:
-  int find(const std::string &name) const {
-    for (size_t k = 0; k < tree_->metrics.size(); ++k) {
-      if (tree_->metrics[k].name == name) return static_cast<int>(k);
-    }
-    return -1;
-  }
-
-  // (op, source, other, exponent, divisor), as fast_report.py encodes derive.py's recipes.
-  bool toRecipe(PyObject *item, viewer::ColumnRecipe *recipe, bool *none) const {
-    static const std::pair<const char *, viewer::ColumnOp> kOps[] = {
-        {"inclusive", viewer::ColumnOp::kInclusive},
-        {"own", viewer::ColumnOp::kOwn},
-        {"scaled", viewer::ColumnOp::kScaled},
-        {"average", viewer::ColumnOp::kAverage},
-        {"rate", viewer::ColumnOp::kRate},
-        {"percent", viewer::ColumnOp::kPercent},
-        {"timed_average", viewer::ColumnOp::kTimedAverage}};
-    auto t = nb::cast<std::tuple<std::string, std::optional<std::string>,
-                                 std::optional<std::string>, int, int64_t>>(nb::handle(item));
-    const auto &[op, source, other, exponent, divisor] = t;
-    if (op == "none") return *none = true, true;
-    bool known = false;
-    for (const auto &[text, value] : kOps) {
-      if (op == text) recipe->op = value, known = true;
-    }
-    recipe->source = source ? find(*source) : -1;
-    recipe->other = other ? find(*other) : -1;
-    recipe->exponent = exponent;
-    recipe->divisor = divisor;
-    return known && recipe->source >= 0 && (!other || recipe->other >= 0) && exponent >= -18 &&
-           exponent <= 18 && divisor > 0;
-  }
-
   nb::object owner_;
-  const TreeColumns *tree_;
+  ViewerTree *tree_;
   std::vector<uint8_t> keep_;
 };
 
@@ -483,13 +468,13 @@ bool toMask(nb::handle mask, size_t size, std::optional<std::vector<uint8_t>> *o
   return true;
 }
 
-nb::object selectFrames(ViewerTree &self, const std::string &hiddenName, nb::handle include,
-                        nb::handle exclude) {
-  const TreeColumns &tree = self.columns();
+ViewerSelection selectFrames(nb::handle self, const std::string &hiddenName, nb::handle include,
+                             nb::handle exclude) {
+  const TreeColumns &tree = nb::cast<ViewerTree *>(self)->columns();
   std::optional<std::vector<uint8_t>> includeMask, excludeMask;
   if (!toMask(include, tree.strings.size(), &includeMask) ||
       !toMask(exclude, tree.strings.size(), &excludeMask)) {
-    return nb::none();
+    throw nb::value_error("[PROTON] an -i/-e mask needs one byte per string");
   }
   std::vector<uint8_t> keep;
   {
@@ -498,8 +483,21 @@ nb::object selectFrames(ViewerTree &self, const std::string &hiddenName, nb::han
                                     excludeMask ? &*excludeMask : nullptr};
     keep = viewer::selectNodes(tree, selection);
   }
-  if (keep.empty()) return nb::none();
-  return nb::cast(ViewerSelection(nb::find(&self), &tree, std::move(keep)));
+  return ViewerSelection(nb::borrow(self), std::move(keep));
+}
+
+// The tree's nodes with keep[i] set (bytes; closed under taking parents), compacted.
+ViewerTree subsetOf(nb::handle self, nb::bytes keep) {
+  const TreeColumns &tree = nb::cast<ViewerTree *>(self)->columns();
+  if (keep.size() != tree.size()) throw nb::value_error("[PROTON] one keep flag per node");
+  const auto *flags = static_cast<const uint8_t *>(keep.data());
+  std::vector<uint8_t> mask(flags, flags + keep.size());
+  for (size_t i = 1; i < mask.size(); ++i) {
+    if (mask[i] && !mask[tree.parents[i]]) {
+      throw nb::value_error("[PROTON] a kept node's parent must be kept");
+    }
+  }
+  return ViewerSelection(nb::borrow(self), std::move(mask)).subset();
 }
 
 }  // namespace
@@ -513,14 +511,22 @@ void bindViewer(nb::module_ &m) {
       .def("metric_kinds", &ViewerTree::metricKinds)
       .def("column", &ViewerTree::column, nb::arg("metric"))
       .def("rows", &ViewerTree::rows)
+      .def("inclusive", &ViewerTree::inclusive, nb::arg("metric"), nb::arg("where").none(),
+           nb::arg("exclusive"))
+      .def("evaluate", &ViewerTree::evaluate, nb::arg("recipe"), nb::arg("exclusive"),
+           "The column of one recipe (op, source, other, exponent, divisor) on every node.")
+      .def("subset", &subsetOf, nb::arg("keep"))
       .def("select", &selectFrames, nb::arg("hidden_name"), nb::arg("include").none(),
            nb::arg("exclude").none(),
            "The frames kept after hiding `hidden_name` subtrees and applying per-string "
-           "-i/-e masks (bytes); None when only Python can tell.")
+           "-i/-e masks (bytes).")
       .def_prop_ro("metadata", &ViewerTree::metadata)
       .def_prop_ro("devices", &ViewerTree::devices);
   nb::class_<ViewerSelection>(m, "ViewerSelection")
       .def("metric_kinds", &ViewerSelection::metricKinds)
+      .def("keep", &ViewerSelection::keep)
+      .def("subset", &ViewerSelection::subset)
+      .def("fold", &ViewerSelection::fold, nb::arg("shown"), nb::arg("library"), nb::arg("fold"))
       .def("report", &ViewerSelection::report, nb::arg("recipes"), nb::arg("titles"),
            nb::arg("exclusive"), nb::arg("threshold").none(), nb::arg("depth").none(),
            nb::arg("names").none(), nb::arg("color"), nb::arg("print_sorted"), nb::arg("fd"),
@@ -530,17 +536,11 @@ void bindViewer(nb::module_ &m) {
   m.def("viewer_read", &readTree, nb::arg("path"), nb::arg("msgpack"),
         "A profile file in columns (a ViewerTree), or None when only the Python reader can "
         "read it (or explain why not).");
-  m.def(
-      "viewer_short_kernel_name",
-      [](const std::string &name) {
-        std::string out;
-        return viewer::shortenKernelName(name, &out) ? out : name;
-      },
-      nb::arg("name"), "The name proton-viewer's tree shows for `name` (viewer/kernel_name.h).");
-  m.def("viewer_inclusive", &inclusive, nb::arg("values"), nb::arg("parents"));
-  m.def("viewer_depths", &depths, nb::arg("parents"));
-  m.def("viewer_render_rows", &renderRows, nb::arg("shown"), nb::arg("names"), nb::arg("parents"),
-        nb::arg("depths"), nb::arg("columns"), nb::arg("titles"));
+  m.def("viewer_tree", &treeFromPython, nb::arg("names"), nb::arg("parents"), nb::arg("rows"),
+        "A ViewerTree of a profile's names, parents and rows (dicts).");
+  m.def("viewer_merge", &mergeTrees, nb::arg("trees"),
+        "(union of the trees by path, per tree the union node of each of its nodes).");
+  bindViewerRender(m);
 }
 
 }  // namespace proton::bindings

@@ -1,7 +1,7 @@
 // Readable kernel names for proton-viewer's tree: a demangled C++ signature without its
-// template and parameter lists, as Nsight Systems shortens them. Mirrors
-// python/proton/viewer/names.py (whose docstring states the rule) byte for byte; both are
-// checked against tests/golden/kernel_names.tsv.
+// template and parameter lists, as Nsight Systems shortens them; the viewer's one
+// implementation (python/proton/viewer/names.py calls it and states the rule), checked
+// against tests/golden/kernel_names.tsv.
 //
 //   std::string shortName;
 //   if (shortenKernelName("void ns::k<4, float>(int, float*)", &shortName))

@@ -1,14 +1,14 @@
-// CellValue and Python's arithmetic on it: the viewer's C++ fast path computes metric
-// columns with exactly the results (and types) Python's int and float operators give, so
-// that its report is byte-identical to the Python renderer's.
+// CellValue and the viewer's arithmetic on metric values: Python's int and float operators
+// (ints stay ints, a float makes a float, int / int is a correctly rounded float) wherever
+// int64 holds the integers, which is every profile Proton or Triton writes. Beyond int64
+// the viewer computes in floats: an integer sum that overflows, or a value read beyond int64,
+// becomes a float (Python's ints would grow). This is the one definition the viewer uses:
+// proton-viewer's report, proton.viewer's Profile and derive() all compute through it.
 //
-//   CellValue a = CellValue::ofInt(7), b = CellValue::ofInt(2), q;
-//   if (!trueDivide(a, b, &q)) { /* Python's answer could differ: let Python compute */ }
-//   // q is the float 3.5, as 7 / 2 in Python
+//   CellValue q = trueDivide(CellValue::ofInt(7), CellValue::ofInt(2));   // the float 3.5
+//   CellValue s = add(CellValue::ofInt(INT64_MAX), CellValue::ofInt(1));  // the float 2^63
 //
-// An operation returns false where int64/double arithmetic might not give Python's answer
-// (an integer overflowing int64, an integer division of operands beyond 2^53); the caller
-// then falls back to Python. Plain value functions; thread-safe.
+// Plain value functions; thread-safe.
 #pragma once
 
 #include <cmath>
@@ -46,46 +46,36 @@ struct CellValue {
   double asDouble() const { return kind == kInt ? static_cast<double>(i) : d; }
 };
 
-// Integers whose conversion to double is exact, so that int / int is one correctly rounded
-// double division (CPython's fast path for true division).
-inline bool fitsDouble(int64_t v) { return v >= -(int64_t{1} << 53) && v <= (int64_t{1} << 53); }
-
-// Python's a + b, a - b, a * b (ints stay ints, a float makes a float): intOp is the
-// overflow-checking builtin, doubleOp the float operation.
+// Python's a + b, a - b, a * b: intOp is the overflow-checking builtin (true on overflow,
+// when the float operation gives the answer), doubleOp the float operation.
 template <typename IntOp, typename DoubleOp>
-bool arithmetic(CellValue a, CellValue b, CellValue *out, IntOp intOp, DoubleOp doubleOp) {
+CellValue arithmetic(CellValue a, CellValue b, IntOp intOp, DoubleOp doubleOp) {
   if (a.kind == CellValue::kInt && b.kind == CellValue::kInt) {
     int64_t r;
-    if (intOp(a.i, b.i, &r)) return false;
-    *out = CellValue::ofInt(r);
-    return true;
+    if (!intOp(a.i, b.i, &r)) return CellValue::ofInt(r);
   }
-  *out = CellValue::ofDouble(doubleOp(a.asDouble(), b.asDouble()));
-  return true;
+  return CellValue::ofDouble(doubleOp(a.asDouble(), b.asDouble()));
 }
-inline bool add(CellValue a, CellValue b, CellValue *out) {
+inline CellValue add(CellValue a, CellValue b) {
   return arithmetic(
-      a, b, out, [](int64_t x, int64_t y, int64_t *r) { return __builtin_add_overflow(x, y, r); },
+      a, b, [](int64_t x, int64_t y, int64_t *r) { return __builtin_add_overflow(x, y, r); },
       [](double x, double y) { return x + y; });
 }
-inline bool subtract(CellValue a, CellValue b, CellValue *out) {
+inline CellValue subtract(CellValue a, CellValue b) {
   return arithmetic(
-      a, b, out, [](int64_t x, int64_t y, int64_t *r) { return __builtin_sub_overflow(x, y, r); },
+      a, b, [](int64_t x, int64_t y, int64_t *r) { return __builtin_sub_overflow(x, y, r); },
       [](double x, double y) { return x - y; });
 }
-inline bool multiply(CellValue a, CellValue b, CellValue *out) {
+inline CellValue multiply(CellValue a, CellValue b) {
   return arithmetic(
-      a, b, out, [](int64_t x, int64_t y, int64_t *r) { return __builtin_mul_overflow(x, y, r); },
+      a, b, [](int64_t x, int64_t y, int64_t *r) { return __builtin_mul_overflow(x, y, r); },
       [](double x, double y) { return x * y; });
 }
-// Python's a / b for b != 0 (callers check Python's `if b` first).
-inline bool trueDivide(CellValue a, CellValue b, CellValue *out) {
-  if (a.kind == CellValue::kInt && b.kind == CellValue::kInt &&
-      !(fitsDouble(a.i) && fitsDouble(b.i))) {
-    return false;
-  }
-  *out = CellValue::ofDouble(a.asDouble() / b.asDouble());
-  return true;
+// Python's a / b for b != 0 (callers check `if b` first): a float. Integers beyond 2^53 are
+// rounded to doubles first (Python divides them exactly; the quotients differ in the last
+// bit at most).
+inline CellValue trueDivide(CellValue a, CellValue b) {
+  return CellValue::ofDouble(a.asDouble() / b.asDouble());
 }
 
 // Python's exact comparison of an int with a float: -1, 0 or 1; d must not be NaN.

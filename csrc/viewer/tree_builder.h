@@ -34,9 +34,10 @@ inline size_t estimateNodes(std::string_view data, std::string_view marker) {
 
 class TreeBuilder {
  public:
-  // expectedNodes: what the columns reserve (they grow past it if need be).
-  TreeBuilder(TreeColumns *out, size_t expectedNodes)
-      : out_(out), strings_(&out->strings), reserve_(expectedNodes) {
+  // expectedNodes: what the columns reserve (they grow past it if need be). strictOrder: a
+  // node must list its metrics in the order first seen (files); Python's rows need not.
+  TreeBuilder(TreeColumns *out, size_t expectedNodes, bool strictOrder = true)
+      : out_(out), strings_(&out->strings), reserve_(expectedNodes), strictOrder_(strictOrder) {
     *out = TreeColumns{};
     out->parents.reserve(reserve_);
     out->nameIds.reserve(reserve_);
@@ -60,11 +61,11 @@ class TreeBuilder {
     return cached = intern(s);
   }
 
-  // False when the node already has this metric or lists its metrics in another order
-  // than the one first seen (a dict rebuilt from the columns would differ).
+  // False when the node already has this metric or (strictOrder) lists its metrics in
+  // another order than the one first seen (a dict rebuilt from the columns would differ).
   bool setMetric(int32_t node, std::string_view key, ValueKind kind, uint64_t bits) {
     int column = findColumn(key);
-    if (column < lastColumn_) return false;
+    if (strictOrder_ && column < lastColumn_) return false;
     MetricColumn &m = out_->metrics[column];
     if (m.kinds.size() <= static_cast<size_t>(node)) {
       m.kinds.resize(node + 1, ValueKind::kAbsent);
@@ -106,6 +107,7 @@ class TreeBuilder {
   TreeColumns *out_;
   StringInterner strings_;
   size_t reserve_;
+  bool strictOrder_;
   int lastColumn_ = -1;
   uint32_t lastValues_[4] = {kNoName, kNoName, kNoName, kNoName};
 };

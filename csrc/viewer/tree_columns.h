@@ -13,6 +13,8 @@
 //   kInt      | int64_t bits
 //   kDouble   | double bits
 //   kString   | string id (index into strings)
+//   kOther    | a value that is neither (a list, a bool, null), given by Python: an index
+//             | into the object table of the binding's ViewerTree; readers never make one
 //
 // Plain value type; not thread-safe to mutate.
 #pragma once
@@ -25,7 +27,7 @@
 
 namespace proton::viewer {
 
-enum class ValueKind : uint8_t { kAbsent = 0, kInt, kDouble, kString };
+enum class ValueKind : uint8_t { kAbsent = 0, kInt, kDouble, kString, kOther };
 
 struct MetricColumn {
   std::string name;

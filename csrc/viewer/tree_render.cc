@@ -13,7 +13,8 @@ constexpr std::string_view kElbow = "\u2514\u2500 ";  // └─
 constexpr std::string_view kPipe = "\u2502  ";        // │
 constexpr std::string_view kBlank = "   ";
 constexpr std::string_view kReset = "\033[0m";
-// render.py's BANDS (bottom, top) and BAND_COLORS, high to low.
+// The legend's bands (bottom, top) as fractions of the first column's range, high to low,
+// and their colours (as hatchet's).
 constexpr double kBandBottom[] = {0.9, 0.7, 0.5, 0.3, 0.1, 0.0};
 constexpr double kBandTop[] = {1.0, 0.9, 0.7, 0.5, 0.3, 0.1};
 constexpr std::string_view kBandColor[] = {"\033[38;5;196m", "\033[38;5;208m", "\033[38;5;220m",
@@ -42,7 +43,7 @@ bool formatFixedFast(double v, char *buf, int *length) {
   return true;
 }
 
-// Python's format_value into buf (48 bytes); returns the length.
+// A value as the viewer shows it (appendValue's rule) into buf (48 bytes); returns the length.
 int formatValue(const CellValue &v, char *buf) {
   if (v.kind == CellValue::kNone) return buf[0] = '-', 1;
   if (v.kind == CellValue::kInt)
@@ -63,8 +64,7 @@ int formatValue(const CellValue &v, char *buf) {
   return static_cast<int>(r.ptr - buf);
 }
 
-// The colour bands of the first column and the legend lines, as render.py's _rows and
-// _legend work them out.
+// The colour bands of the first column and the legend lines.
 struct Colors {
   std::vector<int8_t> bands;  // per row, -1: uncoloured
   std::vector<std::string> legend;
@@ -74,24 +74,17 @@ bool spanAtMostZero(const CellValue &span) {
   return span.kind == CellValue::kInt ? span.i <= 0 : span.d <= 0;
 }
 
-bool bandOf(const CellValue &value, const CellValue &low, const CellValue &span, int8_t *band) {
-  if (value.isMissing() || spanAtMostZero(span)) {
-    *band = spanAtMostZero(span) && !value.isNone() ? 0 : -1;
-    return true;
-  }
-  CellValue diff, fraction;
-  if (!subtract(value, low, &diff) || !trueDivide(diff, span, &fraction)) return false;
-  *band = kBands - 1;
+int8_t bandOf(const CellValue &value, const CellValue &low, const CellValue &span) {
+  if (value.isMissing() || spanAtMostZero(span))
+    return spanAtMostZero(span) && !value.isNone() ? 0 : -1;
+  CellValue fraction = trueDivide(subtract(value, low), span);
   for (int k = 0; k < kBands; ++k) {
-    if (fraction.d >= kBandBottom[k]) {
-      *band = static_cast<int8_t>(k);
-      break;
-    }
+    if (fraction.d >= kBandBottom[k]) return static_cast<int8_t>(k);
   }
-  return true;
+  return kBands - 1;
 }
 
-bool computeColors(const TreeTable &table, const std::vector<int32_t> &order, Colors *out) {
+void computeColors(const TreeTable &table, const std::vector<int32_t> &order, Colors *out) {
   const std::vector<CellValue> &first = *table.columns[0];
   CellValue low = CellValue::ofInt(0), high = CellValue::ofInt(0);
   bool any = false;
@@ -105,12 +98,9 @@ bool computeColors(const TreeTable &table, const std::vector<int32_t> &order, Co
     if (lessThan(v, low)) low = v;
     if (lessThan(high, v)) high = v;
   }
-  CellValue span;
-  if (!subtract(high, low, &span)) return false;
+  CellValue span = subtract(high, low);
   out->bands.resize(order.size());
-  for (size_t r = 0; r < order.size(); ++r) {
-    if (!bandOf(first[order[r]], low, span, &out->bands[r])) return false;
-  }
+  for (size_t r = 0; r < order.size(); ++r) out->bands[r] = bandOf(first[order[r]], low, span);
   std::string line = "Legend (" + table.titles[0] + ": min ";
   appendValue(low, &line);
   line += ", max ";
@@ -129,7 +119,6 @@ bool computeColors(const TreeTable &table, const std::vector<int32_t> &order, Co
     appendValue(CellValue::ofDouble(hi), &line);
     out->legend.push_back(line);
   }
-  return true;
 }
 
 }  // namespace
@@ -145,11 +134,11 @@ size_t countCharacters(std::string_view utf8) {
   return n;
 }
 
-bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, bool color,
+void writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, bool color,
                     TextSink *out) {
   size_t rows = order.size(), cols = table.columns.size();
   Colors colors;
-  if (color && cols > 0 && !computeColors(table, order, &colors)) return false;
+  if (color && cols > 0) computeColors(table, order, &colors);
   // Format every cell once; remember where each one ends.
   std::string cells;
   std::vector<uint8_t> lengths(rows * cols);  // a value is at most 48 characters
@@ -211,7 +200,6 @@ bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, b
     out->append(line);
     out->push('\n');
   }
-  return true;
 }
 
 void writeSortedLines(const TreeTable &table, const std::vector<int32_t> &order, TextSink *out) {
@@ -221,7 +209,7 @@ void writeSortedLines(const TreeTable &table, const std::vector<int32_t> &order,
   for (int32_t i : order) {
     if (i != 0) nodes.push_back(i);
   }
-  // Python's sort key (missing, -value): present values first, largest first, stable.
+  // Present values first, largest first, ties in tree order (a stable sort).
   std::stable_sort(nodes.begin(), nodes.end(), [&](int32_t a, int32_t b) {
     bool missingA = values[a].isMissing(), missingB = values[b].isMissing();
     if (missingA || missingB) return !missingA && missingB;

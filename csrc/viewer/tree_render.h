@@ -1,7 +1,8 @@
 // proton-viewer's text report, built in C++: a header of metric titles, one line per shown
 // node with its formatted values and its name behind box-drawing stems (coloured by the
 // first metric, with a legend, when asked), and the list of frames sorted by the first
-// metric. Mirrors python/proton/viewer/render.py (the fallback) byte for byte.
+// metric. The viewer's one renderer: proton-viewer's report and proton.viewer.render() both
+// write their text here (render.py only chooses the names and appends the stats table).
 //
 //   TreeTable t{&parents, &depths, &nameIds, &names, {&timeColumn}, {"time/s"}, {6}};
 //   TextSink out(1);
@@ -40,12 +41,11 @@ void appendValue(const CellValue &v, std::string *out);
 
 // The header and a line per node of `order` (ascending, closed under taking parents),
 // each ending in '\n'; with color, the first column in its legend band's colour and the
-// legend after the tree. False, with nothing written, when the colour bands need
-// arithmetic that could differ from Python's.
-bool writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, bool color,
+// legend after the tree.
+void writeTreeLines(const TreeTable &table, const std::vector<int32_t> &order, bool color,
                     TextSink *out);
 
-// render.py's _sorted_lines: an empty line, "Sorted kernels by metric <title>" and the
+// --print-sorted: an empty line, "Sorted kernels by metric <title>" and the
 // nodes of `order` but ROOT by the first column, largest first; each line ends in '\n'.
 void writeSortedLines(const TreeTable &table, const std::vector<int32_t> &order, TextSink *out);
 

@@ -21,7 +21,7 @@ CellValue cellAt(const MetricColumn &m, size_t i) {
   return CellValue::none();
 }
 
-// model._has_number: a nonzero int or float among the node's own metrics.
+// A nonzero int or float among the node's own metrics.
 bool hasNumber(const TreeColumns &tree, size_t i) {
   for (const MetricColumn &m : tree.metrics) {
     if (cellAt(m, i).isTrue()) return true;
@@ -37,14 +37,13 @@ std::vector<int32_t> subtreeEnds(const std::vector<int32_t> &parents) {
   return size;
 }
 
-// hide_launch_metadata: frames named `hidden` go with their subtrees, and so do nodes left
-// without children that had only such frames and no number of their own.
-bool hideFrames(const TreeColumns &tree, uint32_t hidden, std::vector<uint8_t> *keep) {
+// hide_launch_metadata: frames named `hidden` (not ROOT) go with their subtrees, and so do
+// nodes left without children that had only such frames and no number of their own.
+void hideFrames(const TreeColumns &tree, uint32_t hidden, std::vector<uint8_t> *keep) {
   size_t n = tree.size();
-  if (tree.nameIds[0] == hidden) return false;
   std::vector<int32_t> ends = subtreeEnds(tree.parents);
   std::vector<uint8_t> hadRemovedChild(n), keptChild(n);
-  for (size_t i = 0; i < n;) {
+  for (size_t i = 1; i < n;) {
     if (tree.nameIds[i] == hidden) {
       std::fill(keep->begin() + i, keep->begin() + ends[i], 0);
       hadRemovedChild[tree.parents[i]] = 1;
@@ -63,7 +62,6 @@ bool hideFrames(const TreeColumns &tree, uint32_t hidden, std::vector<uint8_t> *
       keptChild[p] = 1;
     }
   }
-  return true;
 }
 
 // model.select's include: the kept frames matching, their subtrees and their ancestors.
@@ -99,11 +97,11 @@ int64_t powerOfTen(int exponent) {
   return v;
 }
 
-// derive._scaled on one value: v * 10^exponent, or v / 10^-exponent.
-bool scale(const CellValue &v, int exponent, CellValue *out) {
-  if (exponent == 0) return *out = v, true;
+// v * 10^exponent, or v / 10^-exponent (an int stays an int when multiplied).
+CellValue scale(const CellValue &v, int exponent) {
+  if (exponent == 0) return v;
   CellValue factor = CellValue::ofInt(powerOfTen(exponent < 0 ? -exponent : exponent));
-  return exponent > 0 ? multiply(v, factor, out) : trueDivide(v, factor, out);
+  return exponent > 0 ? multiply(v, factor) : trueDivide(v, factor);
 }
 
 }  // namespace
@@ -113,9 +111,8 @@ std::vector<uint8_t> selectNodes(const TreeColumns &tree, const NodeSelection &s
   if (tree.size() == 0) return {};
   if (!selection.hiddenName.empty()) {
     auto it = std::find(tree.strings.begin(), tree.strings.end(), selection.hiddenName);
-    if (it != tree.strings.end() &&
-        !hideFrames(tree, static_cast<uint32_t>(it - tree.strings.begin()), &keep)) {
-      return {};
+    if (it != tree.strings.end()) {
+      hideFrames(tree, static_cast<uint32_t>(it - tree.strings.begin()), &keep);
     }
   }
   if (selection.include != nullptr) includeFrames(tree, *selection.include, &keep);
@@ -157,152 +154,122 @@ ColumnEvaluator::ColumnEvaluator(const TreeColumns &tree, const std::vector<uint
       keep_(keep),
       exclusive_(std::move(exclusive)),
       inclusive_(tree.metrics.size()),
-      overflowed_(tree.metrics.size()) {
+      zeros_(tree.size(), CellValue::ofInt(0)) {
   exclusive_.resize(tree.metrics.size());
 }
 
-const std::vector<CellValue> *ColumnEvaluator::inclusive(int column) {
-  if (column < 0 || static_cast<size_t>(column) >= tree_.metrics.size()) return nullptr;
-  if (overflowed_[column]) return nullptr;
-  if (inclusive_[column]) return &*inclusive_[column];
+const std::vector<CellValue> &ColumnEvaluator::inclusive(int column) {
+  if (column < 0 || static_cast<size_t>(column) >= tree_.metrics.size()) return zeros_;
+  if (inclusive_[column]) return *inclusive_[column];
   const MetricColumn &m = tree_.metrics[column];
   size_t n = tree_.size();
   std::vector<CellValue> out(n);
-  for (size_t i = 0; i < n; ++i) {  // Profile.exclusive: what is not a number counts as 0
+  for (size_t i = 0; i < n; ++i) {  // what is not a number counts as 0
     out[i] = cellAt(m, i);
     if (out[i].isNone()) out[i] = CellValue::ofInt(0);
   }
-  if (!exclusive_[column] && !sumUp(&out)) {
-    overflowed_[column] = 1;
-    return nullptr;
-  }
+  if (!exclusive_[column]) sumUp(&out);
   inclusive_[column] = std::move(out);
-  return &*inclusive_[column];
+  return *inclusive_[column];
 }
 
-bool ColumnEvaluator::sumUp(std::vector<CellValue> *values) const {
+void ColumnEvaluator::sumUp(std::vector<CellValue> *values) const {
   for (size_t i = values->size(); i-- > 1;) {
     if (!keep_[i]) continue;
     CellValue &parent = (*values)[tree_.parents[i]];
-    if (!add(parent, (*values)[i], &parent)) return false;
+    parent = add(parent, (*values)[i]);
   }
-  return true;
 }
 
-bool ColumnEvaluator::inclusiveWhere(int column, int where, std::vector<CellValue> *out) const {
+std::vector<CellValue> ColumnEvaluator::inclusiveWhere(int column, int where) const {
   size_t columns = tree_.metrics.size();
+  std::vector<CellValue> out(tree_.size(), CellValue::ofInt(0));
   if (column < 0 || where < 0 || static_cast<size_t>(std::max(column, where)) >= columns) {
-    return false;
+    return out;
   }
   const MetricColumn &m = tree_.metrics[column];
   const MetricColumn &have = tree_.metrics[where];
-  size_t n = tree_.size();
-  out->assign(n, CellValue::ofInt(0));
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < out.size(); ++i) {
     CellValue v = cellAt(m, i);
-    if (!v.isNone() && !cellAt(have, i).isNone()) (*out)[i] = v;
+    if (!v.isNone() && !cellAt(have, i).isNone()) out[i] = v;
   }
-  return exclusive_[column] || sumUp(out);
+  if (!exclusive_[column]) sumUp(&out);
+  return out;
 }
 
-bool ColumnEvaluator::scaled(int column, int exponent, std::vector<CellValue> *out) {
-  const std::vector<CellValue> *base = inclusive(column);
-  if (base == nullptr) return false;
-  size_t n = base->size();
-  out->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (keep_[i] && !scale((*base)[i], exponent, &(*out)[i])) return false;
+void ColumnEvaluator::scaled(int column, int exponent, std::vector<CellValue> *out) {
+  const std::vector<CellValue> &base = inclusive(column);
+  out->resize(base.size());
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (keep_[i]) (*out)[i] = scale(base[i], exponent);
   }
-  return true;
 }
 
-bool ColumnEvaluator::evaluate(const ColumnRecipe &recipe, std::vector<CellValue> *out) {
+void ColumnEvaluator::evaluate(const ColumnRecipe &recipe, std::vector<CellValue> *out) {
   size_t n = tree_.size();
   if (recipe.source < 0 || static_cast<size_t>(recipe.source) >= tree_.metrics.size()) {
-    return false;
+    out->assign(n, CellValue::none());
+    return;
   }
   switch (recipe.op) {
-    case ColumnOp::kInclusive: {
-      const std::vector<CellValue> *values = inclusive(recipe.source);
-      if (values == nullptr) return false;
-      *out = *values;
-      return true;
-    }
+    case ColumnOp::kInclusive:
+      *out = inclusive(recipe.source);
+      return;
     case ColumnOp::kOwn: {
       const MetricColumn &m = tree_.metrics[recipe.source];
       out->resize(n);
       for (size_t i = 0; i < n; ++i) (*out)[i] = cellAt(m, i);
-      return true;
+      return;
     }
     case ColumnOp::kScaled:
-      return scaled(recipe.source, recipe.exponent, out);
+      scaled(recipe.source, recipe.exponent, out);
+      return;
     case ColumnOp::kAverage:
     case ColumnOp::kTimedAverage: {
-      std::vector<CellValue> timed;
-      const std::vector<CellValue> *counts = &timed;
-      if (recipe.op == ColumnOp::kAverage) {
-        counts = inclusive(recipe.other);
-      } else if (!inclusiveWhere(recipe.other, recipe.source, &timed)) {
-        return false;
-      }
-      if (counts == nullptr || !scaled(recipe.source, recipe.exponent, out)) return false;
+      // GPU time per launch counts only the counts of nodes that carry a time (a kernel's
+      // intra-kernel scopes count their runs, not launches).
+      std::vector<CellValue> counts = recipe.op == ColumnOp::kAverage
+                                          ? inclusive(recipe.other)
+                                          : inclusiveWhere(recipe.other, recipe.source);
+      scaled(recipe.source, recipe.exponent, out);
       for (size_t i = 0; i < n; ++i) {
         if (!keep_[i]) continue;
         CellValue &v = (*out)[i];
-        if (!(*counts)[i].isTrue()) {
-          v = CellValue::none();
-        } else if (!trueDivide(v, (*counts)[i], &v)) {
-          return false;
-        }
+        v = counts[i].isTrue() ? trueDivide(v, counts[i]) : CellValue::none();
       }
-      return true;
+      return;
     }
     case ColumnOp::kRate: {
-      const std::vector<CellValue> *amounts = inclusive(recipe.source);
-      const std::vector<CellValue> *times = inclusive(recipe.other);
-      if (amounts == nullptr || times == nullptr) return false;
+      const std::vector<CellValue> &amounts = inclusive(recipe.source);
+      const std::vector<CellValue> &times = inclusive(recipe.other);
       out->assign(n, CellValue::none());
       CellValue divisor = CellValue::ofInt(recipe.divisor);
       for (size_t i = 0; i < n; ++i) {
-        CellValue seconds;
-        if (!keep_[i] || !scale((*times)[i], recipe.exponent, &seconds)) {
-          if (keep_[i]) return false;
-          continue;
-        }
-        if (!seconds.isTrue()) continue;
-        CellValue &v = (*out)[i];
-        if (!trueDivide((*amounts)[i], seconds, &v) || !trueDivide(v, divisor, &v)) {
-          return false;
-        }
+        if (!keep_[i]) continue;
+        CellValue seconds = scale(times[i], recipe.exponent);
+        if (seconds.isTrue()) (*out)[i] = trueDivide(trueDivide(amounts[i], seconds), divisor);
       }
-      return true;
+      return;
     }
     case ColumnOp::kPercent: {
-      const std::vector<CellValue> *values = inclusive(recipe.source);
-      if (values == nullptr) return false;
-      CellValue total = (*values)[0];
-      if (exclusive_[recipe.source]) {  // sum(values): exact for ints only
+      // Of ROOT's value; an exclusive metric is never summed into ROOT: of the kept nodes' sum.
+      const std::vector<CellValue> &values = inclusive(recipe.source);
+      CellValue total = values[0];
+      if (exclusive_[recipe.source]) {
         total = CellValue::ofInt(0);
         for (size_t i = 0; i < n; ++i) {
-          if (!keep_[i]) continue;
-          if ((*values)[i].kind != CellValue::kInt || !add(total, (*values)[i], &total)) {
-            return false;
-          }
+          if (keep_[i]) total = add(total, values[i]);
         }
       }
       out->assign(n, CellValue::none());
-      if (!total.isTrue()) return true;
+      if (!total.isTrue()) return;
       for (size_t i = 0; i < n; ++i) {
-        if (!keep_[i]) continue;
-        CellValue &v = (*out)[i];
-        if (!multiply((*values)[i], CellValue::ofInt(100), &v) || !trueDivide(v, total, &v)) {
-          return false;
-        }
+        if (keep_[i]) (*out)[i] = trueDivide(multiply(values[i], CellValue::ofInt(100)), total);
       }
-      return true;
+      return;
     }
   }
-  return false;
+  out->assign(n, CellValue::none());
 }
 
 std::vector<int32_t> nodeDepths(const std::vector<int32_t> &parents) {

@@ -1,15 +1,18 @@
-// The viewer's model on C++ columns: which frames of a TreeColumns are kept (launch
-// metadata hidden, -i/-e), which metrics the kept frames have, metric columns derived with
-// Python's arithmetic, and which frames a -t/-d report shows. Mirrors model.py, derive.py
-// and render.visible_nodes so that the C++ report equals the Python one.
+// The viewer's model on C++ columns, its one implementation: which frames of a TreeColumns
+// are kept (launch metadata hidden, -i/-e), which metrics the kept frames have, inclusive
+// sums and every derived metric column but `util` (derive.py's recipes), and which frames a
+// -t/-d report shows. proton-viewer's one-file report (fast_report.py) runs it on the file's
+// columns; proton.viewer's Profile, derive() and render() run it on the same columns built
+// from Python (bind_viewer.cc), so both give one answer.
 //
 //   std::vector<uint8_t> keep = selectNodes(tree, {kLaunchMetadata, &includeMask, nullptr});
 //   ColumnEvaluator eval(tree, keep, exclusiveColumns);
 //   std::vector<CellValue> seconds;
-//   if (!eval.evaluate({ColumnOp::kScaled, timeColumn, -1, -9}, &seconds)) { /* Python */ }
+//   eval.evaluate({ColumnOp::kScaled, timeColumn, -1, -9}, &seconds);
 //
-// Masks are per node (keep[i]) or per string id (include[nameIds[i]]). Pure functions and
-// a single-owner evaluator; not thread-safe to share an evaluator.
+// Masks are per node (keep[i]) or per string id (include[nameIds[i]]). Arithmetic is
+// py_number.h's. Pure functions and a single-owner evaluator; not thread-safe to share an
+// evaluator.
 #pragma once
 
 #include <cstdint>
@@ -28,19 +31,22 @@ struct NodeSelection {
   const std::vector<uint8_t> *exclude = nullptr;  // per string id: matches -e; null: no -e
 };
 
-// keep[i] for every node, as model.hide_launch_metadata and then model.select decide; an
-// empty vector when ROOT itself is hidden (left to Python).
+// keep[i] for every node: frames named hiddenName go with their subtrees, and so do nodes
+// left without children that had only such frames and no nonzero number of their own
+// (ROOT always stays); then -i keeps the paths through matching frames (their ancestors and
+// subtrees) and -e drops matching frames (not ROOT) with their subtrees.
 std::vector<uint8_t> selectNodes(const TreeColumns &tree, const NodeSelection &selection);
 
-// The metrics of the kept nodes in Python's order (first seen in pre-order, then key order),
-// each with whether its last kept value is a number (Profile._metric_kinds).
+// The metrics of the kept nodes in first-seen order (by node in pre-order, then column),
+// each with whether its last kept value is a number (Profile.metric_names lists those).
 struct MetricKind {
   int column;
   bool number;
 };
 std::vector<MetricKind> keptMetricKinds(const TreeColumns &tree, const std::vector<uint8_t> &keep);
 
-// One derive.py column recipe. Exponents are decimal (ns = -9).
+// One derive.py column recipe (derive.Recipe). Exponents are decimal (ns = -9). Values that
+// are not numbers count as 0 in sums; "None" cells are shown as "-".
 enum class ColumnOp : uint8_t {
   kInclusive,     // inclusive(source)
   kOwn,           // source's own numeric value, None elsewhere (exclusive metrics)
@@ -64,32 +70,34 @@ class ColumnEvaluator {
   ColumnEvaluator(const TreeColumns &tree, const std::vector<uint8_t> &keep,
                   std::vector<uint8_t> exclusive);
 
-  // One value per node (meaningful on kept nodes); false where Python's arithmetic could
-  // give another answer (int64 overflow, integer division beyond 2^53, a float sum).
-  bool evaluate(const ColumnRecipe &recipe, std::vector<CellValue> *out);
+  // One value per node (meaningful on kept nodes); a column of Nones when recipe.source is
+  // not a metric column.
+  void evaluate(const ColumnRecipe &recipe, std::vector<CellValue> *out);
+
+  // Each kept node's own number in `column` (0 where it has none) plus those of its kept
+  // descendants; exclusive columns are not summed. Zeros for a column that does not exist.
+  const std::vector<CellValue> &inclusive(int column);
+  // The same, counting only the nodes that carry a number in column `where`.
+  std::vector<CellValue> inclusiveWhere(int column, int where) const;
 
  private:
-  // Profile.inclusive(column) over the kept nodes; null on overflow.
-  const std::vector<CellValue> *inclusive(int column);
-  // The same, counting only the nodes that carry a number in column `where`; false on overflow.
-  bool inclusiveWhere(int column, int where, std::vector<CellValue> *out) const;
-  // Adds each kept node's value into its parent's, deepest first; false on overflow.
-  bool sumUp(std::vector<CellValue> *values) const;
-  bool scaled(int column, int exponent, std::vector<CellValue> *out);
+  // Adds each kept node's value into its parent's, deepest first.
+  void sumUp(std::vector<CellValue> *values) const;
+  void scaled(int column, int exponent, std::vector<CellValue> *out);
 
   const TreeColumns &tree_;
   const std::vector<uint8_t> &keep_;
   std::vector<uint8_t> exclusive_;
   std::vector<std::optional<std::vector<CellValue>>> inclusive_;
-  std::vector<uint8_t> overflowed_;
+  std::vector<CellValue> zeros_;
 };
 
 // depths[i]: levels below ROOT.
 std::vector<int32_t> nodeDepths(const std::vector<int32_t> &parents);
 
-// render.visible_nodes over the kept nodes, as the ascending list of shown nodes: those
-// whose first value is >= threshold with their ancestors (all kept ones without a
-// threshold), less those `depth` or more levels down; ROOT always.
+// The nodes a report shows (render.visible_nodes) over the kept nodes, as the ascending list of
+// shown nodes: those whose first value is >= threshold with their ancestors (all kept ones without
+// a threshold), less those `depth` or more levels down; ROOT always.
 std::vector<int32_t> visibleNodes(const std::vector<int32_t> &parents,
                                   const std::vector<int32_t> &depths,
                                   const std::vector<uint8_t> &keep,

@@ -1,5 +1,6 @@
-"""The C++ report (fast_report.py) gives byte for byte the Python renderer's output, and
-hands over to Python, having written nothing, where it cannot."""
+"""The one-file report (fast_report.py) gives byte for byte the output of main's path over
+Profiles (both compute with the one C++ model), and hands over, having written nothing,
+where only main's path can (util)."""
 
 import json
 
@@ -30,6 +31,8 @@ CASES = [
     (KERNELS_MSGPACK, ["-m", "time/ms,x"]),
     (PYTHON_FRAMES, ["-f", "file_function", "-m", "time/us", "--print-sorted", "--frames", "all"]),
     (PYTHON_FRAMES, ["-f", "function_line", "-m", "time/us", "--frames", "all"]),
+    (PYTHON_FRAMES, ["-m", "time/us,count/%", "--print-sorted"]),  # frames folded
+    (PYTHON_FRAMES, ["--frames", "short", "-f", "file_function_line", "-i", ".*model"]),
     (TRITON, ["-m", "time/ns,count,tflop16/s", "--color", "always"]),
     (RANK0, ["-m", "time/us", "-t", "1e9"]),
 ]
@@ -85,21 +88,33 @@ def write_tree(path, kernels):
 
 
 @pytest.mark.parametrize(
-    ("metrics", "spec"),
+    ("metrics", "spec", "root"),
     [
-        # int64 overflow of an inclusive sum: Python's ints grow, C++ hands over.
-        ([{"time (ns)": 2**62}, {"time (ns)": 2**62}, {"time (ns)": 2**62}], "time/ns"),
-        # an integer division beyond 2^53: only Python rounds it the same way.
-        ([{"time (ns)": 2**60 + 1}, {"time (ns)": 3}], "time/s"),
-        # util needs the device table: Python only.
-        ([{"time (ns)": 5, "device_id": "0"}], "util"),
-        # percent of an exclusive float metric sums floats: Python's sum decides.
-        ([{"x(exc)": 0.1}, {"x(exc)": 0.2}], "x(exc)/%"),
+        # An integer sum beyond int64 becomes a float (py_number.h), on both paths.
+        (
+            [{"time (ns)": 2**62}, {"time (ns)": 2**62}, {"time (ns)": 2**62}],
+            "time/ns",
+            "1.384e+19",
+        ),
+        # An integer division beyond 2^53: a float division.
+        ([{"time (ns)": 2**60 + 1}, {"time (ns)": 3}], "time/s", "1.153e+09"),
+        # Percent of an exclusive float metric: of the sum of its values.
+        ([{"x(exc)": 0.1}, {"x(exc)": 0.2}], "x(exc)/%", "0.000"),
     ],
 )
-def test_cpp_hands_over_where_it_cannot_match_python(capsys, monkeypatch, tmp_path, metrics, spec):
+def test_beyond_int64_both_paths_compute_in_floats(
+    capsys, monkeypatch, tmp_path, metrics, spec, root
+):
     path = write_tree(tmp_path / "big.hatchet", [(f"k{i}", m) for i, m in enumerate(metrics)])
     fast, taken, python = both_paths(capsys, monkeypatch, "-m", spec, path)
+    assert taken
+    assert fast == python
+    assert fast[1][1].split() == [root, "ROOT"]
+
+
+def test_util_is_left_to_mains_path(capsys, monkeypatch, tmp_path):
+    path = write_tree(tmp_path / "util.hatchet", [("k", {"time (ns)": 5, "device_id": "0"})])
+    fast, taken, python = both_paths(capsys, monkeypatch, "-m", "util", path)
     assert not taken
     assert fast == python
 

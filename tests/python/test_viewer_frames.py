@@ -285,9 +285,15 @@ def test_help_names_the_option_and_its_default(capsys):
     ],
 )
 def test_cpp_and_python_paths_show_the_same(capsys, monkeypatch, new_file, argv):
+    from proton.viewer import fast_report
+
+    taken = []
+    show = fast_report.show
+    monkeypatch.setattr(fast_report, "show", lambda *a: taken.append(show(*a)) or taken[-1])
     fast = view(capsys, *argv, new_file)
     monkeypatch.setenv("PROTON_VIEWER_PYTHON", "1")
     python = view(capsys, *argv, new_file)
+    assert taken == [True]  # the one-file report folded it
     assert fast == python
     assert fast[0] == 0
 

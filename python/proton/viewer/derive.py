@@ -107,18 +107,6 @@ def _require(profile: Profile, wanted: str, spec: str) -> str:
     return raw
 
 
-def _scaled(values, from_exponent: int, to_exponent: int) -> list:
-    """Values converted between decimal units; exact for integers where possible."""
-    d = from_exponent - to_exponent
-    if d == 0:
-        return list(values)
-    if d > 0:
-        factor = 10**d
-        return [v * factor for v in values]
-    divisor = 10**-d
-    return [v / divisor for v in values]
-
-
 def _time_metric(profile: Profile, kind: str, spec: str):
     """(raw name, decimal exponent of its unit) of `time` or `cpu_time`."""
     raw = _require(profile, kind, spec)
@@ -130,17 +118,13 @@ def _time_metric(profile: Profile, kind: str, spec: str):
 
 def _seconds(profile: Profile, spec: str, kind: str = "time") -> list:
     raw, exponent = _time_metric(profile, kind, spec)
-    return _scaled(profile.inclusive(raw), exponent, 0)
-
-
-def _ratio(numerators, denominators, divisor=1):
-    return [n / d / divisor if d else None for n, d in zip(numerators, denominators)]
+    return evaluate(profile, Recipe(spec, "scaled", raw, exponent=exponent)).values
 
 
 @dataclass(frozen=True)
 class Recipe:
     """How one `-m` column is computed from raw metrics, worked out from the metric names
-    alone (no per-node work), so that the C++ fast path can compute it too.
+    alone (no per-node work); the C++ model computes the column (evaluate).
 
     op: inclusive (source's inclusive sums), own (source's own values: exclusive metrics),
     scaled (inclusive source x 10^exponent), average (scaled / inclusive other), rate
@@ -193,26 +177,13 @@ def recipe(profile, spec: str) -> Recipe:
 
 
 def evaluate(profile: Profile, r: Recipe) -> Column:
-    """The recipe's column on the profile, one value per node."""
+    """The recipe's column on the profile, one value per node: computed by the viewer's C++
+    model (csrc/viewer/tree_view.h, ColumnEvaluator), `util` here."""
     if r.op == "util":
         values = utilization(profile)
-    elif r.op == "inclusive":
-        values = list(profile.inclusive(r.source))
-    elif r.op == "own":
-        values = [v if v.__class__ in (int, float) else None for v in profile.column(r.source)]
-    elif r.op == "scaled":
-        values = _scaled(profile.inclusive(r.source), r.exponent, 0)
-    elif r.op in ("average", "timed_average"):
-        values = _scaled(profile.inclusive(r.source), r.exponent, 0)
-        where = r.source if r.op == "timed_average" else None
-        values = _ratio(values, profile.inclusive(r.other, where=where))
-    elif r.op == "rate":
-        seconds = _scaled(profile.inclusive(r.other), r.exponent, 0)
-        values = _ratio(profile.inclusive(r.source), seconds, r.divisor)
-    else:  # percent
-        values = profile.inclusive(r.source)
-        total = sum(values) if r.source in profile.exclusive_metrics else values[0]
-        values = [v * 100 / total if total else None for v in values]
+    else:
+        encoded = (r.op, r.source, r.other, r.exponent, r.divisor)
+        values = profile.tree.evaluate(encoded, sorted(profile.exclusive_metrics))
     return Column(r.title, values, r.additive_source)
 
 

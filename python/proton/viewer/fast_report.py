@@ -1,15 +1,16 @@
-"""proton-viewer's report of one file computed and written by C++ (proton._C), never
-holding the nodes or the text as Python objects: a 1M-node profile renders in well under
-a second.
+"""proton-viewer's report of one file, without ever holding the nodes or the text as Python
+objects: a 1M-node profile renders in well under a second.
 
     if fast_report.show(args, specs, color=False):   # written to stdout
-        return 0                                       # else: the Python path
+        return 0                                       # else: main's path over Profiles
 
-Python still decides everything that can go wrong with names: metric specs are resolved
-by derive.recipe (same errors), -i/-e regexes and -f formats run on each distinct name
-string. show() returns False, having written nothing, whenever the C++ code cannot give
-exactly the Python renderer's output (another file layout, `util`, integers beyond what
-int64/double arithmetic reproduces); the caller then runs the Python path.
+The same C++ model computes it as main's path over Profiles (fast.py): selection,
+folding (frames.py's labels), derived columns and the renderer; this module only skips
+making Python lists of the nodes. Python decides everything about names: metric specs are
+resolved by derive.recipe (same errors), -i/-e regexes, frame labels and -f formats run on
+each distinct string. show() returns False, having written nothing, for what only main's
+path does: a file the C++ reader does not take (main's path reads it with Python's
+reader), `util` (device peaks).
 """
 
 import os
@@ -18,11 +19,9 @@ import sys
 from ..state import COMPUTE_METADATA_SCOPE_NAME
 from . import fast, frames
 from .derive import default_metrics, recipe
-from .model import _compile, exclusive_names
+from .model import exclusive_names, name_mask
 from .readers import _decode_value, _decoding, _looks_like_msgpack, too_large
-from .render import display_name, stats_lines
-
-_INT64_MAX = 2**63 - 1
+from .render import clip_depth, display_name, stats_lines
 
 
 class _Metrics:
@@ -58,13 +57,6 @@ def _read(path):
     return tree, metadata if isinstance(metadata, dict) else {}
 
 
-def _mask(strings, pattern, flag):
-    if not pattern:
-        return None
-    match = _compile(pattern, flag).match
-    return bytes(1 if match(s) else 0 for s in strings)
-
-
 def _stdout_fd() -> int:
     """stdout's file descriptor when bytes written there read as sys.stdout's text; -1 when
     sys.stdout is not a UTF-8 file (a test's capture, another encoding)."""
@@ -89,13 +81,15 @@ def show(args, specs, color: bool) -> bool:
     folding = getattr(args, "frames", "all") != "all"
     need_strings = args.include or args.exclude or args.format != "full" or folding
     strings = tree.strings() if need_strings else None
-    if folding and frames.labels(strings, frames.roots(metadata)):
-        return False  # Python frames to fold: the Python path does it
-    include = _mask(strings, args.include, "-i/--include")
-    exclude = _mask(strings, args.exclude, "-e/--exclude")
+    include = name_mask(strings, args.include, "-i/--include")
+    exclude = name_mask(strings, args.exclude, "-e/--exclude")
     selection = tree.select(COMPUTE_METADATA_SCOPE_NAME, include, exclude)
-    if selection is None:
-        return False
+    table = frames.labels(strings, frames.roots(metadata)) if folding else None
+    if table:
+        shown, library = frames.label_columns(strings, table)
+        tree = selection.fold(shown, library, args.frames == "folded")
+        selection = tree.select("", None, None)
+        strings = tree.strings() if args.format != "full" else None
     names = [name for name, number in selection.metric_kinds() if number]
     try:
         exclusive = exclusive_names(metadata.get("metric_aggregation"), names)  # as the model
@@ -116,7 +110,7 @@ def show(args, specs, color: bool) -> bool:
     full_names = getattr(args, "full_names", False)
     if args.format != "full":
         display = [display_name(s, args.format, full_names) for s in strings]
-    depth = None if args.depth is None else max(min(args.depth, _INT64_MAX), -_INT64_MAX)
+    depth = clip_depth(args.depth)
     fd = _stdout_fd()
     if fd >= 0:
         sys.stdout.flush()
@@ -144,5 +138,6 @@ def show(args, specs, color: bool) -> bool:
 
 
 def enabled() -> bool:
-    """False when PROTON_VIEWER_PYTHON=1 asks for the Python path (tests compare both)."""
+    """False when PROTON_VIEWER_PYTHON=1 asks for main's path over Profiles (tests compare
+    both)."""
     return os.environ.get("PROTON_VIEWER_PYTHON", "") in ("", "0")

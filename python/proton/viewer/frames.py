@@ -30,6 +30,9 @@ of the run that has a child outside it, that has no child, or that has metrics o
 so a run left at different depths gives one line per depth. Nodes whose paths become the
 same (two hidden chains of the same length, two spellings of one file) are merged, their
 metrics added as model.align adds them.
+
+The naming rules live here; the tree is folded by the viewer's C++ model
+(csrc/viewer/tree_merge.h, foldFrames), which proton-viewer's one-file report calls too.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .model import Profile, _accumulate
+from .model import Profile
 
 MODES = ("folded", "short", "all")
 DEFAULT_MODE = "folded"
@@ -116,94 +119,36 @@ def labels(names, own_roots=()) -> dict:
     return out
 
 
+def label_columns(strings, table) -> tuple:
+    """labels() as the C++ fold takes them: per string, the name shown (None: not a frame),
+    and a byte per string, 1 for a library's frame."""
+    shown = [None] * len(strings)
+    library = bytearray(len(strings))
+    for k, name in enumerate(strings):
+        label = table.get(name)
+        if label is not None:
+            shown[k], library[k] = label
+    return shown, bytes(library)
+
+
 def fold(profile: Profile, frames: str = DEFAULT_MODE, own_roots=None) -> Profile:
     """The profile as the viewer shows its Python frames (see the module docstring).
 
-    frames: 'folded', 'short' or 'all' (the profile itself). own_roots: the program's
-    directories; by default those of the profile's metadata (roots()). Returns a new
-    Profile (the same devices, metadata and source); the input is not modified."""
+    frames: 'folded', 'short' or 'all'. own_roots: the program's directories; by default
+    those of the profile's metadata (roots()). Returns a new Profile (the same devices,
+    metadata and source), or the profile itself where nothing changes ('all', no Python
+    frames); the input is never modified."""
     if frames not in MODES:
         raise ValueError(f"frames must be one of {', '.join(MODES)}, not {frames!r}")
     if frames == "all":
         return profile
     if own_roots is None:
         own_roots = roots(profile.metadata)
-    table = labels(profile.names, own_roots)
+    tree = profile.tree
+    strings = tree.strings()
+    table = labels(strings, own_roots)
     if not table:
         return profile
-    targets, names, parents = fold_structure(
-        profile.names, profile.parents, profile.rows, table, frames == "folded"
-    )
-    rows = [{} for _ in names]
-    for i, row in enumerate(profile.rows):
-        t = targets[i]
-        if t >= 0 and row:
-            _accumulate(rows[t], row)
-    return Profile(names, parents, rows, profile.devices, profile.metadata, profile.source)
-
-
-def fold_structure(names, parents, rows, table, folding: bool):
-    """(targets, names, parents): targets[i] is the node of the folded tree that node i
-    goes into (-1: none, a frame in the middle of a run), and names/parents describe the
-    folded tree in pre-order. `table` is labels()' answer."""
-    n = len(names)
-    has_children = bytearray(n)
-    has_other_child = bytearray(n)  # a child that is not a library frame
-    library = bytearray(n)
-    for i in range(n):
-        label = table.get(names[i])
-        if label is not None and label[1] and folding and i > 0:
-            library[i] = 1
-    for i in range(1, n):
-        p = parents[i]
-        has_children[p] = 1
-        if not library[i]:
-            has_other_child[p] = 1
-    head = [-1] * n  # the first frame of i's run
-    hidden = [0] * n  # how many frames of the run lie above i
-    # Build the union tree: (new parent, shown name) -> new node, children first-seen.
-    kids = [{}]
-    union_names = [names[0]] if n else []
-    raw = [-1] * n
-    if n:
-        raw[0] = 0
-    for i in range(1, n):
-        p = parents[i]
-        name = names[i]
-        label = table.get(name)
-        shown = label[0] if label is not None else name
-        if library[i]:
-            if library[p]:
-                head[i], hidden[i] = head[p], hidden[p] + 1
-            else:
-                head[i], hidden[i] = i, 0
-            exit_here = has_other_child[i] or not has_children[i] or bool(rows[i])
-            if not exit_here:
-                continue
-            h = head[i]
-            base = parents[h]
-            parent_new = raw[base]
-            shown = table[names[h]][0] + (f" (+{hidden[i]})" if hidden[i] else "")
-        else:
-            parent_new = raw[p]
-        table_kids = kids[parent_new]
-        u = table_kids.get(shown)
-        if u is None:
-            u = table_kids[shown] = len(union_names)
-            union_names.append(shown)
-            kids.append({})
-        raw[i] = u
-    # Renumber in pre-order (children in first-seen order).
-    order, out_parents = [], []
-    new_index = [0] * len(union_names)
-    stack = [(0, -1)] if n else []
-    while stack:
-        u, parent = stack.pop()
-        new_index[u] = len(order)
-        order.append(u)
-        out_parents.append(parent)
-        me = len(order) - 1
-        for child in reversed(list(kids[u].values())):
-            stack.append((child, me))
-    targets = [new_index[u] if u >= 0 else -1 for u in raw]
-    return targets, [union_names[u] for u in order], out_parents
+    shown, library = label_columns(strings, table)
+    folded = tree.select("", None, None).fold(shown, library, frames == "folded")
+    return Profile.from_tree(folded, profile)

@@ -9,6 +9,11 @@ Nodes are numbered in pre-order (node 0 is ROOT, a node's subtree is the index r
 [i, profile.ends[i])); `names[i]`, `parents[i]` and `rows[i]` (the metrics as written,
 exclusive per node) describe node i. Operations return new Profiles; none modifies one.
 Not thread-safe to mutate; reading from several threads is fine.
+
+The computing is done once, in C++ (fast.py says why): a Profile holds its tree in C++
+columns (`profile.tree`, read from the file or built from names/parents/rows on first
+use), and inclusive sums, selections and alignment run there, as they do for
+proton-viewer's one-file report.
 """
 
 import re
@@ -86,7 +91,8 @@ class Profile:
     def __init__(
         self, names, parents, rows, devices=None, metadata=None, source="", tree=None
     ) -> None:
-        """rows may be None when tree (a proton._C.ViewerTree) holds the metrics."""
+        """rows may be None when tree (a proton._C.ViewerTree of the same nodes) holds the
+        metrics."""
         self.names = names
         self.parents = parents
         self._rows = rows
@@ -108,6 +114,21 @@ class Profile:
             return cls(names, parents, None, devices, metadata, source=str(path), tree=tree)
         names, parents, rows, devices, metadata = read_tree(path)
         return cls(names, parents, rows, devices, metadata, source=str(path))
+
+    @classmethod
+    def from_tree(cls, tree, like: "Profile") -> "Profile":
+        """A Profile of a proton._C.ViewerTree, with the devices, metadata and source of
+        `like`."""
+        return cls(
+            tree.names(), tree.parents(), None, like.devices, like.metadata, like.source, tree
+        )
+
+    @property
+    def tree(self):
+        """The profile in C++ columns (a proton._C.ViewerTree; built on first use)."""
+        if self._tree is None:
+            self._tree = fast.tree(self.names, self.parents, self._rows)
+        return self._tree
 
     @property
     def rows(self) -> list:
@@ -155,12 +176,6 @@ class Profile:
         """depths()[i]: levels below ROOT (cached; do not modify)."""
         if self._depths is None:
             self._depths = fast.depths(self.parents)
-        if self._depths is None:
-            depth = [0] * len(self.parents)
-            parents = self.parents
-            for i in range(1, len(parents)):
-                depth[i] = depth[parents[i]] + 1
-            self._depths = depth
         return self._depths
 
     def find(self, *path) -> Node:
@@ -175,20 +190,11 @@ class Profile:
 
     # ------------------------------------------------------------------ metrics
     def _metric_kinds(self) -> dict:
-        """metric name -> 'number' or 'other', in first-seen order (ROOT's keys first)."""
-        if self._kinds is None and self._rows is None:
-            kinds = self._tree.metric_kinds()
-            self._kinds = {name: "number" if number else "other" for name, number in kinds}
+        """metric name -> 'number' or 'other' (by its last value), in first-seen order (ROOT's
+        keys first)."""
         if self._kinds is None:
-            last = {}
-            for row in self.rows:
-                if row:
-                    last.update(row)
-            kinds = {}
-            for name, value in last.items():
-                number = isinstance(value, _NUMBER) and not isinstance(value, bool)
-                kinds[name] = "number" if number else "other"
-            self._kinds = kinds
+            kinds = self.tree.metric_kinds()
+            self._kinds = {name: "number" if number else "other" for name, number in kinds}
         return self._kinds
 
     @property
@@ -228,29 +234,15 @@ class Profile:
         return [v if v.__class__ is int or v.__class__ is float else 0 for v in self.column(metric)]
 
     def inclusive(self, metric: str, where=None) -> list:
-        """Each node's value plus its descendants' (exclusive metrics are not summed). With
-        `where`, only the values of nodes that carry a number for that metric count."""
+        """Each node's value plus its descendants' (exclusive metrics are not summed; what is
+        not a number counts as 0). With `where`, only the values of nodes that carry a number
+        for that metric count."""
+        exclusive = metric in self.exclusive_metrics
         if where is not None:
-            have = self.column(where)
-            own = [v if h.__class__ in _NUMBER else 0 for v, h in zip(self.exclusive(metric), have)]
-            return own if metric in self.exclusive_metrics else self._summed_up(own)
+            return self.tree.inclusive(metric, where, exclusive)
         out = self._inclusive.get(metric)
         if out is None:
-            if metric in self.exclusive_metrics:
-                out = self.exclusive(metric)
-            else:
-                out = self._summed_up(self.column(metric))
-            self._inclusive[metric] = out
-        return out
-
-    def _summed_up(self, values: list) -> list:
-        """values (non-numbers count as 0) with each node's descendants' added to it."""
-        out = fast.inclusive(values, self.parents)
-        if out is None:
-            out = [v if v.__class__ is int or v.__class__ is float else 0 for v in values]
-            parents = self.parents
-            for i in range(len(out) - 1, 0, -1):
-                out[parents[i]] += out[i]
+            out = self._inclusive[metric] = self.tree.inclusive(metric, None, exclusive)
         return out
 
     def to_dataframe(self, metrics=None):
@@ -281,17 +273,9 @@ class Profile:
     # ------------------------------------------------------------------ subsets
     def subset(self, keep) -> "Profile":
         """The profile restricted to nodes with keep[i] true (keep must be closed under
-        taking parents); metrics of dropped nodes no longer count anywhere."""
-        remap = [-1] * len(self)
-        names, parents, rows = [], [], []
-        for i, kept in enumerate(keep):
-            if kept:
-                remap[i] = len(names)
-                names.append(self.names[i])
-                p = self.parents[i]
-                parents.append(remap[p] if p >= 0 else -1)
-                rows.append(self.rows[i])
-        return Profile(names, parents, rows, self.devices, self.metadata, self.source)
+        taking parents; ROOT always stays); metrics of dropped nodes no longer count."""
+        mask = bytes(1 if k else 0 for k in keep)
+        return Profile.from_tree(self.tree.subset(mask), self)
 
 
 def load(path) -> Profile:
@@ -303,33 +287,10 @@ def load(path) -> Profile:
 def hide_launch_metadata(profile: Profile) -> Profile:
     """Drops `__proton_launch_metadata` frames with their subtrees, and nodes whose every
     child was such a frame and that have no metric of their own."""
-    names = profile.names
-    if COMPUTE_METADATA_SCOPE_NAME not in names:
+    if COMPUTE_METADATA_SCOPE_NAME not in profile.names:
         return profile
-    n, parents, ends = len(profile), profile.parents, profile.ends
-    keep = bytearray(b"\x01") * n
-    had_removed_child = bytearray(n)
-    i = 0
-    while i < n:
-        if names[i] == COMPUTE_METADATA_SCOPE_NAME:
-            keep[i : ends[i]] = bytes(ends[i] - i)
-            had_removed_child[parents[i]] = 1
-            i = ends[i]
-        else:
-            i += 1
-    kept_child = bytearray(n)
-    for i in range(n - 1, 0, -1):
-        if keep[i]:
-            if had_removed_child[i] and not kept_child[i] and not _has_number(profile.rows[i]):
-                keep[i] = 0
-                had_removed_child[parents[i]] = 1
-            else:
-                kept_child[parents[i]] = 1
-    return profile.subset(keep)
-
-
-def _has_number(row) -> bool:
-    return any(isinstance(v, _NUMBER) and not isinstance(v, bool) and v for v in row.values())
+    kept = profile.tree.select(COMPUTE_METADATA_SCOPE_NAME, None, None)
+    return Profile.from_tree(kept.subset(), profile)
 
 
 def _compile(pattern, flag):
@@ -339,39 +300,28 @@ def _compile(pattern, flag):
         raise ViewerError(f"{flag} {pattern!r} is not a valid regular expression: {e}") from None
 
 
+def name_mask(strings, pattern, flag):
+    """Per string, whether the regex matches at its start (bytes); None without a pattern."""
+    if not pattern:
+        return None
+    match = _compile(pattern, flag).match
+    return bytes(1 if match(s) else 0 for s in strings)
+
+
 def select(profile: Profile, include=None, exclude=None) -> Profile:
     """Triton's -i/-e: include keeps every path through a frame whose name matches (the
     frame's ancestors and its whole subtree); exclude drops matching frames with their
     subtrees. Patterns are Python regular expressions matched at the start of the name."""
     if not include and not exclude:
         return profile
-    n, names, parents, ends = len(profile), profile.names, profile.parents, profile.ends
-    keep = bytearray(b"\x01") * n
-    if include:
-        match = _compile(include, "-i/--include").match
-        keep = bytearray(n)
-        keep[0] = 1
-        i = 0
-        while i < n:
-            if match(names[i]):
-                keep[i : ends[i]] = b"\x01" * (ends[i] - i)
-                p = parents[i]
-                while p >= 0 and not keep[p]:
-                    keep[p] = 1
-                    p = parents[p]
-                i = ends[i]
-            else:
-                i += 1
-    if exclude:
-        match = _compile(exclude, "-e/--exclude").match
-        i = 1
-        while i < n:
-            if keep[i] and match(names[i]):
-                keep[i : ends[i]] = bytes(ends[i] - i)
-                i = ends[i]
-            else:
-                i += 1
-    return profile.subset(keep)
+    tree = profile.tree
+    strings = tree.strings()
+    kept = tree.select(
+        "",
+        name_mask(strings, include, "-i/--include"),
+        name_mask(strings, exclude, "-e/--exclude"),
+    )
+    return Profile.from_tree(kept.subset(), profile)
 
 
 # ---------------------------------------------------------------------- alignment
@@ -382,41 +332,7 @@ def align(profiles):
     (its rows sum the inputs' numeric metrics; other values come from the first input that
     has them), and maps[k][i] is the union node of node i of profiles[k].
     """
-    kids = [{}]
-    union_names = [profiles[0].names[0]]
-    raw_maps = []
-    for prof in profiles:
-        local = [0] * len(prof)
-        names, parents = prof.names, prof.parents
-        for i in range(1, len(prof)):
-            table = kids[local[parents[i]]]
-            u = table.get(names[i])
-            if u is None:
-                u = table[names[i]] = len(union_names)
-                union_names.append(names[i])
-                kids.append({})
-            local[i] = u
-        raw_maps.append(local)
-    # Renumber in pre-order (children in first-seen order).
-    order, parents_out, new_index = [], [], [0] * len(union_names)
-    stack = [(0, -1)]
-    while stack:
-        u, parent = stack.pop()
-        new_index[u] = len(order)
-        order.append(u)
-        parents_out.append(parent)
-        me = len(order) - 1
-        for child in reversed(list(kids[u].values())):
-            stack.append((child, me))
-    names = [union_names[u] for u in order]
-    rows = [{} for _ in order]
-    maps = []
-    for prof, local in zip(profiles, raw_maps):
-        mapped = [new_index[u] for u in local]
-        maps.append(mapped)
-        for i, row in enumerate(prof.rows):
-            if row:
-                _accumulate(rows[mapped[i]], row)
+    tree, maps = fast.merge([p.tree for p in profiles])
     devices, stats = {}, {}
     for prof in profiles:
         for kind, table in prof.devices.items():
@@ -425,21 +341,9 @@ def align(profiles):
             if isinstance(value, _NUMBER):
                 stats[key] = stats.get(key, 0) + value
     metadata = dict(profiles[0].metadata, stats=stats)
-    union = Profile(
-        names, parents_out, rows, devices, metadata, "+".join(p.source for p in profiles)
-    )
+    source = "+".join(p.source for p in profiles)
+    union = Profile(tree.names(), tree.parents(), None, devices, metadata, source, tree)
     return union, maps
-
-
-def _accumulate(into: dict, row: dict) -> None:
-    for key, value in row.items():
-        old = into.get(key)
-        if old is None:
-            into[key] = value
-        elif (
-            isinstance(value, _NUMBER) and isinstance(old, _NUMBER) and not isinstance(value, bool)
-        ):
-            into[key] = old + value
 
 
 def is_missing(value) -> bool:
