@@ -31,6 +31,7 @@ std::shared_ptr<const ContextSnapshot> ThreadContext::capture() {
   snapshot->frames = frames;
   snapshot->mirrors = mirrors;
   snapshot->generation = generation;
+  snapshot->modulePath = modulePath;
   return snapshot;
 }
 
@@ -39,6 +40,7 @@ void ThreadContext::adopt(const ContextSnapshot &snapshot) {
   frames = snapshot.frames;
   mirrors = snapshot.mirrors;
   generation = snapshot.generation;
+  modulePath = snapshot.modulePath;
   state = StringId{};
 }
 
