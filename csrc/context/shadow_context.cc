@@ -23,6 +23,7 @@ ThreadContext::ThreadContext() : threadId(static_cast<uint64_t>(syscall(SYS_gett
   frames = mainThread->frames;
   mirrors = mainThread->mirrors;
   generation = mainThread->generation;
+  borrowedDepth = frames.size();  // inherited, so a backward pass it runs may replace them
 }
 
 std::shared_ptr<const ContextSnapshot> ThreadContext::capture() {
@@ -41,6 +42,8 @@ void ThreadContext::adopt(const ContextSnapshot &snapshot) {
   mirrors = snapshot.mirrors;
   generation = snapshot.generation;
   modulePath = snapshot.modulePath;
+  borrowedDepth = frames.size();
+  borrowedStack = nullptr;
   state = StringId{};
 }
 
