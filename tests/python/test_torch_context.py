@@ -254,3 +254,18 @@ def test_torch_context_without_torch_is_a_config_error(tmp_path):
     result = run_interpreter([str(script)], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "ConfigError [PROTON] context='torch' needs PyTorch" in result.stdout
+
+
+def test_compiled_graph_nodes_carry_the_module_frames_inductor_kernels_get():
+    from proton.frameworks import _inductor_frames
+
+    seen = []
+
+    def backend(graph_module, example_inputs):
+        nodes = [n for n in graph_module.graph.nodes if n.op == "call_function"]
+        seen.append(_inductor_frames.kernel_frames(nodes[:1], backward=False))
+        return graph_module.forward
+
+    model = torch.nn.Sequential(MLP())
+    torch.compile(model, backend=backend)(torch.randn(2, 4))
+    assert seen and seen[0][:2] == ("0 (MLP)", "fc1 (Linear)")
