@@ -9,9 +9,10 @@ import proton
 import pytest
 from gpu_tree import dump, kernels_under
 from proton_test_utils import find
-from torch_models import make_compiled_transformer, make_mlp, time_share
 
 torch = pytest.importorskip("torch")
+
+from torch_models import make_compiled_transformer, make_mlp, time_share  # noqa: E402
 
 STEPS = 5
 
