@@ -9,6 +9,7 @@
 #include "bindings/common.h"
 #include "context/backward_borrow.h"
 #include "context/forward_ops.h"
+#include "context/stack_join.h"
 #include "core/string_table.h"
 #include "runtime/framework_frames.h"
 #include "runtime/session_manager.h"
@@ -59,6 +60,9 @@ void bindFramework(nb::module_ &m) {
   m.def("backwards_in_flight", &backwardsInFlight, "Backward passes published now (for tests).");
   m.def("set_backward_worker_prefixes", &setBackwardWorkerPrefixes, nb::arg("prefixes"),
         "Threads whose OS name starts with one of these run backward passes.");
+  m.def("set_module_call_files", &setModuleCallFiles, nb::arg("suffixes"),
+        "Files of a framework's module-call machinery: a module frame splices in below the "
+        "innermost Python frame outside them.");
   m.def("set_backward_worker", &setBackwardWorker, nb::arg("worker"),
         "Marks the calling thread a backward worker (or not) whatever its name (for tests).");
 }

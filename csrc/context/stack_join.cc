@@ -1,7 +1,9 @@
 #include "context/stack_join.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -57,6 +59,54 @@ const PythonStack *appendFrame(const PythonStack *parent, StringId frame) {
   frames.push_back(frame);
   slot = JoinSlot{parent, key, internPythonStack(frames)};
   return slot.joined;
+}
+
+namespace {
+
+std::mutex callFilesMu;
+std::vector<std::string> callFiles;  // guarded by callFilesMu
+std::atomic<uint64_t> callFilesVersion{1};
+
+bool inCallFiles(std::string_view frame, const std::vector<std::string> &files) {
+  size_t colon = frame.rfind('@');
+  std::string_view location = frame.substr(0, colon);
+  size_t line = location.rfind(':');
+  std::string_view file = location.substr(0, line);
+  for (const std::string &suffix : files)
+    if (file.size() >= suffix.size() && file.substr(file.size() - suffix.size()) == suffix)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+void setModuleCallFiles(std::vector<std::string> suffixes) {
+  std::lock_guard guard(callFilesMu);
+  callFiles = std::move(suffixes);
+  callFilesVersion.fetch_add(1, std::memory_order_release);
+}
+
+size_t callerDepth(const PythonStack *stack) {
+  if (!stack) return 0;
+  struct Slot {
+    const PythonStack *stack = nullptr;
+    uint64_t version = 0;
+    size_t depth = 0;
+  };
+  thread_local std::array<Slot, kJoinSlots> cache{};
+  uint64_t version = callFilesVersion.load(std::memory_order_acquire);
+  Slot &slot = cache[slotOf(stack, nullptr)];
+  if (PROTON_LIKELY(slot.stack == stack && slot.version == version)) return slot.depth;
+  std::vector<std::string> files;
+  {
+    std::lock_guard guard(callFilesMu);
+    files = callFiles;
+  }
+  const StringTable &strings = StringTable::global();
+  size_t depth = stack->frames.size();
+  while (depth > 0 && inCallFiles(strings.view(stack->frames[depth - 1]), files)) --depth;
+  slot = Slot{stack, version, depth};
+  return depth;
 }
 
 bool isInterpreterFrame(std::string_view frame) {

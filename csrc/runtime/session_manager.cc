@@ -54,11 +54,15 @@ uint64_t chainHash(uint64_t parent, StringId name) {
 // ROOT/<frames of stack>/<names of entries[0..n)>/[extra]/[detail]: the node of a
 // Python-context path.
 NodeId resolvePythonPath(Session &s, PhaseId phase, const PythonStack *stack,
-                         const MirrorEntry *entries, size_t n, StringId extra, StringId detail) {
+                         const MirrorEntry *entries, size_t n, StringId extra, StringId detail,
+                         bool trailingFrames) {
   NodeId node = kRootNode;
-  splicePath(stack, entries, n, [&](StringId name) {
-    if (node != kNoNode) node = s.child(phase, node, name);
-  });
+  splicePath(
+      stack, entries, n,
+      [&](StringId name) {
+        if (node != kNoNode) node = s.child(phase, node, name);
+      },
+      trailingFrames);
   if (extra != StringId{} && node != kNoNode) node = s.child(phase, node, extra);
   if (detail != StringId{} && node != kNoNode) node = s.child(phase, node, detail);
   return node;
@@ -434,7 +438,8 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
     NodeId parent = kRootNode;
     for (size_t i = 0; i < m.entries.size(); ++i) {
       MirrorEntry &e = m.entries[i];
-      e.node = usesCallStack(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {})
+      e.node = usesCallStack(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {},
+                                                    {}, e.spliceDepth < 0)
                                 : s.child(phase, parent, e.name);
       if (e.node == kNoNode) e.node = kRootNode;  // phase vanished under us; next call fixes
       parent = e.node;

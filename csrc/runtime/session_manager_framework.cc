@@ -103,7 +103,7 @@ void SessionManager::pushFrameworkLocked(ThreadContext &t, StringId name, uint8_
   uint32_t depth = static_cast<uint32_t>(t.frames.size());
   ScopeFrame frame{name, traceLive() ? monotonicNs() : 0, false, nullptr, 0};
   frame.framework = kind;
-  frame.spliceDepth = stack ? static_cast<int32_t>(stack->frames.size()) : -1;
+  frame.spliceDepth = stack ? static_cast<int32_t>(callerDepth(stack)) : -1;
   if (kind == static_cast<uint8_t>(FrameworkFrame::kModule)) {
     frame.outerModulePath = t.modulePath;
     t.modulePath = appendFrame(t.modulePath, name);
@@ -124,11 +124,16 @@ void SessionManager::pushFrameworkLocked(ThreadContext &t, StringId name, uint8_
                                                              : frame.spliceDepth;
     entry.pathHash = chainHash(m.entries.empty() ? 0 : m.entries.back().pathHash, name) ^
                      (uint64_t(uint32_t(entry.spliceDepth + 1)) << 33);
-    if (usesCallStack(*s)) {
+    if (usesCallStack(*s) && !stack && s->options().data == DataKind::kTree) {
+      // An operator: its node is where its launches go, found at launch with their stack
+      // (taking a Python stack per operator costs too much); nothing is filed at the frame.
+      entry.node = kRootNode;
+      m.entries.push_back(entry);
+    } else if (usesCallStack(*s)) {
       entry.stack = stack ? stack : (m.entries.empty() ? nullptr : m.entries.back().stack);
       m.entries.push_back(entry);
-      NodeId node =
-          resolvePythonPath(*s, m.phase, entry.stack, m.entries.data(), m.entries.size(), {});
+      NodeId node = resolvePythonPath(*s, m.phase, entry.stack, m.entries.data(), m.entries.size(),
+                                      {}, {}, /*trailingFrames=*/false);
       if (node == kNoNode) {
         m.entries.pop_back();
         continue;

@@ -140,6 +140,8 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
     SessionMirror &m = t.mirror(s->id());
     MirrorEntry entry{depth, name, kNoNode};
     entry.pathHash = chainHash(m.entries.empty() ? 0 : m.entries.back().pathHash, name);
+    entry.spliceDepth = scopeSpliceDepth(*s, stack);
+    if (entry.spliceDepth >= 0) entry.pathHash ^= uint64_t(uint32_t(entry.spliceDepth + 1)) << 33;
     if (usesCallStack(*s)) {
       // ROOT/<frames now>/<open scopes>/<this scope>.
       entry.stack = stack;

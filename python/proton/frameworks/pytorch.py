@@ -261,6 +261,8 @@ class TorchAdapter(FrameworkAdapter):
         from . import _inductor_frames
 
         modules = torch.nn.modules.module
+        # A module frame goes right below the user's line that called the module.
+        _C.set_module_call_files([os.path.join("torch", "nn", "modules", "module.py")])
         self._handles = [
             modules.register_module_forward_pre_hook(_pre_hook),
             modules.register_module_forward_hook(_post_hook, always_call=True),
