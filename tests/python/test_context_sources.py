@@ -45,3 +45,29 @@ def test_sessions_whose_stacks_differ_cannot_run_together(first, second):
     with pytest.raises(proton.ConfigError, match="cannot run"):
         proton.start("b", context=second)
     proton.finalize(s)
+
+
+def _path_to(node, name, above=()):
+    for c in node["children"]:
+        if c["frame"]["name"] == name:
+            return list(above)
+        found = _path_to(c, name, (*above, c["frame"]["name"]))
+        if found is not None:
+            return found
+    return None
+
+
+def test_python_native_files_scopes_under_python_frames_not_the_interpreters_c_frames():
+    s = proton.start("pn", context="python,native")
+
+    def entered_here():
+        with proton.scope("inner"):
+            pass
+
+    entered_here()
+    above = _path_to(proton.data.get(s)[0], "inner")
+    # The Python frames; the interpreter's own C frames between them are gone, and the C/C++
+    # frames below the last one (Proton's binding) are Proton's own, left out.
+    assert above[-1].endswith("@entered_here"), above
+    assert all("@" in f and "+0x" not in f for f in above), above
+    proton.finalize(s)

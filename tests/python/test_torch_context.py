@@ -276,3 +276,15 @@ def test_compiled_graph_nodes_carry_the_module_frames_inductor_kernels_get():
     model = torch.nn.Sequential(MLP())
     torch.compile(model, backend=backend)(torch.randn(2, 4))
     assert seen and seen[0][:2] == ("0 (MLP)", "fc1 (Linear)")
+
+
+def test_torch_native_puts_module_frames_before_the_native_ones():
+    model = torch.nn.Sequential(Timed())
+    s = proton.start("torchnative", context="torch,native")
+    with torch.no_grad():
+        model(torch.randn(1, 2))
+    path = path_to(_root(s), "work")
+    assert path[:2] == ("Sequential", "0 (Timed)"), path
+    assert all("+0x" in f for f in path[2:-1]), path  # C/C++ frames below the interpreter
+    assert not any("_PyEval_EvalFrame" in f for f in path), path
+    proton.finalize(s)
