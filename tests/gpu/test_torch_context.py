@@ -121,7 +121,15 @@ def test_at_least_95_percent_of_gpu_time_is_under_the_step(context, program):
     proton.finalize(s)
 
 
-def test_compiled_model_kernels_carry_fused_operators_forward_and_backward():
+def test_compiled_model_kernels_carry_fused_operators_forward_and_backward(monkeypatch):
+    # Compiled here, under the session: a graph loaded from Inductor's caches would come from
+    # an earlier process, whose compile may have run without one.
+    import torch._inductor.config as inductor_config
+
+    if hasattr(inductor_config, "force_disable_caches"):
+        monkeypatch.setattr(inductor_config, "force_disable_caches", True)
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    torch._dynamo.reset()
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU()).cuda()
     compiled = torch.compile(model)
     x = torch.randn(64, 256, device="cuda", requires_grad=True)

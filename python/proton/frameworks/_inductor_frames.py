@@ -150,6 +150,19 @@ def record(path: str, frames: tuple) -> None:
         pass  # the in-memory copy still serves this process
 
 
+def _source_path(src_code: str, name: str):
+    """The file Inductor writes a kernel's final source to, as define_kernel makes it (for an
+    Inductor without _emit_kernel_to_wrapper, which hands it over)."""
+    from torch._inductor import config
+    from torch._inductor.codecache import code_hash, get_path
+    from torch._inductor.utils import Placeholder
+
+    subs = name if config.triton.unique_kernel_names else "triton_"
+    final = src_code.replace(str(Placeholder.DESCRIPTIVE_NAME), name)
+    final = final.replace(str(Placeholder.KERNEL_NAME), subs).replace("#pragma CMT", "#")
+    return get_path(code_hash(final.strip()), "py")[2]
+
+
 def _patch_codegen(module) -> None:
     scheduling = getattr(module, "TritonScheduling", None)
     if scheduling is None or getattr(scheduling.define_kernel, "_proton_original", None):
@@ -164,8 +177,9 @@ def _patch_codegen(module) -> None:
                 from torch._inductor.virtualized import V
 
                 paths = getattr(V.graph.wrapper_code, "_proton_kernel_paths", {})
+                path = paths.get(name) or _source_path(src_code, name)
                 backward = bool(getattr(V.graph, "is_backward", False))
-                record(paths.get(name), kernel_frames(list(_origins(node_schedule)), backward))
+                record(path, kernel_frames(list(_origins(node_schedule)), backward))
             except Exception:  # noqa: BLE001 - another Inductor: its kernels get no frames
                 pass
         return name
@@ -206,9 +220,13 @@ def frames_of_source(path: str) -> tuple:
 def _frames_of(autotuner) -> tuple:
     frames = autotuner.__dict__.get("_proton_frames")
     if frames is None:
-        fn = getattr(getattr(autotuner, "fn", None), "fn", None)
-        code = getattr(fn, "__code__", None)
-        frames = frames_of_source(os.path.abspath(code.co_filename)) if code else ()
+        # The kernel's source file (Inductor names it by the source's hash); a kernel compiled
+        # in a worker process comes back without its Python function, never without this.
+        path = getattr(autotuner, "filename", None)
+        if not path:
+            code = getattr(getattr(getattr(autotuner, "fn", None), "fn", None), "__code__", None)
+            path = code.co_filename if code else None
+        frames = frames_of_source(os.path.abspath(path)) if path else ()
         autotuner.__dict__["_proton_frames"] = frames
     return frames
 
