@@ -180,10 +180,11 @@ def test_backward_attribution_under_python_context_reaches_the_backward_call():
     torch.cuda.synchronize()
     proton.deactivate(s, flushing=True)
     root = _root(s)
-    step = _first(
-        root,
-        next(n for n in (m["frame"]["name"] for m in _walk(root)) if n.endswith("@train_step")),
-    )
-    backward = [n for n in _walk(step) if n["frame"]["name"].endswith("@backward")]
-    assert backward and _count(backward[0]) > 0, dump(root)
+    steps = [n for n in _walk(root) if n["frame"]["name"].endswith("@train_step")]
+    backward = [
+        n for step in steps for n in _walk(step) if n["frame"]["name"].endswith("@backward")
+    ]
+    # Under the line of train_step that called backward(): torch's backward() frames, then
+    # the engine threads' kernels.
+    assert backward and sum(_count(n) for n in backward) > 0, dump(root)
     proton.finalize(s)
