@@ -21,7 +21,7 @@ fi
 "$PY" -c "import torch, triton, proton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.cuda.is_available())"
 
 echo "== tests (GPU, then CPU)"
-(cd tests && "$PY" -m pytest gpu/test_torch_context.py python/test_torch_context.py \
+(cd tests && "$PY" -m pytest gpu/test_gpu_torch_context.py python/test_torch_context.py \
   python/test_context_sources.py python/test_inductor_frames.py -q -p no:cacheprovider -rs) || status=$?
 
 echo "== the compiled transformer under context=python,torch"
