@@ -72,13 +72,14 @@ def test_backward_kernels_go_under_the_forward_module(context):
     proton.finalize(s)
 
 
-def _count_at(root, module, child):
+def _count_at(root, module, below):
+    """Kernels under the frames named `below` inside the frames named `module` (with Python
+    frames, torch's own frames may sit between the two)."""
     return sum(
-        _count(c)
-        for n in _walk(root)
-        if n["frame"]["name"] == module
-        for c in n["children"]
-        if c["frame"]["name"] == child
+        _count(inner)
+        for outer in _outermost(root, module)
+        for c in outer["children"]
+        for inner in _outermost(c, below)
     )
 
 

@@ -263,10 +263,11 @@ class TorchAdapter(FrameworkAdapter):
         modules = torch.nn.modules.module
         # A module frame goes right below the user's line that called the module.
         _C.set_module_call_files([os.path.join("torch", "nn", "modules", "module.py")])
-        self._handles = [
-            modules.register_module_forward_pre_hook(_pre_hook),
-            modules.register_module_forward_hook(_post_hook, always_call=True),
-        ]
+        try:  # always_call: the frame is popped when forward raises
+            post = modules.register_module_forward_hook(_post_hook, always_call=True)
+        except TypeError:  # a torch without it
+            post = modules.register_module_forward_hook(_post_hook)
+        self._handles = [modules.register_module_forward_pre_hook(_pre_hook), post]
         self.operators = self._observer.start(torch)
         _inductor_frames.start()
 
