@@ -53,12 +53,16 @@ def test_a_kernel_gets_the_path_its_nodes_share_and_their_operators():
     )
 
 
-def test_a_kernel_reused_by_several_layers_keeps_the_path_above_them(tmp_path):
-    source = str(tmp_path / "cabc123.py")
-    frames.record(source, ("model (M)", "layers.0 (Block)", "fused: aten::gelu"))
-    frames.record(source, ("model (M)", "layers.1 (Block)", "fused: aten::gelu"))
-    assert frames.frames_of_source(source) == ("model (M)", "fused: aten::gelu")
-    # A later process (Inductor's cache) reads them from the file beside the kernel.
-    frames._by_path.clear()
-    assert frames.frames_of_source(source) == ("model (M)", "fused: aten::gelu")
-    assert frames.frames_of_source(str(tmp_path / "unknown.py")) == ()
+def test_a_kernel_reused_by_several_layers_keeps_the_path_above_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROTON_CACHE_DIR", str(tmp_path / "cache"))
+    source = "@triton.jit\ndef triton_poi_fused_gelu_0(x):\n    pass\n"
+    key = frames.source_key(source)
+    frames.record(key, ("model (M)", "layers.0 (Block)", "fused: aten::gelu"))
+    frames.record(key, ("model (M)", "layers.1 (Block)", "fused: aten::gelu"))
+    assert frames.frames_of_key(key) == ("model (M)", "fused: aten::gelu")
+    # A later process (Inductor's cache) reads them from Proton's cache, by the kernel file.
+    frames._by_key.clear()
+    kernel_file = tmp_path / "cabc.py"
+    kernel_file.write_text(source + "\n")
+    assert frames.frames_of_source_file(str(kernel_file)) == ("model (M)", "fused: aten::gelu")
+    assert frames.frames_of_source_file(str(tmp_path / "unknown.py")) == ()

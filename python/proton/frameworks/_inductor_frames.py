@@ -7,17 +7,19 @@ each FX node keeps the module stack it was traced under (nn_module_stack, or
 fwd_nn_module_stack for a backward node) and the operator it came from (original_aten).
 - At code generation (TritonScheduling.define_kernel, patched while the package is loaded):
   the kernel's frames are the module path its nodes share (a kernel reused by six layers gets
-  the path above them) and the union of their operators. They are kept by the kernel's source
-  file (Inductor names it by a hash of the source), in memory and in a file beside it
-  (<kernel>.py.proton.json), so a later process that loads the compiled graph from Inductor's
-  cache finds them too.
-- At launch (CachingAutotuner.run, patched while a torch session is live): the frames of the
-  kernel's source file are pushed around the launch (_C.enter_frames / exit_frames).
+  the path above them) and the union of their operators. They are kept by a hash of the
+  kernel's final source, in memory and in a file under Proton's cache
+  (~/.cache/proton/inductor_frames/<hash>.json), so a later process that loads the compiled
+  graph from Inductor's cache finds them too.
+- At launch (CachingAutotuner.run, patched while a torch session is live): the kernel's source
+  file (the autotuner's filename) is read once and hashed, and its frames are pushed around
+  the launch (_C.enter_frames / exit_frames).
 A kernel compiled with no torch session live, or by an Inductor whose internals differ, gets
 no frames of its own: it is filed under the frames open at its launch, as before.
 Thread-safety: code generation and launches run under the GIL.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -26,9 +28,7 @@ from .. import _C, _import_hooks
 
 _CODEGEN_MODULE = "torch._inductor.codegen.triton"
 _RUNTIME_MODULE = "torch._inductor.runtime.triton_heuristics"
-_SIDECAR = ".proton.json"
-
-_by_path = {}  # kernel source file -> frames (tuple of str)
+_by_key = {}  # hash of a kernel's source -> frames (tuple of str)
 _codegen_hook = None
 _runtime_hook = None
 _runtime_original = None  # CachingAutotuner.run while patched
@@ -137,30 +137,43 @@ def _origins(node_schedule):
             yield from getattr(ir_node, "origins", None) or ()
 
 
-def record(path: str, frames: tuple) -> None:
-    """Keeps a kernel's frames, merged with those it already had, by its source file."""
-    if not path or not frames:
+def source_key(text: str) -> str:
+    return hashlib.sha256(text.strip().encode()).hexdigest()[:32]
+
+
+def _store_dir() -> str:
+    root = os.environ.get("PROTON_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "proton",
+    )
+    return os.path.join(root, "inductor_frames")
+
+
+def record(key: str, frames: tuple) -> None:
+    """Keeps a kernel's frames, merged with those it already had, by its source's hash."""
+    if not key or not frames:
         return
-    merged = merge(_by_path.get(path, ()), frames)
-    _by_path[path] = merged
+    merged = merge(frames_of_key(key), frames)
+    _by_key[key] = merged
     try:
-        with open(path + _SIDECAR, "w") as f:
+        os.makedirs(_store_dir(), exist_ok=True)
+        path = os.path.join(_store_dir(), key + ".json")
+        with open(f"{path}.{os.getpid()}", "w") as f:
             json.dump(list(merged), f)
+        os.replace(f"{path}.{os.getpid()}", path)
     except OSError:
         pass  # the in-memory copy still serves this process
 
 
-def _source_path(src_code: str, name: str):
-    """The file Inductor writes a kernel's final source to, as define_kernel makes it (for an
-    Inductor without _emit_kernel_to_wrapper, which hands it over)."""
+def _final_source(src_code: str, name: str) -> str:
+    """A kernel's source as define_kernel finishes it (for an Inductor without
+    _emit_kernel_to_wrapper, which hands it over)."""
     from torch._inductor import config
-    from torch._inductor.codecache import code_hash, get_path
     from torch._inductor.utils import Placeholder
 
     subs = name if config.triton.unique_kernel_names else "triton_"
     final = src_code.replace(str(Placeholder.DESCRIPTIVE_NAME), name)
-    final = final.replace(str(Placeholder.KERNEL_NAME), subs).replace("#pragma CMT", "#")
-    return get_path(code_hash(final.strip()), "py")[2]
+    return final.replace(str(Placeholder.KERNEL_NAME), subs).replace("#pragma CMT", "#")
 
 
 def _patch_codegen(module) -> None:
@@ -176,10 +189,10 @@ def _patch_codegen(module) -> None:
             try:
                 from torch._inductor.virtualized import V
 
-                paths = getattr(V.graph.wrapper_code, "_proton_kernel_paths", {})
-                path = paths.get(name) or _source_path(src_code, name)
+                keys = getattr(V.graph.wrapper_code, "_proton_kernel_keys", {})
+                key = keys.get(name) or source_key(_final_source(src_code, name))
                 backward = bool(getattr(V.graph, "is_backward", False))
-                record(path, kernel_frames(list(_origins(node_schedule)), backward))
+                record(key, kernel_frames(list(_origins(node_schedule)), backward))
             except Exception:  # noqa: BLE001 - another Inductor: its kernels get no frames
                 pass
         return name
@@ -191,8 +204,8 @@ def _patch_codegen(module) -> None:
 
     def emit(self, wrapper, kernel, src_code, kernel_name, subs_name, node_schedule, path, *rest):
         try:
-            paths = wrapper.__dict__.setdefault("_proton_kernel_paths", {})
-            paths[kernel_name] = path
+            keys = wrapper.__dict__.setdefault("_proton_kernel_keys", {})
+            keys[kernel_name] = source_key(src_code)
         except Exception:  # noqa: BLE001
             pass
         return emit_original(
@@ -205,28 +218,36 @@ def _patch_codegen(module) -> None:
 # ---------------------------------------------------------------- launches
 
 
-def frames_of_source(path: str) -> tuple:
-    frames = _by_path.get(path)
+def frames_of_key(key: str) -> tuple:
+    frames = _by_key.get(key)
     if frames is None:
         try:
-            with open(path + _SIDECAR) as f:
+            with open(os.path.join(_store_dir(), key + ".json")) as f:
                 frames = tuple(json.load(f))
         except (OSError, ValueError):
             frames = ()
-        _by_path[path] = frames
+        _by_key[key] = frames
     return frames
+
+
+def frames_of_source_file(path: str) -> tuple:
+    try:
+        with open(path) as f:
+            return frames_of_key(source_key(f.read()))
+    except OSError:
+        return ()
 
 
 def _frames_of(autotuner) -> tuple:
     frames = autotuner.__dict__.get("_proton_frames")
     if frames is None:
-        # The kernel's source file (Inductor names it by the source's hash); a kernel compiled
-        # in a worker process comes back without its Python function, never without this.
+        # The kernel's source file; a kernel compiled in a worker process comes back without
+        # its Python function, never without its filename.
         path = getattr(autotuner, "filename", None)
         if not path:
             code = getattr(getattr(getattr(autotuner, "fn", None), "fn", None), "__code__", None)
             path = code.co_filename if code else None
-        frames = frames_of_source(os.path.abspath(path)) if path else ()
+        frames = frames_of_source_file(path) if path else ()
         autotuner.__dict__["_proton_frames"] = frames
     return frames
 
