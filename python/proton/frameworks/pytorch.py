@@ -67,8 +67,11 @@ def _patch_autograd(autograd) -> None:
 
 # ---------------------------------------------------------------- module frames
 
-_names = weakref.WeakKeyDictionary()  # module -> {id(enclosing module): frame name}
+# (id(enclosing module), id(module)) -> (weak reference to module, frame name); the reference
+# tells a reused id from the module it was made for.
+_names = {}
 _local = threading.local()
+_is_compiling = None  # torch.compiler.is_compiling, bound when frames start
 
 
 def _class_name(module) -> str:
@@ -81,13 +84,10 @@ def _class_name(module) -> str:
 def frame_name(parent, module) -> str:
     """'<path from parent> (<Class>)', or the class name when parent is None or does not own
     module."""
-    key = id(parent) if parent is not None else 0
-    try:
-        per = _names.get(module)
-    except TypeError:  # not weakly referenceable
-        per = None
-    if per is not None and key in per:
-        return per[key]
+    key = (id(parent), id(module))
+    entry = _names.get(key)
+    if entry is not None and entry[0]() is module:
+        return entry[1]
     relative = ""
     if parent is not None:
         for name, child in parent.named_modules():
@@ -97,34 +97,29 @@ def frame_name(parent, module) -> str:
     cls = _class_name(module)
     name = f"{relative} ({cls})" if relative else cls
     try:
-        _names.setdefault(module, {})[key] = name
-    except TypeError:
+        _names[key] = (weakref.ref(module), name)
+    except TypeError:  # not weakly referenceable: named again next time
         pass
     return name
 
 
-def _compiling(torch) -> bool:
-    compiler = getattr(torch, "compiler", None)
-    check = getattr(compiler, "is_compiling", None)
-    return bool(check and check())
-
-
 def _pre_hook(module, args):
-    torch = _torch()
-    if _compiling(torch):
+    # Inside a graph Dynamo traces, is_compiling() is a constant True: the hook is gone from
+    # the graph, with no graph break.
+    if _is_compiling():
         return None
-    stack = getattr(_local, "modules", None)
-    if stack is None:
+    try:
+        stack = _local.modules
+    except AttributeError:
         stack = _local.modules = []
-    parent = stack[-1] if stack else None
+    name = frame_name(stack[-1] if stack else None, module)
     stack.append(module)
-    _C.enter_module(frame_name(parent, module))
+    _C.enter_module(name)
     return None
 
 
 def _post_hook(module, args, output):
-    torch = _torch()
-    if _compiling(torch):
+    if _is_compiling():
         return None
     stack = getattr(_local, "modules", None)
     if not stack:
@@ -260,6 +255,9 @@ class TorchAdapter(FrameworkAdapter):
 
         from . import _inductor_frames
 
+        global _is_compiling
+        compiler = getattr(torch, "compiler", None)
+        _is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
         modules = torch.nn.modules.module
         # A module frame goes right below the user's line that called the module.
         _C.set_module_call_files([os.path.join("torch", "nn", "modules", "module.py")])
