@@ -8,7 +8,11 @@
 // Owned by its thread; the lock (a spin flag, uncontended in steady state) exists only so
 // that another thread can copy the stack. A Python thread adopts the stack its starting
 // thread had at Thread.start() (see capture/adopt); any other thread, on first touch,
-// inherits the stack of the thread registered as main, as triton.profiler does.
+// inherits the stack of the thread registered as main, as triton.profiler does. A backward
+// worker of a framework (context/backward_borrow.h) replaces such inherited frames with those
+// of the thread that asked for the backward pass, once per pass.
+// Framework frames (modules, operators; runtime/framework_frames.h) are entries of the same
+// stack, marked `framework`, mirrored only in the sessions whose context lists the framework.
 //
 // Mirror layout, one per session, indexed by session id:
 //   frames:  [ f0 "model" ][ f1 "layer" ][ f2 "attn" ]      shadow depth 0..2

@@ -118,8 +118,10 @@ class SessionManager {
   // failed, not captured into a graph). A launch that ran gets its launch metadata's metrics
   // (tree data) at <entry node>/<launchName>; the metadata is released either way.
   void endLaunch(const LaunchEntry *entries, size_t n, bool ran);
-  // The calling thread's context as names, outermost first: its Python frames while any
-  // context="python" session is live, then its scopes, then the state tag (and its detail).
+  // The calling thread's context as names, outermost first: its call stack while a call-stack
+  // session is live (a backward worker's under its caller's), with its scopes and, while a
+  // framework session is live, its framework frames spliced in; then the state tag (and its
+  // detail).
   void contextNames(std::vector<StringId> &out);
   // The caller's side of backward attribution (context/backward_borrow.h): publishes the
   // calling thread's context for the framework's backward workers.
