@@ -6,6 +6,7 @@
 
 #include "context/shadow_context.h"
 #include "context/stack_join.h"
+#include "core/fork_lock.h"
 
 namespace proton {
 
@@ -71,6 +72,19 @@ size_t backwardsInFlight() {
   Registry &r = registry();
   std::lock_guard guard(r.mu);
   return r.inFlight.size();
+}
+
+void lockBackwardsForFork() { registry().mu.lock(); }
+
+void unlockBackwardsAfterFork(bool inChild) {
+  Registry &r = registry();
+  if (inChild) {
+    // The parent's snapshots are let go without running their destructors' atomics on
+    // another thread's behalf: leaked, as the parent's sessions are.
+    new (&r.inFlight) std::vector<Published>();
+    gBackwardSerial.fetch_add(1, std::memory_order_release);
+  }
+  releaseAfterFork(r.mu, inChild);
 }
 
 void setBackwardWorkerPrefixes(std::vector<std::string> prefixes) {

@@ -52,6 +52,10 @@ void setBackwardWorkerPrefixes(std::vector<std::string> prefixes);
 // whose worker threads carry no name.
 void setBackwardWorker(bool worker);
 
+// Around fork() (runtime/fork_safety.cc; a leaf lock). The child has no pass in flight.
+void lockBackwardsForFork();
+void unlockBackwardsAfterFork(bool inChild);
+
 // ThreadContext's slow path when gBackwardSerial moved (t.lock held).
 void followBackwardSlow(ThreadContext &t, uint64_t serial);
 
