@@ -13,7 +13,9 @@
 namespace proton {
 namespace {
 
-constexpr size_t kJoinSlots = 64;  // power of two
+// Power of two. A compiled backward graph launches from a few hundred lines of its generated
+// code, each a stack of its own joined under the caller's: the cache holds them all.
+constexpr size_t kJoinSlots = 1024;
 
 struct JoinSlot {
   const PythonStack *outer = nullptr;
