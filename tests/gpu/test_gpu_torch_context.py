@@ -189,3 +189,35 @@ def test_backward_attribution_under_python_context_reaches_the_backward_call():
     # the engine threads' kernels.
     assert backward and sum(_count(n) for n in backward) > 0, dump(root)
     proton.finalize(s)
+
+
+def test_triton_hook_names_a_kernel_launched_inside_a_module():
+    triton = pytest.importorskip("triton")
+    tl = pytest.importorskip("triton.language")
+
+    def metadata(grid, kernel, args):
+        return {"name": "scaled_add", "flops32": args["n"]}
+
+    @triton.jit(launch_metadata=metadata)
+    def add_kernel(x, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=m) * 2, mask=m)
+
+    class TritonScale(torch.nn.Module):
+        def forward(self, x):
+            out = torch.empty_like(x)
+            add_kernel[(4,)](x, out, x.numel(), BLOCK=1024)
+            return out
+
+    model, x = torch.nn.Sequential(TritonScale()).cuda(), torch.randn(4096, device="cuda")
+    model(x)  # compiled before the session
+    s = proton.start("hooked", context="torch", hook="triton")
+    for _ in range(STEPS):
+        model(x)
+    proton.deactivate(s, flushing=True)
+    root = _root(s)
+    node = find(root, "Sequential", "0 (TritonScale)", "scaled_add")
+    assert node["metrics"]["count"] == STEPS, dump(root)
+    assert node["metrics"]["flops32"] == STEPS * 4096, dump(root)
+    proton.finalize(s)
