@@ -21,6 +21,17 @@ are also timed with CUDA events around the timed loop, next to wall time (`ev_me
         --cupti-lib 12=$(python3 -c "import triton,os;print(os.path.dirname(triton.__file__))")/backends/nvidia/lib/cupti \
         --cupti-lib 13=/usr/local/cuda/lib64/libcupti.so.13
     python3 bench/overhead.py --pcsampling --rounds 3   # instruction sampling vs triton.profiler
+    python3 bench/overhead.py --training --rounds 3     # training loops, contexts vs torch.profiler
+
+Training loops (`--training`, issue 41): `train_mlp`, an eager MLP training step (8 x (Linear
+1024->1024 + GELU), batch 64, forward, backward, SGD), and `train_transformer`, a
+torch.compile'd nn.TransformerEncoder (6 layers, d_model 512, bf16, batch 16 x 256) trained
+with fused AdamW (tests/gpu/torch_models.py), under context="python", "torch",
+"python,torch" and "python,native", next to torch.profiler with CPU and CUDA activity and
+with_stack=True, with_modules=True (`torch_profiler_stack`) and CUDA activity alone. Each
+process also profiles 1000 steps in one session and reports the profile's size
+(`bytes_1000`; torch.profiler's is measured on 100 steps and scaled, its traces of 1000
+steps take minutes to write).
 
 Instruction sampling (`--pcsampling`): Proton's mode="pcsampling" (interval --pc-interval
 GPU cycles) and triton.profiler's backend="cupti", mode="pcsampling", each with kernel timing,
@@ -41,7 +52,28 @@ WORKLOADS = ["tiny", "mlp", "matmul", "scoped", "hooked"]  # default; "trimm" on
 CONFIGS = ["cupti_floor", "proton_shadow", "proton_python", "triton_profiler", "torch_profiler"]
 PC_WORKLOADS = ["matmul", "trimm"]
 PC_CONFIGS = ["proton_shadow", "proton_pcsampling", "triton_pcsampling"]
+TRAINING_WORKLOADS = ["train_mlp", "train_transformer"]
+TRAINING_CONFIGS = [
+    "proton_python",
+    "proton_torch",
+    "proton_python_torch",
+    "proton_python_native",
+    "torch_profiler",
+    "torch_profiler_stack",
+]
+# Proton configurations by their context.
+CONTEXTS = {
+    "proton_shadow": "shadow",
+    "proton_pcsampling": "shadow",
+    "proton_python": "python",
+    "proton_torch": "torch",
+    "proton_python_torch": "python,torch",
+    "proton_python_native": "python,native",
+    "proton_torch_native": "torch,native",
+}
+SIZE_STEPS = 1000  # training steps of the profile whose size is reported
 ITERS = {"tiny": 1000, "mlp": 10, "matmul": 20, "scoped": 1000, "hooked": 1000, "trimm": 20}
+ITERS.update({"train_mlp": 20, "train_transformer": 10})
 GPU_BOUND = ("matmul", "trimm")  # also timed with CUDA events
 
 
@@ -231,10 +263,10 @@ def make_profiler(config, workload, path):
         # The floor plus CUPTI calling launch callbacks that return at once.
         os.environ["PROTON_CUPTI_LAUNCH_CALLBACKS"] = "empty"
         config = "proton_shadow"
-    if config in ("proton_shadow", "proton_python", "proton_pcsampling"):
+    if config in CONTEXTS:
         import proton
 
-        context = "python" if config == "proton_python" else "shadow"
+        context = CONTEXTS[config]
         mode = None
         if config == "proton_pcsampling":
             interval = int(os.environ.get("PROTON_BENCH_PC_INTERVAL", "1000"))
@@ -272,13 +304,60 @@ def make_profiler(config, workload, path):
             holder["p"].export_chrome_trace(path + ".json")
 
         return start, stop, torch.profiler.record_function
+    if config == "torch_profiler_stack":
+        import torch
+
+        holder = {}
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+
+        def start():
+            holder["p"] = torch.profiler.profile(
+                activities=activities, with_stack=True, with_modules=True
+            )
+            holder["p"].__enter__()
+
+        def stop():
+            holder["p"].__exit__(None, None, None)
+            holder["p"].export_chrome_trace(path + ".json")
+
+        return start, stop, torch.profiler.record_function
     raise ValueError(config)
+
+
+def build_training_workloads(names):
+    """train_mlp and train_transformer (tests/gpu/torch_models.py), those asked for only."""
+    sys.path.insert(
+        0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu")
+    )
+    from torch_models import make_compiled_transformer, make_mlp
+
+    makers = {"train_mlp": make_mlp, "train_transformer": make_compiled_transformer}
+    return {name: makers[name]() for name in names if name in makers}
+
+
+def profile_size(config, name, fn, path):
+    """Bytes of one profile of SIZE_STEPS training steps (torch.profiler: of 100, scaled)."""
+    import torch
+
+    steps = SIZE_STEPS if config in CONTEXTS else 100
+    start, stop, _ = make_profiler(config, name, path)
+    start()
+    for _ in range(steps):
+        fn()
+    torch.cuda.synchronize()
+    stop()
+    folder, stem = os.path.split(path)
+    size = sum(
+        os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder) if f.startswith(stem)
+    )
+    return size * SIZE_STEPS // steps
 
 
 def worker(config, names):
     import torch
 
     workloads = build_workloads()
+    workloads.update(build_training_workloads(names))
     # Every kernel loaded before the first profiler starts: with CUPTI 13 on an H100, a module
     # first loaded after one PC sampling session ended gets no PCs in the next one.
     for name in names:
@@ -348,6 +427,13 @@ def worker(config, names):
             "profile_bytes": size,
             "cupti": cupti,
         }
+        if name in TRAINING_WORKLOADS:
+            try:
+                results[name]["bytes_1000"] = profile_size(
+                    config, name, fn, os.path.join(tmp, f"size_{config}_{name}")
+                )
+            except Exception as e:  # noqa: BLE001 - reported, the ratio stands
+                results[name]["bytes_1000_error"] = f"{type(e).__name__}: {str(e)[:200]}"
         if ev:
             results[name]["ev_ratio"] = statistics.median(ratios(1))
             results[name]["ev_unprofiled_s"] = min(x[1] for x in unprofiled)
@@ -374,7 +460,7 @@ def run_config(config, names, cupti_libs=None):
         [sys.executable, __file__, "--worker", base, "--workloads", ",".join(names)],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800 if set(names) & set(TRAINING_WORKLOADS) else 600,
         check=False,
         env=env,
     )
@@ -397,6 +483,7 @@ def build_table(rounds, configs, names):
                 "events": summarize([x["ev_ratio"] for x in ok if "ev_ratio" in x]),
                 "finalize_s": statistics.median([x["finalize_s"] for x in ok]) if ok else None,
                 "profile_bytes": max([x["profile_bytes"] for x in ok]) if ok else None,
+                "bytes_1000": max([x["bytes_1000"] for x in ok if "bytes_1000" in x], default=None),
                 "cupti": sorted({p for x in ok for p in x.get("cupti", [])}),
                 "error": errors[0] if errors and not ok else None,
             }
@@ -433,6 +520,9 @@ def print_table(table):
         line += f"{v['finalize_s']:8.3f}s {v['profile_bytes']:9d}"
         print(line)
     for key, v in table.items():
+        if v.get("bytes_1000") is not None:
+            print(f"  {key}: profile of {SIZE_STEPS} steps: {v['bytes_1000'] / 1e6:.2f} MB")
+    for key, v in table.items():
         if v["cupti"]:
             print(f"  {key}: CUPTI {', '.join(v['cupti'])}")
 
@@ -443,6 +533,7 @@ def main():
     ap.add_argument("--configs", default=None, help="comma-separated; default: all (see CONFIGS)")
     ap.add_argument("--workloads", default=None, help="comma-separated; default: all")
     ap.add_argument("--pcsampling", action="store_true", help="instruction sampling comparison")
+    ap.add_argument("--training", action="store_true", help="training loops under each context")
     ap.add_argument("--pc-interval", type=int, default=1000, help="Proton's sampling interval")
     ap.add_argument("--json", default="overhead.json")
     ap.add_argument(
@@ -480,7 +571,11 @@ def main():
     os.environ["PROTON_BENCH_PC_INTERVAL"] = str(args.pc_interval)
     os.environ["PROTON_BENCH_CYCLES"] = str(args.cycles)
     default_configs, default_workloads = (
-        (PC_CONFIGS, PC_WORKLOADS) if args.pcsampling else (CONFIGS, WORKLOADS)
+        (PC_CONFIGS, PC_WORKLOADS)
+        if args.pcsampling
+        else (TRAINING_CONFIGS, TRAINING_WORKLOADS)
+        if args.training
+        else (CONFIGS, WORKLOADS)
     )
     names = args.workloads.split(",") if args.workloads else default_workloads
     if args.worker:

@@ -46,5 +46,6 @@ void bindData(nb::module_ &m);
 void bindContext(nb::module_ &m);
 void bindViewer(nb::module_ &m);
 void bindInstrumentation(nb::module_ &m);
+void bindFramework(nb::module_ &m);
 
 }  // namespace proton::bindings

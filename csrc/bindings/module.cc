@@ -10,5 +10,6 @@ NB_MODULE(_C, m) {
   proton::bindings::bindContext(m);
   proton::bindings::bindViewer(m);
   proton::bindings::bindInstrumentation(m);
+  proton::bindings::bindFramework(m);
   m.attr("__version__") = PROTON_VERSION;
 }

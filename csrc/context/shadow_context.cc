@@ -23,6 +23,7 @@ ThreadContext::ThreadContext() : threadId(static_cast<uint64_t>(syscall(SYS_gett
   frames = mainThread->frames;
   mirrors = mainThread->mirrors;
   generation = mainThread->generation;
+  borrowedDepth = frames.size();  // inherited, so a backward pass it runs may replace them
 }
 
 std::shared_ptr<const ContextSnapshot> ThreadContext::capture() {
@@ -31,6 +32,7 @@ std::shared_ptr<const ContextSnapshot> ThreadContext::capture() {
   snapshot->frames = frames;
   snapshot->mirrors = mirrors;
   snapshot->generation = generation;
+  snapshot->modulePath = modulePath;
   return snapshot;
 }
 
@@ -39,6 +41,9 @@ void ThreadContext::adopt(const ContextSnapshot &snapshot) {
   frames = snapshot.frames;
   mirrors = snapshot.mirrors;
   generation = snapshot.generation;
+  modulePath = snapshot.modulePath;
+  borrowedDepth = frames.size();
+  borrowedStack = nullptr;
   state = StringId{};
 }
 

@@ -8,7 +8,11 @@
 // Owned by its thread; the lock (a spin flag, uncontended in steady state) exists only so
 // that another thread can copy the stack. A Python thread adopts the stack its starting
 // thread had at Thread.start() (see capture/adopt); any other thread, on first touch,
-// inherits the stack of the thread registered as main, as triton.profiler does.
+// inherits the stack of the thread registered as main, as triton.profiler does. A backward
+// worker of a framework (context/backward_borrow.h) replaces such inherited frames with those
+// of the thread that asked for the backward pass, once per pass.
+// Framework frames (modules, operators; runtime/framework_frames.h) are entries of the same
+// stack, marked `framework`, mirrored only in the sessions whose context lists the framework.
 //
 // Mirror layout, one per session, indexed by session id:
 //   frames:  [ f0 "model" ][ f1 "layer" ][ f2 "attn" ]      shadow depth 0..2
@@ -23,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "context/backward_borrow.h"
 #include "context/python_context.h"
 #include "core/check.h"
 #include "core/ids.h"
@@ -53,6 +58,11 @@ struct ScopeFrame {
   // Trace data: tensor metrics given at entry, copied then, filed into the scope's slice at
   // exit (handles are zeroed once bound or discarded; a copied stack shares them).
   std::shared_ptr<std::vector<PendingTensor>> entryTensors;
+  // Frames a framework adapter pushed (context "torch"; framework_frames.h), seen only by
+  // sessions whose context lists the framework. 0: a scope of the user's.
+  uint8_t framework = 0;
+  int32_t spliceDepth = -1;  // Python frames open at its entry (-1: not known; after them all)
+  const PythonStack *outerModulePath = nullptr;  // a module frame: the module path before it
 };
 
 struct MirrorEntry {
@@ -61,6 +71,7 @@ struct MirrorEntry {
   NodeId node;
   uint64_t pathHash = 0;               // of the names of this entry and those before it
   const PythonStack *stack = nullptr;  // context="python": the frames it was entered under
+  int32_t spliceDepth = -1;            // ScopeFrame::spliceDepth
 };
 
 // Where launches were filed in a context="python" session, by (stack, open scopes, state):
@@ -89,6 +100,7 @@ struct ContextSnapshot {
   std::vector<ScopeFrame> frames;
   std::vector<SessionMirror> mirrors;
   uint64_t generation = 0;
+  const PythonStack *modulePath = nullptr;
 };
 
 class ThreadContext {
@@ -114,6 +126,7 @@ class ThreadContext {
   void adopt(const ContextSnapshot &snapshot);
   // Drops everything recorded under an earlier profiling period (generation).
   void resetIfStale(uint64_t currentGeneration) {
+    followBackward();
     if (PROTON_LIKELY(generation == currentGeneration)) return;
     for (ScopeFrame &f : frames)
       if (f.entryTensors) discardTensors(*f.entryTensors);
@@ -125,6 +138,15 @@ class ThreadContext {
     launchPending = false;
     launchInFlight = false;
     generation = currentGeneration;
+    borrowedDepth = 0;
+    borrowedStack = nullptr;
+    modulePath = nullptr;
+  }
+  // Backward attribution: a backward worker takes the context of the pass it runs.
+  void followBackward() {
+    uint64_t serial = gBackwardSerial.load(std::memory_order_acquire);
+    if (PROTON_LIKELY(serial == borrowSerial)) return;
+    followBackwardSlow(*this, serial);
   }
 
   SessionMirror &mirror(SessionId session) {
@@ -151,6 +173,16 @@ class ThreadContext {
   const uint64_t threadId;
   uint64_t scopeCounter = 0;
   uint64_t generation = 0;  // SessionManager::generation() the stack belongs to
+
+  // Backward attribution (context/backward_borrow.h).
+  enum BorrowRole : uint8_t { kUnknownRole, kWorker, kNotWorker, kWorkerForced, kNotWorkerForced };
+  uint8_t borrowRole = kUnknownRole;
+  uint64_t borrowPrefixes = 0;  // the worker prefixes' version borrowRole was read with
+  uint64_t borrowSerial = 0;    // gBackwardSerial last followed
+  size_t borrowedDepth = 0;     // frames[0..borrowedDepth) are the pass caller's
+  const PythonStack *borrowedStack = nullptr;  // the caller's stack at its backward() call
+  // Framework frames: the module frames open now, as one interned list (for backward ties).
+  const PythonStack *modulePath = nullptr;
 };
 
 }  // namespace proton

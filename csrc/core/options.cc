@@ -123,7 +123,7 @@ Result<SessionOptions> parseSessionOptions(std::string_view path, std::string_vi
                                            std::string_view mode) {
   SessionOptions opts;
   opts.path = std::string(path);
-  Result<ContextKind> c = parseContextKind(context);
+  Result<ContextSources> c = parseContextSources(context);
   if (!c.isOk()) return c.status();
   Result<DataKind> d = parseDataKind(data);
   if (!d.isOk()) return d.status();
@@ -131,7 +131,10 @@ Result<SessionOptions> parseSessionOptions(std::string_view path, std::string_vi
   if (!b.isOk()) return b.status();
   Result<ModeSpec> m = parseModeSpec(mode);
   if (!m.isOk()) return m.status();
-  opts.context = c.value();
+  opts.sources = c.value();
+  opts.context = opts.sources.python   ? ContextKind::kPython
+                 : opts.sources.native ? ContextKind::kNative
+                                       : ContextKind::kShadow;
   opts.data = d.value();
   opts.backend = b.value();
   opts.mode = m.value();

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/context_sources.h"
 #include "core/rank.h"
 #include "core/status.h"
 
@@ -36,7 +37,9 @@ struct ModeSpec {
 
 struct SessionOptions {
   std::string path;  // without extension; "" or "-" = stdout
-  ContextKind context = ContextKind::kShadow;
+  ContextKind context =
+      ContextKind::kShadow;  // the call stack kind: python when listed, else native
+  ContextSources sources;    // everything `context` lists
   DataKind data = DataKind::kTree;
   BackendKind backend = BackendKind::kAuto;
   ModeSpec mode;

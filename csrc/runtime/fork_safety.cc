@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "context/backward_borrow.h"
 #include "context/native_stack.h"
 #include "context/python_context.h"
 #include "context/shadow_context.h"
@@ -26,9 +27,11 @@ void beforeFork() {
   StringTable::global().lockForFork();
   Stats::global().lockForFork();
   DeviceTable::global().lockForFork();
+  lockBackwardsForFork();
 }
 
 void unlockAll(bool inChild) {
+  unlockBackwardsAfterFork(inChild);
   DeviceTable::global().unlockAfterFork(inChild);
   Stats::global().unlockAfterFork(inChild);
   StringTable::global().unlockAfterFork(inChild);

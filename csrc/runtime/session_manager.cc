@@ -49,12 +49,15 @@ uint64_t chainHash(uint64_t parent, StringId name) {
 // ROOT/<frames of stack>/<names of entries[0..n)>/[extra]/[detail]: the node of a
 // Python-context path.
 NodeId resolvePythonPath(Session &s, PhaseId phase, const PythonStack *stack,
-                         const MirrorEntry *entries, size_t n, StringId extra, StringId detail) {
+                         const MirrorEntry *entries, size_t n, StringId extra, StringId detail,
+                         bool trailingFrames) {
   NodeId node = kRootNode;
-  if (stack)
-    for (StringId f : stack->frames)
-      if (node != kNoNode) node = s.child(phase, node, f);
-  for (size_t i = 0; i < n && node != kNoNode; ++i) node = s.child(phase, node, entries[i].name);
+  splicePath(
+      stack, entries, n,
+      [&](StringId name) {
+        if (node != kNoNode) node = s.child(phase, node, name);
+      },
+      trailingFrames);
   if (extra != StringId{} && node != kNoNode) node = s.child(phase, node, extra);
   if (detail != StringId{} && node != kNoNode) node = s.child(phase, node, detail);
   return node;
@@ -269,6 +272,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &requested) {
     return invalidArgument(
         "[PROTON] context='native' and context='python' sessions cannot run at the same time; "
         "finalize the one that is running first.");
+  PROTON_RETURN_IF_ERROR(checkStackKind(options));
   size_t slot = 0;
   while (slot < kMaxLiveSessions && live_[slot].load(std::memory_order_relaxed)) ++slot;
   if (slot == kMaxLiveSessions) {
@@ -291,8 +295,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &requested) {
     generation_.fetch_add(1, std::memory_order_relaxed);
   live_[slot].store(sessions_.back().get(), std::memory_order_release);
   if (options.data == DataKind::kTrace) traceLive_.fetch_add(1, std::memory_order_relaxed);
-  if (options.context == ContextKind::kPython) pythonLive_.fetch_add(1, std::memory_order_relaxed);
-  if (options.context == ContextKind::kNative) nativeLive_.fetch_add(1, std::memory_order_relaxed);
+  countContext(options, 1);
   liveCount_.fetch_add(1, std::memory_order_relaxed);
   return result;
 }
@@ -345,7 +348,7 @@ ProfileMetadata SessionManager::metadataFor(const Session &s, PhaseId phase) con
   m.startTimeUnixNs = s.startTimeUnixNs();
   m.monotonicToUnixNs = static_cast<int64_t>(wallClockNs()) - static_cast<int64_t>(monotonicNs());
   m.sessionName = s.options().path;
-  m.context = contextKindName(s.options().context);
+  m.context = s.options().sources.name();
   m.data = dataKindName(s.options().data);
   // The backend asked for, or for the default one, the backend it runs on ("cupti" on a GPU
   // machine, "none" where only CPU scopes are recorded).
@@ -443,10 +446,7 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
       if (slot.load(std::memory_order_relaxed) == s) slot.store(nullptr, std::memory_order_release);
     liveCount_.fetch_sub(1, std::memory_order_relaxed);
     if (s->options().data == DataKind::kTrace) traceLive_.fetch_sub(1, std::memory_order_relaxed);
-    if (s->options().context == ContextKind::kPython)
-      pythonLive_.fetch_sub(1, std::memory_order_relaxed);
-    if (s->options().context == ContextKind::kNative)
-      nativeLive_.fetch_sub(1, std::memory_order_relaxed);
+    countContext(s->options(), -1);
     s->releaseData();
     if (GpuBackend *b = backends_[s->id().value]) {
       backends_[s->id().value] = nullptr;
@@ -464,7 +464,8 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
     NodeId parent = kRootNode;
     for (size_t i = 0; i < m.entries.size(); ++i) {
       MirrorEntry &e = m.entries[i];
-      e.node = usesCallStack(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {})
+      e.node = usesCallStack(s) ? resolvePythonPath(s, phase, e.stack, m.entries.data(), i + 1, {},
+                                                    {}, e.spliceDepth < 0)
                                 : s.child(phase, parent, e.name);
       if (e.node == kNoNode) e.node = kRootNode;  // phase vanished under us; next call fixes
       parent = e.node;
@@ -513,6 +514,7 @@ NodeId SessionManager::currentNode(Session &s, PhaseId &phase) {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
+  if (stack) stack = withBorrowedStack(t, stack);
   NodeId node = contextNode(s, t, stack);
   phase = t.mirror(s.id()).phase;
   return node;

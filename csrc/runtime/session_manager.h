@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/launch_table.h"
+#include "context/backward_borrow.h"
 #include "context/native_stack.h"
 #include "context/python_context.h"
 #include "core/capture_context.h"
@@ -120,23 +121,50 @@ class SessionManager {
   // failed, not captured into a graph). A launch that ran gets its launch metadata's metrics
   // (tree data) at <entry node>/<launchName>; the metadata is released either way.
   void endLaunch(const LaunchEntry *entries, size_t n, bool ran);
-  // The calling thread's context as names, outermost first: its Python frames while any
-  // context="python" session is live, then its scopes, then the state tag (and its detail).
+  // The calling thread's context as names, outermost first: its call stack while a call-stack
+  // session is live (a backward worker's under its caller's), with its scopes and, while a
+  // framework session is live, its framework frames spliced in; then the state tag (and its
+  // detail).
   void contextNames(std::vector<StringId> &out);
+  // The caller's side of backward attribution (context/backward_borrow.h): publishes the
+  // calling thread's context for the framework's backward workers.
+  BackwardToken enterBackward();
+  void exitBackward(BackwardToken token);
   // For a graph node created now on this thread: contextNames, the sessions that do not record
   // now, and (inLaunch: created by the launch in progress) that launch's metadata.
   void captureContext(CaptureContext &out, bool inLaunch);
   bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
   bool pythonLive() const { return pythonLive_.load(std::memory_order_relaxed) > 0; }
   bool nativeLive() const { return nativeLive_.load(std::memory_order_relaxed) > 0; }
-  bool stackLive() const { return pythonLive() || nativeLive(); }
-  // The calling thread's stack for call-stack sessions: Python frames, or unwound native
-  // frames (the two kinds never run at once, start() refuses it), or nullptr when neither runs.
+  // Sessions whose stacks join two sources: "python,native", and a framework's frames with
+  // the native ones ("torch,native": the C/C++ frames below the interpreter).
+  bool pythonNativeLive() const { return pythonNativeLive_.load(std::memory_order_relaxed) > 0; }
+  bool nativeBelowLive() const { return nativeBelowLive_.load(std::memory_order_relaxed) > 0; }
+  bool stackLive() const {
+    return pythonLive() || nativeLive() || pythonNativeLive() || nativeBelowLive();
+  }
+  // The calling thread's stack for call-stack sessions: Python frames, unwound native frames,
+  // or the two joined (one kind at a time: start() refuses a second), or nullptr when none runs.
   const PythonStack *captureStack() const noexcept {
     if (pythonLive()) return capturePythonStack();
     if (nativeLive()) return captureNativeStack();
+    if (pythonNativeLive() || nativeBelowLive()) return captureJoinedStack();
     return nullptr;
   }
+  // Python frames open now, when a session splices frames between them (0: none).
+  bool pythonFramesLive() const { return pythonLive() || pythonNativeLive(); }
+
+  // Framework frames (runtime/framework_frames.h): modules, operators and backward nodes an
+  // adapter pushes on the calling thread, seen by sessions whose context lists the framework.
+  bool frameworkLive() const { return frameworkLive_.load(std::memory_order_relaxed) > 0; }
+  // kind: FrameworkFrame. withDepth: the frame was entered from Python (a module's hook), so
+  // it splices between the Python frames open now.
+  // False when no session records framework frames (nothing pushed).
+  bool enterFramework(StringId name, uint8_t kind, bool withDepth);
+  // Pops the innermost framework frame (and any scope the user left open above it).
+  void exitFramework();
+  // The calling thread's open module frames, as one interned list (nullptr: none).
+  const PythonStack *currentModulePath();
 
   // Launch metadata (hook="triton"): the next kernel this thread launches is filed as
   // <context>/<name> instead of <context>/<kernel name>, and metrics are added to that node
@@ -190,6 +218,13 @@ class SessionManager {
   void captureContextLocked(const ThreadContext &t, const PythonStack *stack, CaptureContext &out);
   // node/<state>/<state detail>, for whichever of the two is set.
   static NodeId underState(Session &s, PhaseId phase, NodeId node, const ThreadContext &t);
+  const PythonStack *captureJoinedStack() const noexcept;
+  Status checkStackKind(const SessionOptions &options) const;   // mu_ held
+  void countContext(const SessionOptions &options, int delta);  // mu_ held
+  void pushFrameworkLocked(ThreadContext &t, StringId name, uint8_t kind, const PythonStack *stack);
+  // Names of t's frames after its stack, the framework frames spliced in (t.lock held).
+  void appendContextNames(const ThreadContext &t, const PythonStack *stack,
+                          std::vector<StringId> &out) const;
 
   // Lock order: writeMu_, then mu_, then a session's own lock.
   std::mutex writeMu_;  // serialises writing part files (flusher, advancePhase) with finalize
@@ -204,9 +239,12 @@ class SessionManager {
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
   std::atomic<int> liveCount_{0};
   std::atomic<int> traceLive_{0};
-  std::atomic<int> pythonLive_{0};       // live sessions with context="python"
-  std::atomic<int> nativeLive_{0};       // live sessions with context="native"
-  std::atomic<uint64_t> generation_{1};  // live sessions with trace data: scopes need timestamps
+  std::atomic<int> pythonLive_{0};        // live sessions with context="python"
+  std::atomic<int> nativeLive_{0};        // live sessions with context="native"
+  std::atomic<int> pythonNativeLive_{0};  // live sessions with context="python,native"
+  std::atomic<int> nativeBelowLive_{0};   // live sessions with a framework and "native"
+  std::atomic<int> frameworkLive_{0};     // live sessions whose context lists a framework
+  std::atomic<uint64_t> generation_{1};   // live sessions with trace data: scopes need timestamps
   std::string commandLine_;
   std::string workingDirectory_;
   std::string script_;

@@ -15,6 +15,7 @@ size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *thr
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
+  stack = withBorrowedStack(t, stack);
   *threadId = t.threadId;
   // The metadata belongs to this launch only: held until it returns (endLaunch).
   t.launchInFlight = t.launchPending;
@@ -80,8 +81,7 @@ void SessionManager::contextNames(std::vector<StringId> &out) {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   t.resetIfStale(generation());
-  if (stack) out.insert(out.end(), stack->frames.begin(), stack->frames.end());
-  for (const ScopeFrame &f : t.frames) out.push_back(f.name);
+  appendContextNames(t, withBorrowedStack(t, stack), out);
   if (t.state != StringId{}) out.push_back(t.state);
   if (t.stateDetail != StringId{}) out.push_back(t.stateDetail);
 }
@@ -126,6 +126,7 @@ void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics
     ThreadContext &t = ThreadContext::current();
     std::lock_guard guard(t.lock);
     t.resetIfStale(generation());
+    if (stack) stack = withBorrowedStack(t, stack);
     discardTensors(t.launchTensors);  // an earlier metadata no launch consumed
     t.launchName = name;
     t.launchMetrics.assign(metrics.begin(), metrics.end());

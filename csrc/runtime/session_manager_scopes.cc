@@ -71,8 +71,7 @@ void SessionManager::copyTensors(const std::vector<TensorMetric> *tensors, Tenso
 void SessionManager::captureContextLocked(const ThreadContext &t, const PythonStack *stack,
                                           CaptureContext &out) {
   out.names.clear();
-  if (stack) out.names.insert(out.names.end(), stack->frames.begin(), stack->frames.end());
-  for (const ScopeFrame &f : t.frames) out.names.push_back(f.name);
+  appendContextNames(t, stack, out.names);
   if (t.state != StringId{}) out.names.push_back(t.state);
   if (t.stateDetail != StringId{}) out.names.push_back(t.stateDetail);
   out.notRecording.clear();
@@ -103,6 +102,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
     ThreadContext &t = ThreadContext::current();
     std::lock_guard guard(t.lock);
     t.resetIfStale(generation());
+    stack = withBorrowedStack(t, stack);
     Status status = enterScopeLocked(t, stack, name, timed, replayed ? nullptr : metrics, scopeId,
                                      tensors, treeTargets, numTree, copies);
     if (!status.isOk()) {
@@ -150,6 +150,8 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
     SessionMirror &m = t.mirror(s->id());
     MirrorEntry entry{depth, name, kNoNode};
     entry.pathHash = chainHash(m.entries.empty() ? 0 : m.entries.back().pathHash, name);
+    entry.spliceDepth = scopeSpliceDepth(*s, stack);
+    if (entry.spliceDepth >= 0) entry.pathHash ^= uint64_t(uint32_t(entry.spliceDepth + 1)) << 33;
     if (usesCallStack(*s)) {
       // ROOT/<frames now>/<open scopes>/<this scope>.
       entry.stack = stack;
@@ -199,6 +201,7 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
     ThreadContext &t = ThreadContext::current();
     std::lock_guard guard(t.lock);
     t.resetIfStale(generation());
+    if (stack) stack = withBorrowedStack(t, stack);
     if (!t.frames.empty()) entryTensors = t.frames.back().entryTensors;
     Status status = checkScopeExit(t, name, metrics, tensors);
     if (!status.isOk()) {

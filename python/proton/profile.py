@@ -9,7 +9,7 @@ import threading
 import warnings
 from typing import Optional, Union
 
-from . import _C, _libraries, _process, hooks, instrumentation, triton_knobs
+from . import _C, _libraries, _process, frameworks, hooks, instrumentation, triton_knobs
 from . import mode as _mode
 from .flags import flags
 from .hooks.registry import Hook
@@ -24,6 +24,7 @@ def _guard(session, action: str) -> None:
 
 
 _instrumentation_starts = threading.Lock()
+_session_contexts = {}  # live session -> its context, for the framework adapters it turned on
 
 
 def _program_paths():
@@ -81,6 +82,7 @@ def start(
     # Instrumentation sessions start one at a time: the check that a session compiles with the
     # configuration of those live holds until it is active (two threads starting sessions of
     # other modes both passed it, and the second compiled with the first one's).
+    frameworks.check_context(context or "shadow")  # context="torch" without torch, say
     one_at_a_time = _instrumentation_starts if backend == "instrumentation" else None
     _C.set_program(*_program_paths())
     with one_at_a_time or contextlib.nullcontext():
@@ -96,6 +98,9 @@ def start(
             )
         if backend == "instrumentation" and created:
             instrumentation.activate(session, typed_mode, data)
+        if created:
+            _session_contexts[session] = context or "shadow"
+            frameworks.session_started(context or "shadow")
     flags.profiling_on = True
     _process.install_exit_handlers()
     if hook_object is not None:
@@ -140,6 +145,8 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
             hooks.registry.unregister(finalized)
         for finalized in instrumentation.live_sessions() - set(live):
             instrumentation.deactivate(finalized)
+        for finalized in set(_session_contexts) - set(live):
+            frameworks.session_ended(_session_contexts.pop(finalized))
         if session is None or not live:
             flags.profiling_on = False
         if not live:

@@ -44,7 +44,8 @@ def test_errors_are_exported_from_proton_errors():
     [
         (
             {"context": "bogus"},
-            "[PROTON] Unknown context source: 'bogus'. Allowed values: shadow, python, native",
+            "[PROTON] Unknown context source: 'bogus'. Allowed values: shadow, python, native, torch,"
+            " or a comma-separated list of python, native, torch",
         ),
         ({"data": "bogus"}, "[PROTON] Unknown data: 'bogus'. Allowed values: tree, trace"),
         (

@@ -1,0 +1,290 @@
+"""context="torch" on the CPU: module and operator frames, backward frames tied to their
+forward module, backward attribution of engine threads, and the combinations with python."""
+
+import ctypes
+import json
+import threading
+
+import proton
+import pytest
+from proton import _C
+from proton_test_utils import find, run_interpreter
+from torch_support import all_paths, import_torch, node_names, path_to
+
+torch = import_torch()
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(4, 4)
+        self.act = torch.nn.GELU()
+        self.fc2 = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Timed(torch.nn.Module):
+    """A module whose forward records a CPU-timed scope, so its frame holds a metric."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        with proton.cpu_timed_scope("work"):
+            return self.inner(x)
+
+
+def _root(session):
+    return proton.data.get(session)[0]
+
+
+def _step(model, x):
+    loss = model(x).sum()
+    loss.backward()
+
+
+def test_module_and_operator_frames_nest_under_the_scope():
+    model, x = MLP(), torch.randn(3, 4)
+    s = proton.start("torchctx", context="torch")
+    with proton.scope("step"):
+        model(x)
+    root = _root(s)
+    mlp = find(root, "step", "MLP")
+    assert node_names(mlp) == ["fc1 (Linear)", "act (GELU)", "fc2 (Linear)"]
+    linear = find(mlp, "fc1 (Linear)", "aten::linear")
+    assert "aten::addmm" in node_names(linear)
+    assert node_names(find(mlp, "act (GELU)")) == ["aten::gelu"]
+    proton.finalize(s)
+
+
+def test_a_scope_inside_a_module_lands_under_its_module_path_with_its_time():
+    model = torch.nn.Sequential(Timed())
+    s = proton.start("torchscope", context="torch")
+    with torch.no_grad():
+        model(torch.randn(1, 2))
+        model(torch.randn(1, 2))
+    work = find(_root(s), "Sequential", "0 (Timed)", "work")
+    assert work["metrics"]["cpu_time (ns)"] > 0
+    assert node_names(find(work, "inner (Linear)")) == ["aten::linear"]
+    proton.finalize(s)
+
+
+def test_backward_nodes_go_under_the_forward_module_then_backward_operator():
+    model, x = MLP(), torch.randn(3, 4)
+    s = proton.start("torchbwd", context="torch")
+    with proton.scope("step"):
+        _step(model, x)
+    mlp = find(_root(s), "step", "MLP")
+    fc1 = node_names(find(mlp, "fc1 (Linear)"))
+    assert fc1 == ["aten::linear", "backward: aten::addmm", "backward: aten::t"]
+    assert "aten::mm" in node_names(find(mlp, "fc1 (Linear)", "backward: aten::addmm"))
+    assert node_names(find(mlp, "act (GELU)")) == ["aten::gelu", "backward: aten::gelu"]
+    assert "backward: aten::sum" in node_names(find(_root(s), "step"))
+    proton.finalize(s)
+
+
+def test_frames_leave_the_tree_of_a_shadow_session_alone():
+    model, x = MLP(), torch.randn(3, 4)
+    shadow = proton.start("plain")
+    torchs = proton.start("withtorch", context="torch")
+    with proton.cpu_timed_scope("step"):
+        _step(model, x)
+    assert node_names(_root(shadow)) == ["step"]
+    assert node_names(find(_root(shadow), "step")) == []
+    assert "MLP" in node_names(find(_root(torchs), "step"))
+    proton.finalize()
+    # Once the last torch session ends, the hooks and the observer are gone.
+    s = proton.start("after", context="shadow")
+    model(x)
+    assert node_names(_root(s)) == []
+    proton.finalize(s)
+
+
+def test_python_torch_splices_module_frames_below_the_line_that_called_them():
+    model = torch.nn.Sequential(Timed())
+    s = proton.start("pytorch", context="python,torch")
+
+    def call_model():
+        with torch.no_grad():
+            model(torch.randn(1, 2))
+
+    call_model()
+    path = path_to(_root(s), "work")
+    # ... call_model's line, the outer module, torch's module machinery, Sequential's forward
+    # line, the inner module, Timed.forward's line, then the scope entered there.
+    i = path.index("Sequential")
+    assert path[i - 1].endswith("@call_model")
+    j = path.index("0 (Timed)")
+    assert path[j - 1].endswith("@forward") and "container.py" in path[j - 1]
+    assert all("module.py" in p for p in path[i + 1 : j - 1])
+    assert path[-2].endswith("@forward") and "test_torch_context.py" in path[-2]
+    assert all("module.py" in p for p in path[j + 1 : -2])
+    assert path[-1] == "work"
+    assert proton.data.get(s)[0]["proton_metadata"]["context"] == "python,torch"
+    proton.finalize(s)
+
+
+def test_trace_data_has_modules_and_operators_as_cpu_slices(tmp_path):
+    model, x = MLP(), torch.randn(3, 4)
+    s = proton.start("torchtrace", context="torch", data="trace")
+    with torch.no_grad():
+        model(x)
+    proton.finalize(s)
+    events = json.load(open(tmp_path / "torchtrace.chrome_trace"))["traceEvents"]
+    slices = [e["name"] for e in events if e.get("ph") == "X"]
+    assert slices.count("fc1 (Linear)") == 1
+    assert slices.count("aten::addmm") == 2
+    assert slices.count("MLP") == 1
+
+
+def _name_this_thread(name: bytes) -> None:
+    libc = ctypes.CDLL(None)
+    libc.prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+
+
+class _OnEngineThread(torch.autograd.Function):
+    """Runs its backward's work on a thread named as autograd's engine threads are, as the
+    engine does for CUDA tensors: what that thread records must go under the caller."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        def work():
+            _name_this_thread(b"pt_autograd_0")
+            with proton.cpu_timed_scope("engine work"):
+                pass
+
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        return grad * 2
+
+
+@pytest.mark.parametrize("context", ["shadow", "python"])
+def test_engine_thread_work_is_filed_under_the_caller_of_backward(context):
+    x = torch.randn(3, requires_grad=True)
+    s = proton.start("borrow", context=context)
+
+    def train_step():
+        with proton.scope("train"):
+            _OnEngineThread.apply(x).sum().backward()
+
+    train_step()
+    assert _C.backwards_in_flight() == 0
+    paths = [p for p, n in all_paths(_root(s)) if p[-1] == "engine work"]
+    assert len(paths) == 1
+    path = paths[0]
+    assert "train" in path
+    if context == "python":
+        i = next(k for k, p in enumerate(path) if p.endswith("@train_step"))
+        assert any(p.endswith("@backward") for p in path[i + 1 :]), path
+    proton.finalize(s)
+
+
+def test_a_thread_with_another_name_keeps_its_own_context():
+    x = torch.randn(3, requires_grad=True)
+
+    class Other(_OnEngineThread):
+        @staticmethod
+        def backward(ctx, grad):
+            def work():
+                _name_this_thread(b"loader")
+                with proton.cpu_timed_scope("other work"):
+                    pass
+
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+            return grad
+
+    s = proton.start("noborrow")
+    with proton.scope("train"):
+        Other.apply(x).sum().backward()
+    # A Python thread adopts the scopes of the thread that started it: "train" through that
+    # route, never twice.
+    path = path_to(_root(s), "other work")
+    assert path.count("train") == 1
+    proton.finalize(s)
+
+
+def test_combined_contexts_that_cannot_run_together_are_refused():
+    s = proton.start("py", context="python")
+    with pytest.raises(proton.ConfigError, match="context='python,native' session cannot run"):
+        proton.start("pn", context="python,native")
+    proton.finalize(s)
+
+
+def test_without_a_compiler_module_frames_stay_and_a_warning_says_why(tmp_path):
+    script = tmp_path / "nocc.py"
+    script.write_text(
+        "import warnings, torch, proton\n"
+        "m = torch.nn.Sequential(torch.nn.Linear(2, 2))\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    s = proton.start('nocc', context='torch')\n"
+        "print([str(x.message) for x in w if 'operator' in str(x.message)])\n"
+        "m(torch.randn(1, 2))\n"
+        "root = proton.data.get(s)[0]\n"
+        "print([c['frame']['name'] for c in root['children'][0]['children']])\n"
+        "proton.finalize()\n"
+    )
+    result = run_interpreter(
+        [str(script)],
+        tmp_path,
+        env={"CXX": str(tmp_path / "no-such-compiler"), "PROTON_CACHE_DIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    warned, children = result.stdout.strip().splitlines()[-2:]
+    assert "PyTorch's operators are not recorded" in warned
+    assert children == "['0 (Linear)']"
+
+
+def test_torch_context_without_torch_is_a_config_error(tmp_path):
+    script = tmp_path / "notorch.py"
+    script.write_text(
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "import proton\n"
+        "try:\n"
+        "    proton.start('x', context='python,torch')\n"
+        "except proton.ConfigError as e:\n"
+        "    print('ConfigError', e)\n"
+        "s = proton.start('y', context='python')\n"
+        "proton.finalize()\n"
+    )
+    result = run_interpreter([str(script)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "ConfigError [PROTON] context='torch' needs PyTorch" in result.stdout
+
+
+def test_compiled_graph_nodes_carry_the_module_frames_inductor_kernels_get():
+    from proton.frameworks import _inductor_frames
+
+    seen = []
+
+    def backend(graph_module, example_inputs):
+        nodes = [n for n in graph_module.graph.nodes if n.op == "call_function"]
+        seen.append(_inductor_frames.kernel_frames(nodes[:1], backward=False))
+        return graph_module.forward
+
+    model = torch.nn.Sequential(MLP())
+    torch.compile(model, backend=backend)(torch.randn(2, 4))
+    assert seen and seen[0][:2] == ("0 (MLP)", "fc1 (Linear)")
+
+
+def test_torch_native_puts_module_frames_before_the_native_ones():
+    model = torch.nn.Sequential(Timed())
+    s = proton.start("torchnative", context="torch,native")
+    with torch.no_grad():
+        model(torch.randn(1, 2))
+    path = path_to(_root(s), "work")
+    assert path[:2] == ("Sequential", "0 (Timed)"), path
+    assert all("+0x" in f for f in path[2:-1]), path  # C/C++ frames below the interpreter
+    assert not any("_PyEval_EvalFrame" in f for f in path), path
+    proton.finalize(s)
