@@ -139,6 +139,9 @@ def test_frames_all_shows_the_profile_as_written(capsys, new_file):
         lines[9]
         == "   3000        │        │     ├─ " + SP + "torch/nn/modules/linear.py:125@forward"
     )
+    # The tree of the profile as loaded, rendered without frames.py at all.
+    unfolded = viewer.render(profile, [viewer.derive(profile, "time/ns")])
+    assert lines == unfolded.splitlines()
 
 
 def test_frames_short_shortens_without_folding(capsys, new_file):

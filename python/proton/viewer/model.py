@@ -231,7 +231,7 @@ class Profile:
 
     def exclusive(self, metric: str) -> list:
         """The metric's own value on each node; 0 where absent or not a number."""
-        return [v if v.__class__ is int or v.__class__ is float else 0 for v in self.column(metric)]
+        return self.tree.inclusive(metric, None, True)
 
     def inclusive(self, metric: str, where=None) -> list:
         """Each node's value plus its descendants' (exclusive metrics are not summed; what is
