@@ -108,7 +108,10 @@ def test_trace_data_writes_a_chrome_trace_with_nested_scopes(tmp_path):
             pass
     proton.finalize(s)
     trace = json.loads((tmp_path / "trace.chrome_trace").read_text())
-    assert sorted(trace) == ["displayTimeUnit", "otherData", "traceEvents"]
+    assert sorted(trace) == ["baseTimeNanoseconds", "displayTimeUnit", "otherData", "traceEvents"]
+    # The Unix time of ts 0: the first slice began after the session started.
+    start_ns = trace["otherData"]["proton_metadata"]["start_time_unix_ns"]
+    assert 0 <= trace["baseTimeNanoseconds"] - start_ns < 60 * 10**9
     assert trace["displayTimeUnit"] == "us"
     tid = threading.get_native_id()
 
