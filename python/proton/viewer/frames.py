@@ -15,7 +15,7 @@ shorter:
 Paths: a file under `site-packages/` or `dist-packages/` is shown from there on; a file of
 the Python standard library (`.../lib/python3.X/...`) from its module path on; a file under
 the program's working directory or its script's directory (the profile's metadata keys
-`working_directory` and `script`, written by Proton since 0.2) relative to the deepest of
+`working_directory` and `script`; older files lack them) relative to the deepest of
 them. Anything else stays as it is.
 
 Library frames: those in site-packages, dist-packages or the standard library, the
@@ -25,9 +25,9 @@ working directory and script directory. A run of library frames, one calling the
 shown as one frame named after the first (outermost) one with the number of frames it
 hides: `torch/nn/modules/module.py:1790@_call_impl (+17)`. A run ends where a frame of the
 program, a scope or a kernel (any name that is not `file:line@function`) begins; those are
-never folded. The frames of a run are shown where the run is left: below the last frame
-of the run that has a child outside it, that has no child, or that has metrics of its own,
-so a run left at different depths gives one line per depth. Nodes whose paths become the
+never folded. A run shows one line per place it is left (a frame of the run with a child
+outside it, with no child, or with metrics of its own), so a run left at two depths gives
+two lines, `(+2)` and `(+5)`, each with what lies below it. Nodes whose paths become the
 same (two hidden chains of the same length, two spellings of one file) are merged, their
 metrics added as model.align adds them.
 
