@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/stats.h"
 
 namespace proton::cupti {

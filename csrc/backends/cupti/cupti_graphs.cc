@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "backends/cupti/cupti_translate.h"
-#include "backends/cupti/intra_kernel_buffers.h"
-#include "backends/cupti/native_scopes.h"
+#include "backends/gpu/intra_kernel_buffers.h"
+#include "backends/gpu/native_scopes.h"
 #include "core/clock.h"
 #include "runtime/session_manager.h"
 

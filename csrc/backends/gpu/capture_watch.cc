@@ -1,4 +1,4 @@
-#include "backends/cupti/capture_watch.h"
+#include "backends/gpu/capture_watch.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {

@@ -1,7 +1,7 @@
 // CaptureWatch: a flush's synchronisation of a context runs only while no capture is under
 // way on it, waits for other threads' captures to end, never for the caller's own, and holds
 // back captures that begin meanwhile.
-#include "backends/cupti/capture_watch.h"
+#include "backends/gpu/capture_watch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "backends/cupti/device_metric_buffers.h"
+#include "backends/gpu/device_metric_buffers.h"
 
 #include <algorithm>
 #include <utility>

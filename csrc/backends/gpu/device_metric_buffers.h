@@ -49,7 +49,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cupti/graph_ties.h"
+#include "backends/gpu/graph_ties.h"
 #include "backends/launch_table.h"
 #include "core/tensor_metric.h"
 

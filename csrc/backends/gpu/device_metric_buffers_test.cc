@@ -1,13 +1,13 @@
-// DeviceMetricBuffers' drains through a driver with no GPU (intra_kernel_fake_driver.h): which
+// DeviceMetricBuffers' drains through a driver with no GPU (fake_driver.h): which
 // values a drain reads back, and that it does so without touching anything a CUDA graph
 // capture depends on.
-#include "backends/cupti/device_metric_buffers.h"
+#include "backends/gpu/device_metric_buffers.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
 

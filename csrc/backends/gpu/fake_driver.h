@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "backends/instrumentation/intra_decoder.h"
 #include "core/session.h"
 #include "core/string_table.h"

@@ -1,8 +1,8 @@
-#include "backends/cupti/graph_slots.h"
+#include "backends/gpu/graph_slots.h"
 
-#include "backends/cupti/device_metric_buffers.h"
-#include "backends/cupti/intra_kernel_buffers.h"
-#include "backends/cupti/replay_order.h"
+#include "backends/gpu/device_metric_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
+#include "backends/gpu/replay_order.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {

@@ -1,4 +1,4 @@
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 
 #include <algorithm>
 #include <cstdio>

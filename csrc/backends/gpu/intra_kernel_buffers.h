@@ -49,7 +49,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/graph_ties.h"
+#include "backends/gpu/graph_ties.h"
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
 #include "core/background_worker.h"

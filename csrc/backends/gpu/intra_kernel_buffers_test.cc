@@ -1,4 +1,4 @@
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include "backends/capture_registry.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"

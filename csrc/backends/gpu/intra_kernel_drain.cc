@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/stats.h"
 
 namespace proton::cupti {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/intra_kernel_buffers.h"
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/session.h"
 #include "core/stats.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/clock.h"
 #include "core/populated_pages.h"
 #include "core/session.h"

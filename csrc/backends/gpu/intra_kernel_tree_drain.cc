@@ -11,7 +11,7 @@
 
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/stats.h"
 
 namespace proton::cupti {

@@ -1,4 +1,4 @@
-#include "backends/cupti/native_scopes.h"
+#include "backends/gpu/native_scopes.h"
 
 #include <cuda.h>  // cupti.h (in the header) brings the launch parameter structs
 
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 #include "core/thread_cache.h"

@@ -1,13 +1,13 @@
-// NativeScopes through a driver with no GPU (intra_kernel_fake_driver.h): a module's first
+// NativeScopes through a driver with no GPU (fake_driver.h): a module's first
 // launch points its global at the context's control block, and kernels "run" by appending
 // events there as proton/instrument.cuh does; drains read them back and file them by launch.
-#include "backends/cupti/native_scopes.h"
+#include "backends/gpu/native_scopes.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
 

@@ -1,4 +1,4 @@
-#include "backends/cupti/replay_order.h"
+#include "backends/gpu/replay_order.h"
 
 #include <cstddef>
 

@@ -1,13 +1,13 @@
-// ReplayOrder through a driver with no GPU (intra_kernel_fake_driver.h): which stream waits for
+// ReplayOrder through a driver with no GPU (fake_driver.h): which stream waits for
 // which replay's event, and the host wait between two threads launching the same slots.
-#include "backends/cupti/replay_order.h"
+#include "backends/gpu/replay_order.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/stats.h"
 
 namespace proton::cupti {
