@@ -21,16 +21,15 @@
 // Thread-safe: one mutex, taken by capture calls and by flushes only.
 #pragma once
 
-#include <cuda.h>
-
 #include <chrono>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+#include "backends/gpu/gpu_driver.h"
+
+namespace proton::gpu {
 
 class CaptureWatch {
  public:
@@ -56,12 +55,11 @@ class CaptureWatch {
 
   bool matches(const Capture &c, const void *stream) const {
     return c.stream == stream &&
-           (stream != CU_STREAM_PER_THREAD || c.thread == std::this_thread::get_id());
+           (stream != kPerThreadStream || c.thread == std::this_thread::get_id());
   }
 
   mutable std::mutex mu_;
   std::vector<Capture> captures_;
 };
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

@@ -8,8 +8,7 @@
 #include <atomic>
 #include <thread>
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 using Outcome = CaptureWatch::Outcome;
@@ -129,10 +128,10 @@ TEST(CaptureWatch, AFailedBeginLeavesNoCaptureUnlessTheStreamWasCapturingAlready
 
 TEST(CaptureWatch, EachThreadsPerThreadStreamIsACaptureOfItsOwn) {
   CaptureWatch watch;
-  std::thread([&] { watch.beginning(&ctxA, CU_STREAM_PER_THREAD); }).join();
-  watch.beginning(&ctxA, CU_STREAM_PER_THREAD);
+  std::thread([&] { watch.beginning(&ctxA, kPerThreadStream); }).join();
+  watch.beginning(&ctxA, kPerThreadStream);
   EXPECT_EQ(watch.underWay(), 2u);
-  watch.settled(CU_STREAM_PER_THREAD, /*capturing=*/false);  // this thread's ended
+  watch.settled(kPerThreadStream, /*capturing=*/false);  // this thread's ended
   EXPECT_EQ(watch.underWay(), 1u);
   int runs = 0;
   EXPECT_EQ(syncA(watch, &runs, milliseconds(5)), Outcome::kTimedOut);  // the other's goes on
@@ -148,5 +147,4 @@ TEST(CaptureWatch, CapturesAreForgottenWhenProtonStopsWatching) {
 }
 
 }  // namespace
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

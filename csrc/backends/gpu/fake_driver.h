@@ -1,7 +1,7 @@
-// A CUDA driver with no GPU, for the tests of IntraKernelBuffers: contexts are tags, device
-// memory is a host vector, and Proton's GPU tree reduction runs as reduceTreeSlot() does on
-// the host; and what those tests read their sessions with. Test-only; one copy of its state
-// for the test binary (inline variables).
+// A GPU driver (gpu::Driver) with no GPU, for the tests of the GPU-side logic: contexts are
+// tags, device memory is a host vector, and Proton's GPU tree reduction runs as
+// reduceTreeSlot() does on the host; and what those tests read their sessions with. Test-only;
+// one copy of its state for the test binary (inline variables).
 #pragma once
 
 #include <cstdint>
@@ -11,13 +11,13 @@
 #include <variant>
 #include <vector>
 
-#include "backends/cupti/cupti_loader.h"
+#include "backends/gpu/gpu_driver.h"
 #include "backends/gpu/intra_kernel_buffers.h"
 #include "backends/instrumentation/intra_decoder.h"
 #include "core/session.h"
 #include "core/string_table.h"
 
-namespace proton::cupti {
+namespace proton::gpu {
 
 inline StringId S(const std::string &s) { return StringTable::global().intern(s); }
 
@@ -42,201 +42,191 @@ inline double metric(Session &session, NodeId node, const char *name) {
 }
 
 // A driver with no GPU: contexts are tags, one context stack, allocations remember the
-// context that was current when they were made.
+// context that was current when they were made. Its errors carry CUDA's numbers.
 namespace fake {
-inline CUcontext current = nullptr;
-inline std::vector<CUcontext> stack;
-inline CUcontext allocatedIn = nullptr;
+inline constexpr DriverResult kInvalidValue = 1, kOutOfMemory = 2, kNotInitialized = 3,
+                              kInvalidContext = 201, kInvalidHandle = 400, kNotFound = 500,
+                              kLaunchFailed = 719, kNotSupported = 801, kCaptureUnsupported = 900;
+inline Context current = nullptr;
+inline std::vector<Context> stack;
+inline Context allocatedIn = nullptr;
 inline bool streamsHaveContexts = true;
 inline bool primaryAvailable = true;
-inline const auto kPrimary = reinterpret_cast<CUcontext>(0x1000);
-inline const auto kStreamContext = reinterpret_cast<CUcontext>(0x2000);
-inline const auto kOther = reinterpret_cast<CUcontext>(0x3000);
+inline const auto kPrimary = reinterpret_cast<Context>(0x1000);
+inline const auto kStreamContext = reinterpret_cast<Context>(0x2000);
+inline const auto kOther = reinterpret_cast<Context>(0x3000);
 
-inline bool capturing = false;              // every stream is being captured into a CUDA graph
-inline CUstream capturingStream = nullptr;  // this one stream is
+inline bool capturing = false;            // every stream is being captured into a CUDA graph
+inline Stream capturingStream = nullptr;  // this one stream is
 inline size_t allocated = 0;  // device memory handed out: allocations follow one another
-inline CUresult isCapturing(CUstream stream, CUstreamCaptureStatus *status) {
-  *status = capturing || (stream && stream == capturingStream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                                                               : CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
+inline DriverResult isCapturing(Stream stream, CaptureStatus *status) {
+  *status = capturing || (stream && stream == capturingStream) ? CaptureStatus::kActive
+                                                               : CaptureStatus::kNone;
+  return kSuccess;
 }
-inline CUresult noModule(CUmodule *, const void *) { return CUDA_ERROR_NOT_SUPPORTED; }
-inline const auto kGraph = reinterpret_cast<CUgraph>(0x6000);
-inline CUgraph captureGraph = kGraph;  // the graph a capture under way captures into
-inline CUresult captureInfo(CUstream, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
-                            const CUgraphNode **, size_t *) {
-  *status = capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-  *id = 1;
+inline DriverResult noModule(Function *) { return kNotSupported; }
+inline const auto kGraph = reinterpret_cast<Graph>(0x6000);
+inline Graph captureGraph = kGraph;  // the graph a capture under way captures into
+inline DriverResult captureInfo(Stream, CaptureStatus *status, Graph *graph) {
+  *status = capturing ? CaptureStatus::kActive : CaptureStatus::kNone;
   *graph = capturing ? captureGraph : nullptr;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult getCurrent(CUcontext *context) {
+inline DriverResult getCurrent(Context *context) {
   *context = current;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult push(CUcontext context) {
+inline DriverResult push(Context context) {
   stack.push_back(current);
   current = context;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult pop(CUcontext *context) {
+inline DriverResult pop(Context *context) {
   *context = current;
   current = stack.back();
   stack.pop_back();
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult streamContext(CUstream, CUcontext *context) {
+inline DriverResult streamContext(Stream, Context *context) {
   *context = streamsHaveContexts ? kStreamContext : nullptr;
-  return streamsHaveContexts ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  return streamsHaveContexts ? kSuccess : kInvalidContext;
 }
-inline CUresult deviceGet(CUdevice *device, int ordinal) {
+inline DriverResult deviceGet(Device *device, int ordinal) {
   *device = ordinal;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult retainPrimary(CUcontext *context, CUdevice) {
+inline DriverResult retainPrimary(Context *context, Device) {
   *context = primaryAvailable ? kPrimary : nullptr;
-  return primaryAvailable ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+  return primaryAvailable ? kSuccess : kNotInitialized;
 }
-inline CUresult contextDevice(CUdevice *device) {
+inline DriverResult contextDevice(Device *device) {
   *device = 0;
-  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  return current ? kSuccess : kInvalidContext;
 }
-inline CUresult attribute(int *value, CUdevice_attribute, CUdevice) {
+inline DriverResult clockRate(int *value, Device) {
   *value = 1980000;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUstreamCaptureMode captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;  // the calling thread's
+inline CaptureMode captureMode = CaptureMode::kGlobal;  // the calling thread's
 inline size_t allocationsInGlobalMode = 0;
 inline bool outOfMemory = false;
-inline CUresult memAlloc(CUdeviceptr *ptr, size_t bytes) {
-  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
-  if (outOfMemory) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (captureMode == CU_STREAM_CAPTURE_MODE_GLOBAL) ++allocationsInGlobalMode;
+inline DriverResult memAlloc(DevicePtr *ptr, size_t bytes) {
+  if (!current) return kInvalidContext;
+  if (outOfMemory) return kOutOfMemory;
+  if (captureMode == CaptureMode::kGlobal) ++allocationsInGlobalMode;
   allocatedIn = current;
   *ptr = 0x100000 + allocated;
   allocated += bytes;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
 // Device memory: what was allocated from 0x100000 on (the ring, then its graph arena) is this
 // vector, as far as it reaches.
 inline std::vector<uint8_t> ringMemory;
-inline CUresult memset(CUdeviceptr at, unsigned char value, size_t bytes) {
-  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+inline DriverResult memset(DevicePtr at, unsigned char value, size_t bytes) {
+  if (!current) return kInvalidContext;
   if (at >= 0x100000 && at - 0x100000 + bytes <= ringMemory.size())
     std::memset(ringMemory.data() + (at - 0x100000), value, bytes);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
 inline bool memsetFails = false;
-inline CUresult memsetAsync(CUdeviceptr at, unsigned char value, size_t bytes, CUstream) {
-  return memsetFails ? CUDA_ERROR_LAUNCH_FAILED : memset(at, value, bytes);
-}
-inline size_t syncMemsets = 0;  // on the legacy stream
-inline CUresult syncMemset(CUdeviceptr at, unsigned char value, size_t bytes) {
-  ++syncMemsets;
-  return memset(at, value, bytes);
+inline size_t syncMemsets = 0;  // on the legacy stream, which waits for every blocking stream
+inline DriverResult memsetAsync(DevicePtr at, unsigned char value, size_t bytes, Stream stream) {
+  if (isLegacyStream(stream)) ++syncMemsets;
+  return memsetFails ? kLaunchFailed : memset(at, value, bytes);
 }
 inline size_t asyncCopies = 0;
-inline CUresult copyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream) {
+inline DriverResult copyAsync(DevicePtr to, DevicePtr from, size_t bytes, Stream) {
   ++asyncCopies;
   if (!current || to < 0x100000 || from < 0x100000 || to - 0x100000 + bytes > ringMemory.size() ||
       from - 0x100000 + bytes > ringMemory.size())
-    return CUDA_ERROR_INVALID_VALUE;
+    return kInvalidValue;
   std::memmove(ringMemory.data() + (to - 0x100000), ringMemory.data() + (from - 0x100000), bytes);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
 inline std::vector<size_t> copiedBytes;
-inline size_t legacyCopies = 0;  // synchronous copies: on the legacy stream
-inline CUresult copyBackAsync(void *host, CUdeviceptr from, size_t bytes, CUstream) {
+inline size_t legacyCopies = 0;  // copies to or from the host on the legacy stream
+inline DriverResult copyBackAsync(void *host, DevicePtr from, size_t bytes, Stream stream) {
+  if (isLegacyStream(stream)) ++legacyCopies;
   if (!current || from < 0x100000 || from - 0x100000 + bytes > ringMemory.size())
-    return CUDA_ERROR_INVALID_VALUE;
+    return kInvalidValue;
   std::memcpy(host, ringMemory.data() + (from - 0x100000), bytes);
   copiedBytes.push_back(bytes);
-  return CUDA_SUCCESS;
-}
-inline CUresult copyBack(void *host, CUdeviceptr from, size_t bytes) {
-  ++legacyCopies;
-  return copyBackAsync(host, from, bytes, nullptr);
+  return kSuccess;
 }
 // Rows of a unit-strided slot, as a drain reads back trace units' written parts.
-inline CUresult copyBack2DAsync(const CUDA_MEMCPY2D *c, CUstream) {
-  if (!current || c->srcMemoryType != CU_MEMORYTYPE_DEVICE ||
-      c->dstMemoryType != CU_MEMORYTYPE_HOST || c->WidthInBytes > c->srcPitch ||
-      c->WidthInBytes > c->dstPitch || c->srcDevice < 0x100000 ||
-      c->srcDevice - 0x100000 + c->srcPitch * c->Height > ringMemory.size())
-    return CUDA_ERROR_INVALID_VALUE;
-  for (size_t row = 0; row < c->Height; ++row)
-    std::memcpy(static_cast<uint8_t *>(c->dstHost) + row * c->dstPitch,
-                ringMemory.data() + (c->srcDevice - 0x100000) + row * c->srcPitch, c->WidthInBytes);
-  copiedBytes.push_back(c->WidthInBytes * c->Height);
-  return CUDA_SUCCESS;
-}
-inline CUresult copyBack2D(const CUDA_MEMCPY2D *c) {
-  ++legacyCopies;
-  return copyBack2DAsync(c, nullptr);
+inline DriverResult copyBack2DAsync(void *to, size_t toPitch, DevicePtr from, size_t fromPitch,
+                                    size_t width, size_t height, Stream stream) {
+  if (isLegacyStream(stream)) ++legacyCopies;
+  if (!current || width > fromPitch || width > toPitch || from < 0x100000 ||
+      from - 0x100000 + fromPitch * height > ringMemory.size())
+    return kInvalidValue;
+  for (size_t row = 0; row < height; ++row)
+    std::memcpy(static_cast<uint8_t *>(to) + row * toPitch,
+                ringMemory.data() + (from - 0x100000) + row * fromPitch, width);
+  copiedBytes.push_back(width * height);
+  return kSuccess;
 }
 // The calling thread's capture mode at each synchronisation (context, stream or event).
-inline std::vector<CUstreamCaptureMode> modesAtSync;
+inline std::vector<CaptureMode> modesAtSync;
 inline size_t contextSyncs = 0;
-inline CUresult synchronize() {
+inline DriverResult synchronize() {
   modesAtSync.push_back(captureMode);
   ++contextSyncs;
-  return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+  return current ? kSuccess : kInvalidContext;
 }
 inline size_t ownStreams = 0;  // created by Proton
-inline CUresult exchangeMode(CUstreamCaptureMode *mode) {
+inline DriverResult exchangeMode(CaptureMode *mode) {
   std::swap(captureMode, *mode);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline const auto kOwnStream = reinterpret_cast<CUstream>(0x9000);
-inline CUresult streamCreate(CUstream *stream, unsigned int flags) {
-  if (!current || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+inline const auto kOwnStream = reinterpret_cast<Stream>(0x9000);
+inline DriverResult streamCreate(Stream *stream, unsigned int flags) {
+  if (!current || flags != kStreamNonBlocking) return kInvalidValue;
   *stream = kOwnStream;
   ++ownStreams;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline std::vector<CUstream> syncedStreams;  // the program's streams waited for, in order
-inline CUstream unwaitableStream = nullptr;  // waiting for it fails (it joined a capture)
-inline CUresult streamSync(CUstream stream) {
+inline std::vector<Stream> syncedStreams;  // the program's streams waited for, in order
+inline Stream unwaitableStream = nullptr;  // waiting for it fails (it joined a capture)
+inline DriverResult streamSync(Stream stream) {
   modesAtSync.push_back(captureMode);
   if (stream != kOwnStream) syncedStreams.push_back(stream);
-  return stream && stream == unwaitableStream ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
-                                              : CUDA_SUCCESS;
+  return stream && stream == unwaitableStream ? kCaptureUnsupported : kSuccess;
 }
-inline CUstream blockingStream = nullptr;  // made without CU_STREAM_NON_BLOCKING
-inline CUresult streamFlags(CUstream stream, unsigned int *flags) {
-  *flags = stream == blockingStream ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
-  return CUDA_SUCCESS;
+inline Stream blockingStream = nullptr;  // made without kStreamNonBlocking
+inline DriverResult streamFlags(Stream stream, unsigned int *flags) {
+  *flags = stream == blockingStream ? 0u : kStreamNonBlocking;
+  return kSuccess;
 }
 // Events: handles from 0xE000 on, where each was recorded, which were waited for.
 inline size_t eventsMade = 0;
-inline std::vector<std::pair<CUevent, CUstream>> recordedEvents;
-inline std::vector<CUevent> syncedEvents;
-inline CUresult eventCreate(CUevent *event, unsigned int) {
-  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
-  *event = reinterpret_cast<CUevent>(0xE000 + eventsMade++);
-  return CUDA_SUCCESS;
+inline std::vector<std::pair<Event, Stream>> recordedEvents;
+inline std::vector<Event> syncedEvents;
+inline DriverResult eventCreate(Event *event, unsigned int) {
+  if (!current) return kInvalidContext;
+  *event = reinterpret_cast<Event>(0xE000 + eventsMade++);
+  return kSuccess;
 }
 inline bool eventRecordFails = false;
-inline CUresult eventRecord(CUevent event, CUstream stream) {
-  if (eventRecordFails) return CUDA_ERROR_INVALID_HANDLE;
+inline DriverResult eventRecord(Event event, Stream stream) {
+  if (eventRecordFails) return kInvalidHandle;
   recordedEvents.emplace_back(event, stream);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult eventSync(CUevent event) {
+inline DriverResult eventSync(Event event) {
   modesAtSync.push_back(captureMode);
   syncedEvents.push_back(event);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline std::vector<std::pair<CUstream, CUevent>> streamWaits;  // (stream, event it waits for)
-inline CUresult streamWaitEvent(CUstream stream, CUevent event, unsigned int) {
+inline std::vector<std::pair<Stream, Event>> streamWaits;  // (stream, event it waits for)
+inline DriverResult streamWaitEvent(Stream stream, Event event, unsigned int) {
   streamWaits.emplace_back(stream, event);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult memFree(CUdeviceptr) { return CUDA_SUCCESS; }
+inline DriverResult memFree(DevicePtr) { return kSuccess; }
 
-inline CudaDriverApi driver() {
-  CudaDriverApi d;
+inline Driver driver() {
+  Driver d;
   d.streamIsCapturing = isCapturing;
   d.ctxGetCurrent = getCurrent;
   d.ctxPushCurrent = push;
@@ -245,15 +235,12 @@ inline CudaDriverApi driver() {
   d.deviceGet = deviceGet;
   d.devicePrimaryCtxRetain = retainPrimary;
   d.ctxGetDevice = contextDevice;
-  d.deviceGetAttribute = attribute;
+  d.deviceClockRateKhz = clockRate;
   d.memAlloc = memAlloc;
-  d.memsetD8 = syncMemset;
-  d.memcpyDtoH = copyBack;
-  d.memcpy2D = copyBack2D;
   d.memcpyDtoHAsync = copyBackAsync;
-  d.memcpy2DAsync = copyBack2DAsync;
+  d.memcpy2DDtoHAsync = copyBack2DAsync;
   d.ctxSynchronize = synchronize;
-  d.moduleLoadData = noModule;  // sums are added up on the host
+  d.loadTreeReduce = noModule;  // sums are added up on the host
   d.streamGetCaptureInfo = captureInfo;
   d.memcpyDtoDAsync = copyAsync;
   d.memsetD8Async = memsetAsync;
@@ -272,47 +259,40 @@ inline CudaDriverApi driver() {
 // Proton's GPU tree reduction (tree_reduce.cu), run as its host twin: for each descriptor
 // { slot address, bytes } at `descs`, the reduced slot at out + i * kReducedTreeBytes.
 inline size_t reductions = 0;  // launches of it
-inline const auto kReduceFunction = reinterpret_cast<CUfunction>(0xAEDC);
-inline CUresult loadModule(CUmodule *module, const void *) {
-  *module = reinterpret_cast<CUmodule>(0xA0D);
-  return CUDA_SUCCESS;
-}
-inline CUresult getFunction(CUfunction *function, CUmodule, const char *name) {
+inline const auto kReduceFunction = reinterpret_cast<Function>(0xAEDC);
+inline DriverResult loadReduce(Function *function) {
   *function = kReduceFunction;
-  return std::strcmp(name, "proton_tree_reduce") == 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+  return kSuccess;
 }
-inline uint8_t *deviceBytes(CUdeviceptr at, size_t bytes) {
+inline uint8_t *deviceBytes(DevicePtr at, size_t bytes) {
   if (at < 0x100000 || at - 0x100000 + bytes > ringMemory.size()) return nullptr;
   return ringMemory.data() + (at - 0x100000);
 }
-inline CUresult copyInAsync(CUdeviceptr to, const void *host, size_t bytes, CUstream) {
+inline DriverResult copyInAsync(DevicePtr to, const void *host, size_t bytes, Stream stream) {
+  if (isLegacyStream(stream)) ++legacyCopies;
   uint8_t *device = current ? deviceBytes(to, bytes) : nullptr;
-  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (!device) return kInvalidValue;
   std::memcpy(device, host, bytes);
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-inline CUresult copyIn(CUdeviceptr to, const void *host, size_t bytes) {
-  ++legacyCopies;
-  return copyInAsync(to, host, bytes, nullptr);
-}
-inline CUresult launch(CUfunction function, unsigned blocks, unsigned, unsigned, unsigned, unsigned,
-                       unsigned, unsigned, CUstream, void **args, void **) {
-  if (function != kReduceFunction || !current) return CUDA_ERROR_INVALID_VALUE;
+inline DriverResult launch(Function function, unsigned blocks, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, unsigned, Stream, void **args, void **) {
+  if (function != kReduceFunction || !current) return kInvalidValue;
   ++reductions;
-  CUdeviceptr descs = *static_cast<CUdeviceptr *>(args[0]);
-  CUdeviceptr out = *static_cast<CUdeviceptr *>(args[1]);
+  DevicePtr descs = *static_cast<DevicePtr *>(args[0]);
+  DevicePtr out = *static_cast<DevicePtr *>(args[1]);
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
   for (unsigned i = 0; i < blocks; ++i) {
     uint64_t desc[2];
     const uint8_t *at = deviceBytes(descs + 16 * i, 16);
     uint8_t *reduced = deviceBytes(out + kOut * i, kOut);
-    if (!at || !reduced) return CUDA_ERROR_INVALID_VALUE;
+    if (!at || !reduced) return kInvalidValue;
     std::memcpy(desc, at, 16);
     const uint8_t *slot = deviceBytes(desc[0], desc[1]);
-    if (!slot) return CUDA_ERROR_INVALID_VALUE;
+    if (!slot) return kInvalidValue;
     instrumentation::reduceTreeSlot(slot, desc[1], reduced);
   }
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
 // A one-warp tree kernel with scopes "" and "body" ran into its slot at device address
 // `ptr`: kernel 100 cycles, "body" 30 in 2 runs. False: `ptr` is not device memory.
@@ -331,17 +311,15 @@ inline bool oneWarpTreeRan(uint32_t hash, uint32_t unitBytes, uint64_t ptr) {
   return true;
 }
 // driver(), with the GPU tree reduction loadable.
-inline CudaDriverApi driverWithReduction() {
-  CudaDriverApi d = driver();
-  d.moduleLoadData = loadModule;
-  d.moduleGetFunction = getFunction;
-  d.memcpyHtoD = copyIn;
+inline Driver driverWithReduction() {
+  Driver d = driver();
+  d.loadTreeReduce = loadReduce;
   d.memcpyHtoDAsync = copyInAsync;
   d.launchKernel = launch;
   return d;
 }
 
-inline void reset(CUcontext now) {
+inline void reset(Context now) {
   current = now;
   stack.clear();
   allocatedIn = nullptr;
@@ -350,7 +328,7 @@ inline void reset(CUcontext now) {
   capturing = outOfMemory = memsetFails = false;
   capturingStream = unwaitableStream = blockingStream = nullptr;
   eventRecordFails = false;
-  captureMode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  captureMode = CaptureMode::kGlobal;
   allocationsInGlobalMode = syncMemsets = ownStreams = reductions = legacyCopies = 0;
   contextSyncs = eventsMade = 0;
   modesAtSync.clear();
@@ -375,11 +353,11 @@ inline instrumentation::ScopeTable oneWarpTreeTable(const char *kernel, uint32_t
 }
 
 // Buffers recording for one user into 1 MB rings, through `driver` (which outlives them).
-inline void startRecording(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
+inline void startRecording(IntraKernelBuffers &buffers, const Driver &driver,
                            uint64_t maxTraceEvents = 0, uint32_t traceCapacity = 256) {
   buffers.setDriver(&driver);
   buffers.addUser();
   buffers.setLimits(uint64_t{1} << 20, maxTraceEvents, traceCapacity);
 }
 
-}  // namespace proton::cupti
+}  // namespace proton::gpu

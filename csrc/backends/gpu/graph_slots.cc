@@ -4,56 +4,41 @@
 #include "backends/gpu/intra_kernel_buffers.h"
 #include "backends/gpu/replay_order.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 
-bool onGraphSlotsResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
-  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
-  DeviceMetricBuffers &buffers = DeviceMetricBuffers::global();
-  IntraKernelBuffers &intra = IntraKernelBuffers::global();  // its captured slots, likewise
-  switch (cbid) {
-    case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
-      if (graph) buffers.onGraphCloned(graph->graph, graph->originalGraph);
-      if (graph) intra.onGraphCloned(graph->graph, graph->originalGraph);
-      return true;
-    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
-      if (graph) buffers.onGraphDestroyed(graph->graph);
-      if (graph) intra.onGraphDestroyed(graph->graph);
-      return true;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
-      if (graph) buffers.onGraphExecCreated(graph->graphExec, graph->graph);
-      if (graph) intra.onGraphExecCreated(graph->graphExec, graph->graph);
-      return true;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
-      if (graph) buffers.onGraphExecDestroyed(graph->graphExec);
-      if (graph) intra.onGraphExecDestroyed(graph->graphExec);
-      return true;
-    default:
-      return false;
-  }
+void graphCloned(Graph clone, Graph original) {
+  DeviceMetricBuffers::global().onGraphCloned(clone, original);
+  IntraKernelBuffers::global().onGraphCloned(clone, original);  // its captured slots, likewise
 }
 
-void onGraphExecUpdate(const CUpti_CallbackData *cb) {
-  if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionParams || !cb->functionReturnValue ||
-      *static_cast<const CUresult *>(cb->functionReturnValue) != CUDA_SUCCESS)
-    return;
-  struct UpdateParams {  // cuGraphExecUpdate(_v2)_params: their first two fields
-    CUgraphExec exec;
-    CUgraph graph;
-  };
-  const auto *params = static_cast<const UpdateParams *>(cb->functionParams);
-  DeviceMetricBuffers::global().onGraphExecUpdated(params->exec, params->graph);
-  IntraKernelBuffers::global().onGraphExecUpdated(params->exec, params->graph);
+void graphDestroyed(Graph graph) {
+  DeviceMetricBuffers::global().onGraphDestroyed(graph);
+  IntraKernelBuffers::global().onGraphDestroyed(graph);
 }
 
-void graphLaunchEntering(const CudaDriverApi &driver, CUgraphExec exec, CUstream stream) {
+void graphExecCreated(GraphExec exec, Graph graph) {
+  DeviceMetricBuffers::global().onGraphExecCreated(exec, graph);
+  IntraKernelBuffers::global().onGraphExecCreated(exec, graph);
+}
+
+void graphExecDestroyed(GraphExec exec) {
+  DeviceMetricBuffers::global().onGraphExecDestroyed(exec);
+  IntraKernelBuffers::global().onGraphExecDestroyed(exec);
+}
+
+void graphExecUpdated(GraphExec exec, Graph graph) {
+  DeviceMetricBuffers::global().onGraphExecUpdated(exec, graph);
+  IntraKernelBuffers::global().onGraphExecUpdated(exec, graph);
+}
+
+void graphLaunchEntering(const Driver &driver, GraphExec exec, Stream stream) {
   ReplayOrder &order = ReplayOrder::global();
   order.beginLaunch();
   order.entering(driver, DeviceMetricBuffers::global().replayKey(exec), stream);
   order.entering(driver, IntraKernelBuffers::global().replayKey(exec), stream);
 }
 
-void graphLaunchReturned(const CudaDriverApi &driver, CUgraphExec exec, CUstream stream,
+void graphLaunchReturned(const Driver &driver, GraphExec exec, Stream stream,
                          const LaunchEntry *entries, size_t n, uint64_t launchNs, uint64_t threadId,
                          bool ran) {
   // The slots are released whatever happens on the way (another thread may wait for them);
@@ -70,5 +55,4 @@ void graphLaunchReturned(const CudaDriverApi &driver, CUgraphExec exec, CUstream
   ReplayOrder::global().done(driver, stream, ran);
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

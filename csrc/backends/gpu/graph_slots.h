@@ -1,42 +1,36 @@
-// What CUDA graph callbacks do to the slots captured into graphs: tensor metric values
+// What graph callbacks do to the slots captured into graphs: tensor metric values
 // (DeviceMetricBuffers) and intra-kernel records (IntraKernelBuffers) follow their graphs
 // through clones, instantiations, updates and destruction, and every replay's slots are copied
 // out in order with the replays before it (ReplayOrder).
 //
-//   if (onGraphSlotsResource(cbid, data)) return;            // resource callbacks
-//   onGraphExecUpdate(cb);                                  // cuGraphExecUpdate(_v2)
+//   graphCloned(clone, original);                           // the vendor's graph callbacks
+//   graphExecUpdated(exec, graph);                          // a successful cuGraphExecUpdate
 //   graphLaunchEntering(driver, exec, stream);              // a graph launch's API enter
 //   graphLaunchReturned(driver, exec, stream, ..., ran);    // its API exit
 //
-// Thread-safe (each buffer and ReplayOrder has its own lock); called from CUPTI callbacks,
-// none of them throws.
+// Thread-safe (each buffer and ReplayOrder has its own lock); called from the vendor's
+// callbacks, none of them throws.
 #pragma once
-
-#include <cuda.h>
-#include <cupti.h>
 
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/gpu/gpu_driver.h"
 #include "backends/launch_table.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 
-struct CudaDriverApi;
-
-// GRAPH_CLONED, GRAPH_DESTROY_STARTING, GRAPHEXEC_CREATED, GRAPHEXEC_DESTROY_STARTING: true if
-// `cbid` is one of them (handled).
-bool onGraphSlotsResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
-// cuGraphExecUpdate(_v2)'s callback: at its successful exit, the executable graph has the
-// other graph's slots.
-void onGraphExecUpdate(const CUpti_CallbackData *cb);
+void graphCloned(Graph clone, Graph original);
+void graphDestroyed(Graph graph);  // about to be
+void graphExecCreated(GraphExec exec, Graph graph);
+void graphExecDestroyed(GraphExec exec);  // about to be
+// The executable graph has the other graph's slots now (its update succeeded).
+void graphExecUpdated(GraphExec exec, Graph graph);
 // A graph launch about to be enqueued on `stream` (API enter, the launching thread).
-void graphLaunchEntering(const CudaDriverApi &driver, CUgraphExec exec, CUstream stream);
+void graphLaunchEntering(const Driver &driver, GraphExec exec, Stream stream);
 // It returned (`ran`: successfully, not into a capture): its replay's slots are copied out.
-void graphLaunchReturned(const CudaDriverApi &driver, CUgraphExec exec, CUstream stream,
+void graphLaunchReturned(const Driver &driver, GraphExec exec, Stream stream,
                          const LaunchEntry *entries, size_t n, uint64_t launchNs, uint64_t threadId,
                          bool ran);
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu
