@@ -33,13 +33,14 @@
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 #include "backends/pc_sample_attributor.h"
+#include "core/backend_host.h"
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/device_info.h"
 #include "core/periodic_task.h"
+#include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
-#include "runtime/session_manager.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
@@ -672,16 +673,16 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
 }
 
 void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {
-  SessionManager &manager = SessionManager::global();
+  BackendHost &host = BackendHost::get();
   if (cbid == CUPTI_CBID_NVTX_nvtxRangePop) {
     if (!tlsNvtx || tlsNvtx->empty()) return;
     StringId name = tlsNvtx->back();
     tlsNvtx->pop_back();
     // A Proton scope opened inside the range and still open: leave both as they are.
-    if (!manager.exitScope(name, {}).isOk()) statCounter("nvtx_ranges_unmatched").add();
+    if (!host.exitRange(name).isOk()) statCounter("nvtx_ranges_unmatched").add();
     return;
   }
-  if (!manager.profilingOn() || !data->functionParams) return;
+  if (!host.profilingOn() || !data->functionParams) return;
   const char *message = nullptr;
   if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
     message = static_cast<const NvtxPushAParams *>(data->functionParams)->message;
@@ -692,7 +693,7 @@ void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {
   }
   if (!message) message = "<nvtx range>";
   StringId name = StringTable::global().intern(message);
-  if (!manager.enterScope(name, false, nullptr).isOk()) return;
+  if (!host.enterRange(name).isOk()) return;
   if (!tlsNvtx) tlsNvtx = new std::vector<StringId>();  // per thread, lives with the thread
   tlsNvtx->push_back(name);
 }

@@ -6,8 +6,8 @@
 #include "backends/gpu/graph_slots.h"
 #include "backends/gpu/intra_kernel_buffers.h"
 #include "backends/gpu/native_scopes.h"
+#include "core/backend_host.h"
 #include "core/clock.h"
-#include "runtime/session_manager.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
@@ -82,7 +82,7 @@ bool InternalLaunchGuard::active() { return tlsInternalLaunch; }
 void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const CUpti_CallbackData *cb) {
   LaunchTls &t = tlsLaunch;
-  SessionManager &manager = SessionManager::global();
+  BackendHost &host = BackendHost::get();
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (t.depth++ > 0) {  // the runtime launching through the driver: one launch
       if (domain == CUPTI_CB_DOMAIN_DRIVER_API)  // where the CUfunction is known
@@ -96,8 +96,8 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     StringId name;
     size_t n = tlsInternalLaunch
                    ? 0
-                   : manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
-    uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
+                   : host.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
+    uint64_t launchNs = n > 0 && host.traceLive() ? monotonicNs() : 0;
     t.metadata = name != StringId{};
     t.count = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
     bool graphLaunch = isGraphLaunch(domain, cbid);
@@ -119,7 +119,7 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       gpu::IntraKernelBuffers &intra = gpu::IntraKernelBuffers::global();
       if (intra.pendingCapture()) {  // being captured: its replays take the capture's context
         CaptureContext context;
-        manager.captureContext(context, /*inLaunch=*/true);
+        host.captureContext(context, /*inLaunch=*/true);
         intra.bindCaptured(std::move(context), cb->symbolName);
       } else {
         intra.bindLaunch(cb->correlationId, entries, n, cb->symbolName, name);
@@ -141,7 +141,7 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     gpu::IntraKernelBuffers::global().cancelLaunch(cb->correlationId);
   if (t.metadata) {
     t.metadata = false;
-    manager.endLaunch(t.entries, t.count, ran);
+    host.endLaunch(t.entries, t.count, ran);
   }
   if (t.graph && graphLaunched_ && !tlsInternalLaunch)
     graphLaunched_(t.exec, t.stream, t.entries, t.count, t.launchNs, t.threadId, ran);
@@ -156,7 +156,7 @@ void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceD
     bool inLaunch = tlsLaunch.depth > 0;
     if (inLaunch) tlsLaunch.captured = true;  // a launch being captured, not run
     CaptureContext context;
-    SessionManager::global().captureContext(context, inLaunch);
+    BackendHost::get().captureContext(context, inLaunch);
     captures_.add(node, std::move(context));
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     uint64_t original = 0;

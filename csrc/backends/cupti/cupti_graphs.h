@@ -7,11 +7,11 @@
 //   tracker.onLaunch(domain, cbid, callbackData);      // runtime/driver launch callbacks
 //   tracker.onGraphResource(cbid, resourceData);       // GRAPHNODE_CREATED/CLONED/DESTROY
 //
-// A launch is attributed at API enter (SessionManager::launchContext, recorded in the
+// A launch is attributed at API enter (BackendHost::launchContext, recorded in the
 // LaunchTable under its correlation id). A graph node created while a launch is in progress
 // on the thread means the launch was captured, not run: the launch is cancelled and the node
 // keeps the context, launch metadata and recording sessions of that moment
-// (SessionManager::captureContext) for its replays. Instantiation clones nodes (aliases);
+// (BackendHost::captureContext) for its replays. Instantiation clones nodes (aliases);
 // a destroyed node is retired, and forgotten after a flush (see CaptureRegistry).
 //
 // Launch callbacks: any thread, per-thread state only, no lock. Graph callbacks take the
