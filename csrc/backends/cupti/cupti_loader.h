@@ -78,14 +78,10 @@ struct CudaDriverApi {
   // Intra-kernel instrumentation buffers.
   decltype(&::cuCtxGetDevice) ctxGetDevice = nullptr;
   decltype(&::cuMemAlloc_v2) memAlloc = nullptr;
-  decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
-  decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
-  decltype(&::cuMemcpy2D_v2) memcpy2D = nullptr;  // trace units' written parts only
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
   // A launch's context on a thread that has none current yet (intra_kernel_buffers.cc).
   decltype(&::cuStreamGetCtx) streamGetCtx = nullptr;
   decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain = nullptr;
-  decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
   decltype(&::cuFuncGetModule) funcGetModule = nullptr;
   decltype(&::cuModuleGetGlobal_v2) moduleGetGlobal = nullptr;
   // Proton's own tree reduction kernel (tree_reduce.cu), loaded from PTX.
