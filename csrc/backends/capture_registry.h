@@ -2,7 +2,7 @@
 // kernels, replayed later, are filed under "<captured_at>" and that context, with the launch
 // metadata evaluated at capture, in the sessions that recorded at capture.
 //
-//   registry.add(nodeId, context);                // SessionManager::captureContext()
+//   registry.add(nodeId, context);                // BackendHost::captureContext()
 //   registry.alias(execNodeId, nodeId);           // instantiation clones the node
 //   registry.remove(execNodeId);                  // the graph was destroyed (retired)
 //   std::shared_ptr<const CaptureContext> c = registry.find(execNodeId);   // still found

@@ -7,7 +7,7 @@
 //   b->release(session);                        // the last release stops tracing
 //
 // Thread-safe. Launch attribution goes the other way: the backend's launch callback asks
-// SessionManager::launchContext() where the calling thread's launch belongs.
+// BackendHost::launchContext() (core/backend_host.h) where the calling thread's launch belongs.
 #pragma once
 
 #include <cstddef>

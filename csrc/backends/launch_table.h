@@ -26,28 +26,9 @@
 #include <memory>
 
 #include "core/ids.h"
+#include "core/launch_entry.h"
 
 namespace proton {
-
-class Session;
-
-// One session's view of a launch: the context node and phase it was filed under.
-struct LaunchEntry {
-  Session *session = nullptr;
-  NodeId node;
-  PhaseId phase;
-  bool named = false;  // the kernel goes at <node>/<LaunchInfo::name> (launch metadata)
-};
-
-struct LaunchInfo {
-  static constexpr uint32_t kMaxEntries = 4;
-  uint32_t count = 0;
-  bool multi = false;  // one launch, many records (a graph launch)
-  uint64_t launchNs = 0;
-  uint64_t threadId = 0;
-  StringId name;  // the kernel's name given by launch metadata, for `named` entries
-  LaunchEntry entries[kMaxEntries];
-};
 
 class LaunchTable {
  public:

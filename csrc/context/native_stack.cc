@@ -415,10 +415,4 @@ std::string nativeFrameName(uintptr_t returnAddress) {
 void lockNativeStacksForFork() { shared().mu.lock(); }
 void unlockNativeStacksAfterFork(bool inChild) { releaseAfterFork(shared().mu, inChild); }
 
-size_t nativeStacksSeen() {
-  Shared &s = shared();
-  std::lock_guard lock(s.mu);
-  return s.byPcs.size();
-}
-
 }  // namespace proton

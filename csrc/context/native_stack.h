@@ -53,7 +53,4 @@ std::string nativeFrameName(uintptr_t returnAddress);
 void lockNativeStacksForFork();
 void unlockNativeStacksAfterFork(bool inChild);
 
-// Stacks interned by captureNativeStack so far (for tests and the stats table).
-size_t nativeStacksSeen();
-
 }  // namespace proton

@@ -66,10 +66,4 @@ const PythonStack *emptyPythonStack() {
 void lockPythonStacksForFork() { table().mu.lock(); }
 void unlockPythonStacksAfterFork(bool inChild) { releaseAfterFork(table().mu, inChild); }
 
-size_t internedPythonStacks() {
-  StackTable &t = table();
-  std::lock_guard lock(t.mu);
-  return t.stacks.size();
-}
-
 }  // namespace proton

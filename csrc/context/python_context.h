@@ -39,6 +39,5 @@ void unlockPythonStacksAfterFork(bool inChild);
 const PythonStack *internPythonStack(const std::vector<StringId> &frames);
 // The empty stack (no frames), a valid stack pointer.
 const PythonStack *emptyPythonStack();
-size_t internedPythonStacks();
 
 }  // namespace proton

@@ -1,5 +1,5 @@
 // CaptureContext: what a CUDA-graph node carries from its capture to every replay, as the
-// session manager describes it (SessionManager::captureContext) and a backend's capture
+// session manager describes it (BackendHost::captureContext) and a backend's capture
 // registry keeps it. Vendor-neutral; a plain value, immutable once registered.
 #pragma once
 

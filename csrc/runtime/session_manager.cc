@@ -19,6 +19,7 @@
 #include "core/string_table.h"
 #include "runtime/fork_safety.h"
 #include "runtime/profile_output.h"
+#include "runtime/session_host.h"
 #include "runtime/session_manager_internal.h"
 #include "writers/writer.h"
 
@@ -82,6 +83,7 @@ SessionManager &SessionManager::global() {
     Stats::global().counter("kernel_records_for_cleared_phase");
     gManager.store(new SessionManager(), std::memory_order_release);  // used by exit handlers
     installForkHandlers();
+    BackendHost::install(&sessionHost());  // backends ask it where launches belong
     return true;
   }();
   (void)once;

@@ -6,13 +6,26 @@
 
 #include <string>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/cupti/cupti_loader.h"
 #include "core/stats.h"
 
 namespace proton::cupti {
 namespace {
 
 uint64_t failed() { return Stats::global().counter("gpu_contexts_failed").value(); }
+
+// A CUDA driver with no GPU whose calling thread has `current` as its context, on GPU 0.
+CUcontext gCurrent = nullptr;
+CUresult contextDevice(CUdevice *device) {
+  *device = 0;
+  return gCurrent ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CudaDriverApi driverWithCurrent(CUcontext current) {
+  gCurrent = current;
+  CudaDriverApi driver;
+  driver.ctxGetDevice = contextDevice;
+  return driver;
+}
 
 CUresult errorName(CUresult result, const char **name) {
   *name = result == CUDA_ERROR_ILLEGAL_ADDRESS ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_ASSERT";
@@ -33,10 +46,9 @@ size_t count(const std::string &text, const std::string &what) {
 // Before, a profile whose context hit an illegal address listed its kernels with no times and
 // its intra-kernel records as unrecorded in the stats, and nothing was said.
 TEST(ContextFailures, AFailedContextIsSaidOnceNamingItsErrorAndCounted) {
-  CudaDriverApi driver = fake::driver();
+  CudaDriverApi driver = driverWithCurrent(reinterpret_cast<CUcontext>(0x3000));
   driver.getErrorName = errorName;
   driver.getErrorString = errorString;
-  fake::reset(fake::kOther);  // current: its device is GPU 0
   const auto first = reinterpret_cast<CUcontext>(0xFA11);
   const auto second = reinterpret_cast<CUcontext>(0xFA12);
   const uint64_t before = failed();
@@ -58,8 +70,7 @@ TEST(ContextFailures, AFailedContextIsSaidOnceNamingItsErrorAndCounted) {
 }
 
 TEST(ContextFailures, OtherResultsOfASynchronisationSayNothing) {
-  CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
+  CudaDriverApi driver = driverWithCurrent(reinterpret_cast<CUcontext>(0x3000));
   const auto context = reinterpret_cast<CUcontext>(0xFA13);
   const uint64_t before = failed();
   testing::internal::CaptureStderr();
@@ -75,8 +86,7 @@ TEST(ContextFailures, OtherResultsOfASynchronisationSayNothing) {
 // A driver that cannot name the error (no cuGetErrorName): its number, and no GPU when the
 // context cannot say which.
 TEST(ContextFailures, AnErrorTheDriverCannotNameIsGivenByItsNumber) {
-  CudaDriverApi driver = fake::driver();
-  fake::reset(nullptr);
+  CudaDriverApi driver = driverWithCurrent(nullptr);
   testing::internal::CaptureStderr();
   noteContextSync(driver, reinterpret_cast<CUcontext>(0xFA14), CUDA_ERROR_MISALIGNED_ADDRESS);
   std::string said = testing::internal::GetCapturedStderr();

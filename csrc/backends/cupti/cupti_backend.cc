@@ -15,34 +15,46 @@
 #include <vector>
 
 #include "backends/capture_registry.h"
-#include "backends/cupti/capture_watch.h"
 #include "backends/cupti/context_failures.h"
 #include "backends/cupti/cuda_devices.h"
+#include "backends/cupti/cuda_driver.h"
 #include "backends/cupti/cupti_dispatch.h"
 #include "backends/cupti/cupti_graphs.h"
 #include "backends/cupti/cupti_loader.h"
 #include "backends/cupti/cupti_pc_sampler.h"
 #include "backends/cupti/cupti_pc_translate.h"
 #include "backends/cupti/cupti_translate.h"
-#include "backends/cupti/device_metric_buffers.h"
-#include "backends/cupti/graph_slots.h"
-#include "backends/cupti/intra_kernel_buffers.h"
-#include "backends/cupti/native_scopes.h"
-#include "backends/cupti/replay_order.h"
+#include "backends/gpu/capture_watch.h"
+#include "backends/gpu/device_metric_buffers.h"
+#include "backends/gpu/graph_slots.h"
+#include "backends/gpu/intra_kernel_buffers.h"
+#include "backends/gpu/native_scopes.h"
+#include "backends/gpu/replay_order.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 #include "backends/pc_sample_attributor.h"
+#include "core/backend_host.h"
 #include "core/check.h"
 #include "core/clock.h"
 #include "core/device_info.h"
 #include "core/periodic_task.h"
+#include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
-#include "runtime/session_manager.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
 namespace {
+
+using gpu::CaptureWatch;
+using gpu::DeviceMetricBuffers;
+using gpu::IntraKernelBuffers;
+using gpu::NativeScopes;
+using gpu::ReplayOrder;
+
+// CUDA's handles as the GPU-side logic's (backends/gpu/gpu_driver.h): the same addresses.
+gpu::Context neutral(CUcontext context) { return reinterpret_cast<gpu::Context>(context); }
+gpu::Stream neutral(CUstream stream) { return reinterpret_cast<gpu::Stream>(stream); }
 
 Counter &statCounter(const char *name) { return Stats::global().counter(name); }
 
@@ -123,6 +135,7 @@ class CuptiBackend final : public GpuBackend {
   int users_ = 0;
   const CuptiApi *api_ = nullptr;
   const CudaDriverApi *driver_ = nullptr;
+  const gpu::Driver *gpuDriver_ = nullptr;  // driver_ for the GPU-side logic
   CUpti_SubscriberHandle subscriber_ = nullptr;
   bool emptyLaunchCallbacks_ = false;  // benchmarks only (enableCallbacks)
 
@@ -148,7 +161,7 @@ class CuptiBackend final : public GpuBackend {
   std::atomic<uint64_t> contextsEnded_{0};
   // Captures under way: a flush waits for them to end before it synchronises a context.
   CaptureWatch captureWatch_;
-  std::vector<CUcontext> synced_;  // mu_: the contexts the last flush synchronised
+  std::vector<gpu::Context> synced_;  // mu_: the contexts the last flush synchronised
   // The instrumentation's drains mark streams before they retire (an instrumentation session
   // runs). Read by the capture callbacks, which are on in every session.
   std::atomic<bool> retiringOn_{false};
@@ -175,7 +188,7 @@ Status CuptiBackend::acquire(Session &session) {
   if (session.options().backend == BackendKind::kInstrumentation) {
     if (!IntraKernelBuffers::global().inUse()) enableStreamCallbacks(/*joins=*/true, true);
     IntraKernelBuffers::global().addUser();
-    NativeScopes::global().start(driver_);
+    NativeScopes::global().start(gpuDriver_);
     std::lock_guard processLock(processMu_);
     attributor_.observeRecords(&CuptiBackend::onInstrumentedRecord);
   }
@@ -255,7 +268,7 @@ void CuptiBackend::flush(std::chrono::milliseconds captureWait) {
   DeviceMetricBuffers::global().drain(synced_);
   // Every instrumented launch has finished and its record was filed: its buffers can be read
   // (a ring waits for its launches' streams itself).
-  IntraKernelBuffers::global().drain(*driver_);
+  IntraKernelBuffers::global().drain(*gpuDriver_);
   NativeScopes::global().drain(synced_);
 }
 
@@ -271,7 +284,7 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   if (!driver_) return {};
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
   using Alloc = IntraKernelBuffers::Alloc;
-  Alloc result = buffers.allocate(*driver_, bytes, trace, stream, devicePtr);
+  Alloc result = buffers.allocate(*gpuDriver_, bytes, trace, stream, devicePtr);
   if (result != Alloc::kFull) return {};
   // The ring is full: wait for the GPU and reduce (tree slots), or flush the kernel records
   // that trace slices are aligned to. The launching thread waits (counted: the program's cost)
@@ -280,9 +293,9 @@ Status CuptiBackend::allocateInstrumented(size_t bytes, bool trace, uint64_t str
   if (trace)
     drainFullTrace();
   else
-    buffers.drain(*driver_, /*waitForFiling=*/false);
+    buffers.drain(*gpuDriver_, /*waitForFiling=*/false);
   statCounter("instrumentation_ring_full_wait_us").add((monotonicNs() - t0) / 1000);
-  if (buffers.allocate(*driver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
+  if (buffers.allocate(*gpuDriver_, bytes, trace, stream, devicePtr) == Alloc::kFull)
     statCounter("instrumentation_launches_unrecorded").add();
   return {};
 }
@@ -294,7 +307,7 @@ void CuptiBackend::drainFullTrace() {
   std::lock_guard lock(mu_);
   if (users_ == 0) return;
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
-  buffers.waitForRings(*driver_);
+  buffers.waitForRings(*gpuDriver_);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   while (!buffers.traceStartsKnown() && std::chrono::steady_clock::now() < deadline) {
@@ -302,7 +315,7 @@ void CuptiBackend::drainFullTrace() {
     api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   if (!buffers.traceStartsKnown()) statCounter("flush_timeouts").add();
-  buffers.drain(*driver_, /*waitForFiling=*/false);
+  buffers.drain(*gpuDriver_, /*waitForFiling=*/false);
 }
 
 Status CuptiBackend::start() {
@@ -312,28 +325,34 @@ Status CuptiBackend::start() {
   if (!driver.isOk()) return driver.status();
   api_ = api.value();
   driver_ = driver.value();
+  gpuDriver_ = cudaDriver(driver_);
   tracker_.setNodeIdFn(api_->getGraphNodeId);
   // A full tensor metric ring flushes on the thread giving a value, which may hold Python's GIL
   // that a capture on another thread needs to end: that flush does not wait for captures.
   DeviceMetricBuffers::global().setDriver(
-      driver_, [] { instance().flush(std::chrono::milliseconds(0)); },
-      [] { return instance().captureWatch_.ownCapture(); });
-  IntraKernelBuffers::global().setDriver(driver_);
+      gpuDriver_, [] { instance().flush(std::chrono::milliseconds(0)); },
+      [] {
+        return static_cast<gpu::Stream>(const_cast<void *>(instance().captureWatch_.ownCapture()));
+      });
+  IntraKernelBuffers::global().setDriver(gpuDriver_);
   // A drain waiting for a whole context (under the buffers' lock, which capturing threads'
   // launches take: so it does not wait for their captures) synchronises only while none runs.
-  IntraKernelBuffers::global().setContextSync([](CUcontext context) {
+  IntraKernelBuffers::global().setContextSync([](gpu::Context context) {
     return instance().captureWatch_.whenNoCapture(context, std::chrono::milliseconds(0), [context] {
-      noteContextSync(*instance().driver_, context, instance().driver_->ctxSynchronize());
+      noteContextSync(*instance().driver_, reinterpret_cast<CUcontext>(context),
+                      instance().driver_->ctxSynchronize());
     }) == CaptureWatch::Outcome::kRan;
   });
   // Slots captured into graphs are copied out at each replay, in order (graph_slots.h).
   tracker_.setGraphLaunchFns(
       [](CUgraphExec exec, CUstream stream) {
-        graphLaunchEntering(*instance().driver_, exec, stream);
+        gpu::graphLaunchEntering(*instance().gpuDriver_, reinterpret_cast<gpu::GraphExec>(exec),
+                                 neutral(stream));
       },
       [](CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n, uint64_t launchNs,
          uint64_t threadId, bool ran) {
-        graphLaunchReturned(*instance().driver_, exec, stream, entries, n, launchNs, threadId, ran);
+        gpu::graphLaunchReturned(*instance().gpuDriver_, reinterpret_cast<gpu::GraphExec>(exec),
+                                 neutral(stream), entries, n, launchNs, threadId, ran);
       });
 
   std::string holder;
@@ -486,14 +505,15 @@ void CuptiBackend::syncContexts(std::chrono::milliseconds captureWait) {
     contexts = contexts_;
   }
   // Tensor metric values may sit in a context no kernel was launched in.
-  for (CUcontext context : DeviceMetricBuffers::global().contexts())
-    if (std::find(contexts.begin(), contexts.end(), context) == contexts.end())
+  for (gpu::Context held : DeviceMetricBuffers::global().contexts())
+    if (auto context = reinterpret_cast<CUcontext>(held);
+        std::find(contexts.begin(), contexts.end(), context) == contexts.end())
       contexts.push_back(context);
   // A synchronisation ends every capture on its context, on any thread: wait for other
   // threads' captures to end (those that begin meanwhile wait for it; one limit for all the
   // contexts), never synchronise under the flushing thread's own (skipped, the flush only waits
   // for CUPTI's records of the launches so far), in relaxed capture mode.
-  RelaxedCaptureMode relaxed(*driver_);
+  gpu::RelaxedCaptureMode relaxed(*gpuDriver_);
   const auto deadline = std::chrono::steady_clock::now() + captureWait;
   synced_.clear();
   for (CUcontext context : contexts) {
@@ -510,7 +530,7 @@ void CuptiBackend::syncContexts(std::chrono::milliseconds captureWait) {
         });
     if (outcome != CaptureWatch::Outcome::kRan)
       statCounter("flush_syncs_skipped_for_captures").add();
-    if (synced) synced_.push_back(context);
+    if (synced) synced_.push_back(neutral(context));
   }
 }
 
@@ -600,10 +620,11 @@ void CuptiBackend::onStreamCall(const CUpti_CallbackData *cb, const StreamCallba
   const bool begins = call.kind == StreamCall::kCaptureBegins;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (begins) captureWatch_.beginning(cb->context, stream);
-    if (call.kind == StreamCall::kDestroyed) ReplayOrder::global().onStreamDestroying(stream);
+    if (call.kind == StreamCall::kDestroyed)
+      ReplayOrder::global().onStreamDestroying(neutral(stream));
     // Before the call: what was launched on the stream until now can still be waited for.
     if (call.kind != StreamCall::kCaptureEnds && retiringOn_.load(std::memory_order_relaxed))
-      IntraKernelBuffers::global().onStreamRetiring(stream, begins);
+      IntraKernelBuffers::global().onStreamRetiring(neutral(stream), begins);
     return;
   }
   if (call.kind == StreamCall::kJoins) return;
@@ -644,10 +665,10 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
       std::erase(contexts_, data->context);
       contextsEnded_.fetch_add(1, std::memory_order_release);  // every thread's copy is stale
     }
-    NativeScopes::global().onContextDestroying(data->context);
-    IntraKernelBuffers::global().onContextDestroying(data->context);
-    DeviceMetricBuffers::global().onContextDestroying(data->context);
-    ReplayOrder::global().onContextDestroying(data->context);
+    NativeScopes::global().onContextDestroying(neutral(data->context));
+    IntraKernelBuffers::global().onContextDestroying(neutral(data->context));
+    DeviceMetricBuffers::global().onContextDestroying(neutral(data->context));
+    ReplayOrder::global().onContextDestroying(neutral(data->context));
     return;
   }
   if (onGraphSlotsResource(cbid, data)) return;
@@ -655,16 +676,16 @@ void CuptiBackend::onResource(CUpti_CallbackId cbid, const CUpti_ResourceData *d
 }
 
 void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {
-  SessionManager &manager = SessionManager::global();
+  BackendHost &host = BackendHost::get();
   if (cbid == CUPTI_CBID_NVTX_nvtxRangePop) {
     if (!tlsNvtx || tlsNvtx->empty()) return;
     StringId name = tlsNvtx->back();
     tlsNvtx->pop_back();
     // A Proton scope opened inside the range and still open: leave both as they are.
-    if (!manager.exitScope(name, {}).isOk()) statCounter("nvtx_ranges_unmatched").add();
+    if (!host.exitRange(name).isOk()) statCounter("nvtx_ranges_unmatched").add();
     return;
   }
-  if (!manager.profilingOn() || !data->functionParams) return;
+  if (!host.profilingOn() || !data->functionParams) return;
   const char *message = nullptr;
   if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
     message = static_cast<const NvtxPushAParams *>(data->functionParams)->message;
@@ -675,7 +696,7 @@ void CuptiBackend::onNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *data) {
   }
   if (!message) message = "<nvtx range>";
   StringId name = StringTable::global().intern(message);
-  if (!manager.enterScope(name, false, nullptr).isOk()) return;
+  if (!host.enterRange(name).isOk()) return;
   if (!tlsNvtx) tlsNvtx = new std::vector<StringId>();  // per thread, lives with the thread
   tlsNvtx->push_back(name);
 }

@@ -5,9 +5,9 @@
 //
 // How a kernel is attributed (see DESIGN.md §2):
 //   launching thread, CUPTI API_ENTER callback of cuLaunchKernel/cudaLaunchKernel/...:
-//     LaunchTracker -> SessionManager::launchContext() -> LaunchTable::record(corr, nodes)
+//     LaunchTracker -> BackendHost::launchContext() -> LaunchTable::record(corr, nodes)
 //   CUPTI API_EXIT: a failed or graph-captured launch is cancelled (it yields no record); one
-//     that ran gets its launch metadata's metrics (SessionManager::endLaunch)
+//     that ran gets its launch metadata's metrics (BackendHost::endLaunch)
 //   CUPTI worker thread (or a flush): activity buffer -> translateKernel -> KernelAttributor
 // Graph nodes made during stream capture remember the capturing thread's context, launch
 // metadata and recording sessions (LaunchTracker, cupti_graphs.h -> CaptureRegistry) until a

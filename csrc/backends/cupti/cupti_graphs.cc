@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include "backends/cupti/cupti_translate.h"
-#include "backends/cupti/intra_kernel_buffers.h"
-#include "backends/cupti/native_scopes.h"
+#include "backends/gpu/graph_slots.h"
+#include "backends/gpu/intra_kernel_buffers.h"
+#include "backends/gpu/native_scopes.h"
+#include "core/backend_host.h"
 #include "core/clock.h"
-#include "runtime/session_manager.h"
 
 namespace proton::cupti {
 inline namespace PROTON_CUPTI_ABI {
@@ -38,19 +39,54 @@ struct GraphLaunchParams {
 thread_local LaunchTls tlsLaunch;
 thread_local bool tlsInternalLaunch = false;
 
+// A driver launch, for the native scopes (kernels built with proton/instrument.cuh): nothing
+// to do unless an instrumentation session runs.
+void nativeLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t correlation,
+                  const LaunchEntry *entries, size_t n) {
+  gpu::NativeScopes &scopes = gpu::NativeScopes::global();
+  if (!scopes.active()) return;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+      cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz)
+    return scopes.onGraphLaunch();
+  if (CUfunction function = launchedFunction(cbid, cb->functionParams))
+    scopes.onLaunch(reinterpret_cast<gpu::Function>(function),
+                    reinterpret_cast<gpu::Context>(cb->context), cb->contextUid, cb->symbolName,
+                    correlation, entries, n);
+}
+
 }  // namespace
+
+CUfunction launchedFunction(CUpti_CallbackId cbid, const void *params) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      return static_cast<const cuLaunchKernel_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      return static_cast<const cuLaunchKernel_ptsz_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      return static_cast<const cuLaunchKernelEx_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      return static_cast<const cuLaunchKernelEx_ptsz_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      return static_cast<const cuLaunchCooperativeKernel_params *>(params)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return static_cast<const cuLaunchCooperativeKernel_ptsz_params *>(params)->f;
+    default:
+      return nullptr;
+  }
+}
 
 InternalLaunchGuard::InternalLaunchGuard() { tlsInternalLaunch = true; }
 InternalLaunchGuard::~InternalLaunchGuard() { tlsInternalLaunch = false; }
+bool InternalLaunchGuard::active() { return tlsInternalLaunch; }
 
 void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                              const CUpti_CallbackData *cb) {
   LaunchTls &t = tlsLaunch;
-  SessionManager &manager = SessionManager::global();
+  BackendHost &host = BackendHost::get();
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (t.depth++ > 0) {  // the runtime launching through the driver: one launch
       if (domain == CUPTI_CB_DOMAIN_DRIVER_API)  // where the CUfunction is known
-        NativeScopes::global().onLaunch(cbid, cb, t.correlation, t.entries, t.count);
+        nativeLaunch(cbid, cb, t.correlation, t.entries, t.count);
       return;
     }
     t.captured = false;
@@ -60,8 +96,8 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     StringId name;
     size_t n = tlsInternalLaunch
                    ? 0
-                   : manager.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
-    uint64_t launchNs = n > 0 && manager.traceLive() ? monotonicNs() : 0;
+                   : host.launchContext(entries, LaunchInfo::kMaxEntries, &threadId, &name);
+    uint64_t launchNs = n > 0 && host.traceLive() ? monotonicNs() : 0;
     t.metadata = name != StringId{};
     t.count = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
     bool graphLaunch = isGraphLaunch(domain, cbid);
@@ -80,10 +116,10 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     // An instrumented launch (its buffer was just handed out on this thread). Not Proton's own
     // launches: a drain launches its reduction holding the buffers' lock.
     if (!tlsInternalLaunch) {
-      IntraKernelBuffers &intra = IntraKernelBuffers::global();
+      gpu::IntraKernelBuffers &intra = gpu::IntraKernelBuffers::global();
       if (intra.pendingCapture()) {  // being captured: its replays take the capture's context
         CaptureContext context;
-        manager.captureContext(context, /*inLaunch=*/true);
+        host.captureContext(context, /*inLaunch=*/true);
         intra.bindCaptured(std::move(context), cb->symbolName);
       } else {
         intra.bindLaunch(cb->correlationId, entries, n, cb->symbolName, name);
@@ -91,21 +127,21 @@ void LaunchTracker::onLaunch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     // A kernel built with proton/instrument.cuh (nothing to do unless instrumenting).
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
-      NativeScopes::global().onLaunch(cbid, cb, cb->correlationId, entries, t.count);
+      nativeLaunch(cbid, cb, cb->correlationId, entries, t.count);
     return;
   }
   if (t.depth == 0 || --t.depth > 0) return;
   // The kernel is on its stream now (or never will be): drains may wait for it.
-  if (!tlsInternalLaunch) IntraKernelBuffers::global().launchReturned(t.captured);
+  if (!tlsInternalLaunch) gpu::IntraKernelBuffers::global().launchReturned(t.captured);
   int result = cb->functionReturnValue ? *static_cast<const int *>(cb->functionReturnValue) : 0;
   bool ran = result == 0 && !t.captured;
   if (!ran) launches_.cancel(cb->correlationId);
   // (Not Proton's own launch: a failed reduction returns here under the buffers' lock.)
   if (result != 0 && !tlsInternalLaunch)
-    IntraKernelBuffers::global().cancelLaunch(cb->correlationId);
+    gpu::IntraKernelBuffers::global().cancelLaunch(cb->correlationId);
   if (t.metadata) {
     t.metadata = false;
-    manager.endLaunch(t.entries, t.count, ran);
+    host.endLaunch(t.entries, t.count, ran);
   }
   if (t.graph && graphLaunched_ && !tlsInternalLaunch)
     graphLaunched_(t.exec, t.stream, t.entries, t.count, t.launchNs, t.threadId, ran);
@@ -120,7 +156,7 @@ void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceD
     bool inLaunch = tlsLaunch.depth > 0;
     if (inLaunch) tlsLaunch.captured = true;  // a launch being captured, not run
     CaptureContext context;
-    SessionManager::global().captureContext(context, inLaunch);
+    BackendHost::get().captureContext(context, inLaunch);
     captures_.add(node, std::move(context));
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     uint64_t original = 0;
@@ -128,6 +164,41 @@ void LaunchTracker::onGraphResource(CUpti_CallbackId cbid, const CUpti_ResourceD
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING) {
     captures_.remove(node);  // retired: records of its last replays may still be on the way
   }
+}
+
+bool onGraphSlotsResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data) {
+  const auto *graph = static_cast<const CUpti_GraphData *>(data->resourceDescriptor);
+  auto g = [](CUgraph g) { return reinterpret_cast<gpu::Graph>(g); };
+  auto exec = [](CUgraphExec e) { return reinterpret_cast<gpu::GraphExec>(e); };
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_GRAPH_CLONED:
+      if (graph) gpu::graphCloned(g(graph->graph), g(graph->originalGraph));
+      return true;
+    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
+      if (graph) gpu::graphDestroyed(g(graph->graph));
+      return true;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
+      if (graph) gpu::graphExecCreated(exec(graph->graphExec), g(graph->graph));
+      return true;
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
+      if (graph) gpu::graphExecDestroyed(exec(graph->graphExec));
+      return true;
+    default:
+      return false;
+  }
+}
+
+void onGraphExecUpdate(const CUpti_CallbackData *cb) {
+  if (cb->callbackSite != CUPTI_API_EXIT || !cb->functionParams || !cb->functionReturnValue ||
+      *static_cast<const CUresult *>(cb->functionReturnValue) != CUDA_SUCCESS)
+    return;
+  struct UpdateParams {  // cuGraphExecUpdate(_v2)_params: their first two fields
+    CUgraphExec exec;
+    CUgraph graph;
+  };
+  const auto *params = static_cast<const UpdateParams *>(cb->functionParams);
+  gpu::graphExecUpdated(reinterpret_cast<gpu::GraphExec>(params->exec),
+                        reinterpret_cast<gpu::Graph>(params->graph));
 }
 
 }  // namespace PROTON_CUPTI_ABI

@@ -7,11 +7,11 @@
 //   tracker.onLaunch(domain, cbid, callbackData);      // runtime/driver launch callbacks
 //   tracker.onGraphResource(cbid, resourceData);       // GRAPHNODE_CREATED/CLONED/DESTROY
 //
-// A launch is attributed at API enter (SessionManager::launchContext, recorded in the
+// A launch is attributed at API enter (BackendHost::launchContext, recorded in the
 // LaunchTable under its correlation id). A graph node created while a launch is in progress
 // on the thread means the launch was captured, not run: the launch is cancelled and the node
 // keeps the context, launch metadata and recording sessions of that moment
-// (SessionManager::captureContext) for its replays. Instantiation clones nodes (aliases);
+// (BackendHost::captureContext) for its replays. Instantiation clones nodes (aliases);
 // a destroyed node is retired, and forgotten after a flush (see CaptureRegistry).
 //
 // Launch callbacks: any thread, per-thread state only, no lock. Graph callbacks take the
@@ -34,7 +34,20 @@ class InternalLaunchGuard {
   ~InternalLaunchGuard();
   InternalLaunchGuard(const InternalLaunchGuard &) = delete;
   InternalLaunchGuard &operator=(const InternalLaunchGuard &) = delete;
+  static bool active();  // on the calling thread
 };
+
+// The kernel a driver launch callback launches (cuLaunchKernel[Ex], cuLaunchCooperativeKernel,
+// and their _ptsz forms); null for any other call.
+CUfunction launchedFunction(CUpti_CallbackId cbid, const void *params);
+
+// What CUDA graph callbacks do to the slots captured into graphs (backends/gpu/graph_slots.h).
+// GRAPH_CLONED, GRAPH_DESTROY_STARTING, GRAPHEXEC_CREATED, GRAPHEXEC_DESTROY_STARTING: true if
+// `cbid` is one of them (handled).
+bool onGraphSlotsResource(CUpti_CallbackId cbid, const CUpti_ResourceData *data);
+// cuGraphExecUpdate(_v2)'s callback: at its successful exit, the executable graph has the
+// other graph's slots.
+void onGraphExecUpdate(const CUpti_CallbackData *cb);
 
 class LaunchTracker {
  public:

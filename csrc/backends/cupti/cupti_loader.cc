@@ -121,13 +121,9 @@ Result<const CudaDriverApi *> loadCudaDriver() {
   resolve(handle, api->ctxGetCurrent, "cuCtxGetCurrent", &missing);
   resolve(handle, api->ctxGetDevice, "cuCtxGetDevice", &missing);
   resolve(handle, api->memAlloc, "cuMemAlloc_v2", &missing);
-  resolve(handle, api->memsetD8, "cuMemsetD8_v2", &missing);
-  resolve(handle, api->memcpyDtoH, "cuMemcpyDtoH_v2", &missing);
-  resolve(handle, api->memcpy2D, "cuMemcpy2D_v2", &missing);
   resolve(handle, api->streamIsCapturing, "cuStreamIsCapturing", &missing);
   resolve(handle, api->streamGetCtx, "cuStreamGetCtx", &missing);
   resolve(handle, api->devicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", &missing);
-  resolve(handle, api->memcpyHtoD, "cuMemcpyHtoD_v2", &missing);
   resolve(handle, api->funcGetModule, "cuFuncGetModule", &missing);
   resolve(handle, api->moduleGetGlobal, "cuModuleGetGlobal_v2", &missing);
   resolve(handle, api->moduleLoadData, "cuModuleLoadData", &missing);

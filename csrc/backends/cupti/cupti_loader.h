@@ -78,14 +78,10 @@ struct CudaDriverApi {
   // Intra-kernel instrumentation buffers.
   decltype(&::cuCtxGetDevice) ctxGetDevice = nullptr;
   decltype(&::cuMemAlloc_v2) memAlloc = nullptr;
-  decltype(&::cuMemsetD8_v2) memsetD8 = nullptr;
-  decltype(&::cuMemcpyDtoH_v2) memcpyDtoH = nullptr;
-  decltype(&::cuMemcpy2D_v2) memcpy2D = nullptr;  // trace units' written parts only
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
   // A launch's context on a thread that has none current yet (intra_kernel_buffers.cc).
   decltype(&::cuStreamGetCtx) streamGetCtx = nullptr;
   decltype(&::cuDevicePrimaryCtxRetain) devicePrimaryCtxRetain = nullptr;
-  decltype(&::cuMemcpyHtoD_v2) memcpyHtoD = nullptr;
   decltype(&::cuFuncGetModule) funcGetModule = nullptr;
   decltype(&::cuModuleGetGlobal_v2) moduleGetGlobal = nullptr;
   // Proton's own tree reduction kernel (tree_reduce.cu), loaded from PTX.
@@ -133,59 +129,6 @@ struct CudaDriverApi {
   // "CUDA_ERROR_X: what it means", or "CUDA error <n>" where the driver cannot name it.
   std::string errorString(CUresult result) const;
 };
-
-// Relaxed stream-capture mode for the calling thread while it lives: allocating device memory
-// (and synchronising a stream of Proton's own) is then legal while a stream captures a CUDA
-// graph, this thread's or, in global mode, another's. As PyTorch's allocator does.
-class RelaxedCaptureMode {
- public:
-  explicit RelaxedCaptureMode(const CudaDriverApi &driver) : driver_(driver) {
-    if (driver_.exchangeCaptureMode) driver_.exchangeCaptureMode(&mode_);
-  }
-  ~RelaxedCaptureMode() {
-    if (driver_.exchangeCaptureMode) driver_.exchangeCaptureMode(&mode_);
-  }
-  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
-  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
-
- private:
-  const CudaDriverApi &driver_;
-  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;  // the thread's, while relaxed
-};
-
-// Makes `context` current while it lives, unless it already is (`current`): pushed, and popped
-// on every way out.
-class ContextScope {
- public:
-  ContextScope(const CudaDriverApi &driver, CUcontext context, bool current)
-      : driver_(driver),
-        pushed_(!current && driver.ctxPushCurrent(context) == CUDA_SUCCESS),
-        ok_(current || pushed_) {}
-  ~ContextScope() {
-    CUcontext popped = nullptr;
-    if (pushed_) driver_.ctxPopCurrent(&popped);
-  }
-  ContextScope(const ContextScope &) = delete;
-  ContextScope &operator=(const ContextScope &) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  const CudaDriverApi &driver_;
-  bool pushed_;
-  bool ok_;
-};
-
-// CU_STREAM_LEGACY and the null stream: never captured, never destroyed.
-inline bool isLegacyStream(CUstream stream) {
-  return stream == nullptr || stream == CU_STREAM_LEGACY;
-}
-
-// A stream in a capture (or one that cannot say): it can be neither waited for nor marked.
-inline bool streamCapturing(const CudaDriverApi &driver, CUstream stream) {
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  return !isLegacyStream(stream) && (driver.streamIsCapturing(stream, &status) != CUDA_SUCCESS ||
-                                     status != CU_STREAM_CAPTURE_STATUS_NONE);
-}
 
 // The CUPTI major this copy of the backend was compiled for.
 inline constexpr int kCuptiMajor = PROTON_CUPTI_MAJOR;

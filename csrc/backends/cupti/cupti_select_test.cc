@@ -55,10 +55,8 @@ TEST(CuptiSelect, MajorOfApiVersion) {
 }
 
 TEST(CuptiSelect, OrderPutsThePreferredMajorFirstAndDropsWhatTheDriverCannotRun) {
-  CuptiSearch s = search();
-  std::vector<int> preferredFirst = {preferredCuptiMajor(13000),
-                                     preferredCuptiMajor(13000) == 12 ? 13 : 12};
-  EXPECT_EQ(cuptiMajorOrder(s), preferredFirst);
+  CuptiSearch s = search();  // a CUDA 13 driver runs both: CUDA 13's first
+  EXPECT_EQ(cuptiMajorOrder(s), (std::vector<int>{13, 12}));
   s.driverVersion = 12040;
   std::string why;
   EXPECT_EQ(cuptiMajorOrder(s, &why), std::vector<int>{12});
@@ -70,18 +68,28 @@ TEST(CuptiSelect, OrderPutsThePreferredMajorFirstAndDropsWhatTheDriverCannotRun)
   EXPECT_EQ(cuptiMajorOrder(s), std::vector<int>{13});
 }
 
-TEST(CuptiSelect, DefaultPolicyIsCuda12WhereTheDriverRunsIt) {
+// CUDA 12's CUPTI only where the driver runs nothing newer (cupti_select.h says why).
+TEST(CuptiSelect, DefaultPolicyIsTheNewestMajorTheDriverRuns) {
   EXPECT_EQ(preferredCuptiMajor(12080), 12);  // a CUDA 12 driver runs CUDA 12's only
   EXPECT_EQ(preferredCuptiMajor(13000), 13);
-  EXPECT_EQ(preferredCuptiMajor(0), 13);
+  EXPECT_EQ(preferredCuptiMajor(13020), 13);
+  EXPECT_EQ(preferredCuptiMajor(0), 13);  // driver version unknown
 }
 
 TEST(CuptiSelect, BothAvailableChoosesThePreferredMajor) {
-  Result<CuptiLibrary> lib = findCupti(search({kDir13, kDir12}));
+  for (const std::vector<std::string> &dirs : {std::vector{kDir13, kDir12}, {kDir12, kDir13}}) {
+    Result<CuptiLibrary> lib = findCupti(search(dirs));  // a CUDA 13 driver
+    ASSERT_TRUE(lib.isOk()) << lib.status().message();
+    EXPECT_EQ(lib.value().major, 13);
+    EXPECT_EQ(lib.value().path, kLib13);
+    EXPECT_EQ(lib.value().version, 130001u);  // the stand-in's cuptiGetVersion
+  }
+  CuptiSearch cuda12 = search({kDir13, kDir12});
+  cuda12.driverVersion = 12080;
+  Result<CuptiLibrary> lib = findCupti(cuda12);
   ASSERT_TRUE(lib.isOk()) << lib.status().message();
-  EXPECT_EQ(lib.value().major, preferredCuptiMajor(13000));
-  EXPECT_EQ(lib.value().path, preferredCuptiMajor(13000) == 12 ? kLib12 : kLib13);
-  EXPECT_EQ(lib.value().version, preferredCuptiMajor(13000) == 12 ? 28u : 130001u);
+  EXPECT_EQ(lib.value().path, kLib12);
+  EXPECT_EQ(lib.value().version, 28u);
 }
 
 TEST(CuptiSelect, OnlyTheOtherMajorAvailableIsUsed) {
@@ -106,7 +114,7 @@ TEST(CuptiSelect, DriverTooOldForCuda13RefusesItAndSaysWhy) {
 
 TEST(CuptiSelect, OverrideFileWinsOverThePreference) {
   CuptiSearch s = search({kDir12, kDir13});
-  s.overridePath = preferredCuptiMajor(13000) == 12 ? kLib13 : kLib12;
+  s.overridePath = kLib12;  // CUDA 13's is preferred on this driver
   Result<CuptiLibrary> lib = findCupti(s);
   ASSERT_TRUE(lib.isOk()) << lib.status().message();
   EXPECT_EQ(lib.value().path, s.overridePath);
@@ -120,8 +128,8 @@ TEST(CuptiSelect, OverrideDirectoryWithBothMajorsUsesThePreferredOne) {
   s.overridePath = dir;
   Result<CuptiLibrary> lib = findCupti(s);
   ASSERT_TRUE(lib.isOk()) << lib.status().message();
-  EXPECT_EQ(lib.value().major, preferredCuptiMajor(13000));
-  EXPECT_EQ(lib.value().path, dir + "/libcupti.so." + std::to_string(lib.value().major));
+  EXPECT_EQ(lib.value().major, 13);
+  EXPECT_EQ(lib.value().path, dir + "/libcupti.so.13");
 }
 
 TEST(CuptiSelect, ALoadedCuptiIsTheOnlyOneUsed) {

@@ -22,7 +22,7 @@
 namespace proton {
 namespace device {
 
-// Layout shared with csrc/backends/cupti/native_scopes.cc (48 bytes per event).
+// Layout shared with csrc/backends/gpu/native_scopes.cc (48 bytes per event).
 struct Event {
   unsigned long long grid;         // %gridid: the launch
   unsigned long long name;         // address of the scope's name literal

@@ -37,8 +37,6 @@
 // its own, taken by drains (tree) and by the thread that files trace slots.
 #pragma once
 
-#include <cuda.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -49,16 +47,15 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/graph_ties.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/graph_ties.h"
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/launch_table.h"
 #include "core/background_worker.h"
 #include "core/capture_context.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 
-struct CudaDriverApi;
 struct TraceJob;  // a trace slot read back (intra_kernel_trace_drain.cc)
 
 // Where a launch's intra-kernel data goes: the kernel's own node in each instrumentation
@@ -91,18 +88,18 @@ class IntraKernelBuffers {
   // will run in: the current one, or, on a thread that has none yet, the stream's (device
   // 0's primary context for the default streams), which Triton's launcher makes current after
   // its allocator ran.
-  Alloc allocate(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
+  Alloc allocate(const Driver &driver, size_t bytes, bool trace, uint64_t stream,
                  uint64_t *devicePtr);
   // The driver that graph launches enqueue their copies with (the backend's).
-  void setDriver(const CudaDriverApi *driver);
+  void setDriver(const Driver *driver);
   // How a drain waits for a whole context, where its launches' streams cannot be waited for
   // (the context current): the backend's, which does not synchronise while a CUDA graph is
   // being captured on it (a capture does not survive that) and then returns false; the ring's
-  // drain is then put off to the next one (counted). Unset: cuCtxSynchronize.
-  using ContextSync = bool (*)(CUcontext context);
+  // drain is then put off to the next one (counted). Unset: the driver's ctxSynchronize.
+  using ContextSync = bool (*)(Context context);
   void setContextSync(ContextSync sync);
-  // CUPTI launch callback (API enter, launching thread): ties the pending slot, if any. A slot
-  // for a launch being captured takes the context of the capture instead (bindCaptured).
+  // The backend's launch callback (API enter, launching thread): ties the pending slot, if any. A
+  // slot for a launch being captured takes the context of the capture instead (bindCaptured).
   bool pendingCapture() const;
   void bindCaptured(CaptureContext context, const char *symbol);
   void bindLaunch(uint64_t correlation, const LaunchEntry *entries, size_t n, const char *symbol,
@@ -121,40 +118,40 @@ class IntraKernelBuffers {
   void forgetThreadsSlots();
   // CUDA graphs: a graph launch returned (launching thread, its context current), and the
   // graphs and executables that carry captured slots.
-  void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n);
-  void onGraphCloned(CUgraph clone, CUgraph original);
-  void onGraphDestroyed(CUgraph graph);
-  void onGraphExecCreated(CUgraphExec exec, CUgraph graph);
-  void onGraphExecDestroyed(CUgraphExec exec);
-  void onGraphExecUpdated(CUgraphExec exec, CUgraph graph);
+  void onGraphLaunched(GraphExec exec, Stream stream, const LaunchEntry *entries, size_t n);
+  void onGraphCloned(Graph clone, Graph original);
+  void onGraphDestroyed(Graph graph);
+  void onGraphExecCreated(GraphExec exec, Graph graph);
+  void onGraphExecDestroyed(GraphExec exec);
+  void onGraphExecUpdated(GraphExec exec, Graph graph);
   // The device address of the first slot an executable graph's replays copy out (0: none),
   // which ReplayOrder keys its replays by.
-  uint64_t replayKey(CUgraphExec exec) const;
+  uint64_t replayKey(GraphExec exec) const;
   // A kernel record arrived (its start aligns trace slices).
   void noteKernel(uint64_t correlation, uint64_t startNs);
   // A stream is about to begin a capture, join one (wait for an event) or be destroyed (its
   // API call's enter, on the calling thread): the launches into the rings on it so far are
   // marked with an event, for the next drain to wait for, while it still can. A capture on a
   // blocking stream marks the legacy stream too.
-  void onStreamRetiring(CUstream stream, bool captureBegins);
+  void onStreamRetiring(Stream stream, bool captureBegins);
   // A launch that failed: it will have no kernel record (a trace drain waits for none).
   void cancelLaunch(uint64_t correlation);
   // A context is being destroyed (cudaDeviceReset, cuCtxDestroy; still usable): its ring is
   // drained now (its launches still in their call are counted as unrecorded) and retired, so
   // that a context made later, even one with the same handle, records into memory of its own.
-  void onContextDestroying(CUcontext context);
+  void onContextDestroying(Context context);
   // Waits for the launches that wrote into each ring, then reduces (tree) or copies back
   // (trace) every slot, files it into its sessions and clears the ring for reuse. Tree slots
   // need nothing from kernel records; trace slots need their kernel's start, so a trace
-  // drain follows a CUPTI flush. Trace slots are decoded, and tree slots' reduced sums filed,
-  // on a thread of their own; with waitForFiling the drain returns once they are (a flush),
-  // else at once (a full ring, on the launching thread).
-  void drain(const CudaDriverApi &driver, bool waitForFiling = true);
+  // drain follows a flush of the vendor's records. Trace slots are decoded, and tree slots' reduced
+  // sums filed, on a thread of their own; with waitForFiling the drain returns once they are (a
+  // flush), else at once (a full ring, on the launching thread).
+  void drain(const Driver &driver, bool waitForFiling = true);
   void waitForFiling();
   // What a drain waits for first, done beforehand: a full trace ring waits for its launches,
   // then for their kernel records (traceStartsKnown), then drains. Not a flush, whose context
   // synchronisation would end a CUDA graph being captured on another thread.
-  void waitForRings(const CudaDriverApi &driver);
+  void waitForRings(const Driver &driver);
   // Every launch with a trace slot has its kernel record's start (a replay has none to wait for).
   bool traceStartsKnown() const;
 
@@ -164,7 +161,7 @@ class IntraKernelBuffers {
     size_t bytes = 0;
     bool trace = false;
     uint64_t startNs = 0;
-    StringId symbol;      // the kernel's name as CUPTI gave it (its text goes with its module)
+    StringId symbol;      // the kernel's name as the vendor gave it (its text goes with its module)
     StringId launchName;  // the kernel's name from launch metadata, for named entries
     // 0: filed in no session; also a slot counted as unrecorded when the last session ended
     // (removeUser), which drains then neither read nor count again.
@@ -180,33 +177,33 @@ class IntraKernelBuffers {
     uint64_t stream = 0;
   };
   struct Ring {
-    CUcontext context = nullptr;
+    Context context = nullptr;
     int device = 0;
-    CUdeviceptr base = 0;
+    DevicePtr base = 0;
     size_t capacity = 0;
     size_t used = 0;
     double cyclesPerNs = 0;
     std::vector<SlotRecord> slots;
     // CUDA graph slots, never reused.
-    CUdeviceptr graphBase = 0;
+    DevicePtr graphBase = 0;
     size_t graphCapacity = 0;
     size_t graphUsed = 0;
     // The tree reduction: its kernel (null: reduce on the host), descriptors and output.
-    CUfunction reduce = nullptr;
+    Function reduce = nullptr;
     bool reduceTried = false;
-    CUdeviceptr reduceDescs = 0;
-    CUdeviceptr reduceOut = 0;
+    DevicePtr reduceDescs = 0;
+    DevicePtr reduceOut = 0;
     // Proton's own non-blocking stream: the ring is zeroed, read back and cleared on it.
-    CUstream ownStream = nullptr;
+    Stream ownStream = nullptr;
     // What a drain waits for before it reads the ring: the streams its launches (and graph
     // replays' copies into it) ran on since the last drain, and a mark recorded on each of
     // those that began a capture or was destroyed since. Not the context: a capture under way
     // on another thread does not survive that. The context only where a stream cannot be
     // waited for (the per-thread default stream, more than kWaitStreams streams, a mark not
     // recorded, a capture begun unseen), counted.
-    std::vector<uint64_t> streams;    // CUstream; room for kWaitStreams, made with the ring
-    std::vector<CUevent> marks;       // recorded since the last drain
-    std::vector<CUevent> spareMarks;  // made, free
+    std::vector<uint64_t> streams;  // Stream; room for kWaitStreams, made with the ring
+    std::vector<Event> marks;       // recorded since the last drain
+    std::vector<Event> spareMarks;  // made, free
     bool waitContext = false;
     // Slots handed out whose launch call has not returned: the kernel may not be on its stream
     // yet, so no wait covers it. A drain neither reads nor clears them; it keeps them (`kept`)
@@ -217,10 +214,10 @@ class IntraKernelBuffers {
     size_t end = 0;                  // past the last byte of every slot since the last drain
   };
 
-  Ring *ringFor(const CudaDriverApi &driver, CUcontext context);  // mu_ held
-  Ring *existingRing(CUcontext context);                          // mu_ held; null if none
+  Ring *ringFor(const Driver &driver, Context context);  // mu_ held
+  Ring *existingRing(Context context);                   // mu_ held; null if none
   // mu_ held, within allocate(): a slot in the graph arena for a launch being captured.
-  Alloc allocateGraphSlot(const CudaDriverApi &driver, size_t bytes, bool trace, uint64_t stream,
+  Alloc allocateGraphSlot(const Driver &driver, size_t bytes, bool trace, uint64_t stream,
                           uint64_t *devicePtr);
   // A launch captured into a graph: its slot in the arena and the context of its capture.
   struct Captured {
@@ -228,19 +225,19 @@ class IntraKernelBuffers {
     size_t offset = 0;
     size_t bytes = 0;
     bool trace = false;
-    StringId symbol;  // the kernel's name as CUPTI gave it (its text goes with its module)
+    StringId symbol;  // the kernel's name as the vendor gave it (its text goes with its module)
     CaptureContext context;
   };
   // One replay of a run of captured slots that follow one another in the arena: copied out
   // (fileReplay) and cleared, draining the ring first if it is full.
-  void replayRun(const std::shared_ptr<const Captured> *run, size_t count, CUstream stream,
+  void replayRun(const std::shared_ptr<const Captured> *run, size_t count, Stream stream,
                  const LaunchEntry *entries, size_t n);
   // mu_ held, the ring's context current: the run's `bytes`, copied into fresh ring slots
   // filed under the replay's entries (kFiled), unless no session records it, the ring is
   // full or the copy failed.
   enum class Replay { kFiled, kNobody, kFull, kFailed };
   Replay fileReplay(const std::shared_ptr<const Captured> *run, size_t count, size_t bytes,
-                    CUstream stream, const LaunchEntry *entries, size_t n);
+                    Stream stream, const LaunchEntry *entries, size_t n);
   // mu_ held: where `bytes` fit in the ring from `used` on, around the kept slots (kNoRoom:
   // they do not), and that place taken.
   static constexpr size_t kNoRoom = ~size_t{0};
@@ -254,23 +251,23 @@ class IntraKernelBuffers {
   // with their correlations' new indices in `kept`), the rest cleared on the GPU.
   std::vector<SlotRecord> takeInFlight(Ring &ring, size_t index,
                                        std::vector<std::pair<uint64_t, size_t>> &kept);
-  void clearDrained(const CudaDriverApi &driver, Ring &ring);
+  void clearDrained(const Driver &driver, Ring &ring);
   // mu_ held, ring r's context current: waits for its launches, then files and clears its slots
   // but those in flight (their correlations' new places added to `keptCorrelations`); false:
   // its launches could not be waited for, nothing done.
-  bool drainRing(const CudaDriverApi &driver, size_t r,
+  bool drainRing(const Driver &driver, size_t r,
                  std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> &keptCorrelations);
   // mu_ held: a launch, or a replay's copy, into `ring` on `stream` (the launch path: no
   // allocation).
   void noteStream(Ring &ring, uint64_t stream);
   // mu_ held, within onStreamRetiring: `stream`, if the ring waits for it, marked.
-  void markStream(Ring &ring, CUstream stream, CUcontext current);
+  void markStream(Ring &ring, Stream stream, Context current);
   // mu_ held, ring's context current: every launch that wrote into the ring has finished
   // (false: not known, the context could not be synchronised; the next wait is the context's).
-  bool waitForLaunches(const CudaDriverApi &driver, Ring &ring);
+  bool waitForLaunches(const Driver &driver, Ring &ring);
   bool traceStartsKnownLocked() const;  // mu_ held
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
-  CUcontext launchContext(const CudaDriverApi &driver, uint64_t stream);
+  Context launchContext(const Driver &driver, uint64_t stream);
   // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.
   static instrumentation::IntraLaunch launchOf(const Ring &ring, const SlotRecord &slot,
                                                instrumentation::IntraTarget *targets);
@@ -282,28 +279,27 @@ class IntraKernelBuffers {
   void postTreeJob(const Ring &ring, const SlotRecord *const *slots, std::vector<uint8_t> reduced);
   // mu_ held, ring's context current: file every tree slot of the ring (those it cannot
   // read back are counted as unrecorded launches).
-  void drainTree(const CudaDriverApi &driver, Ring &ring);
+  void drainTree(const Driver &driver, Ring &ring);
 
   // mu_ held, ring's context current: read back every trace slot the trace can still keep,
   // count its slices (the cap) and post it to the filing thread (this and the three below:
   // intra_kernel_trace_drain.cc).
-  void drainTrace(const CudaDriverApi &driver, const Ring &ring);
+  void drainTrace(const Driver &driver, const Ring &ring);
   // mu_ held: a slot read back, or null (past the cap, or not read back: counted).
-  std::shared_ptr<TraceJob> readTraceSlot(const CudaDriverApi &driver, const Ring &ring,
+  std::shared_ptr<TraceJob> readTraceSlot(const Driver &driver, const Ring &ring,
                                           const SlotRecord &slot);
   // mu_ held: copies a trace slot's units back into job (their headers, then the event places
   // written); false if a copy failed.
-  bool readWritten(const CudaDriverApi &driver, CUstream stream, CUdeviceptr slot, size_t bytes,
+  bool readWritten(const Driver &driver, Stream stream, DevicePtr slot, size_t bytes,
                    TraceJob &job);
   // `bytes` at `from` copied into `to` on `stream` (a drain's own), and waited for.
-  static bool readBack(const CudaDriverApi &driver, CUstream stream, void *to, CUdeviceptr from,
-                       size_t bytes);
+  static bool readBack(const Driver &driver, Stream stream, void *to, DevicePtr from, size_t bytes);
   // mu_ held: the slices read back reach the decoder's cap (set under mu_ and decoderMu_, so
   // mu_ alone reads it).
   bool traceCapReached() const { return reservedSlices_ >= decoder_.maxTraceEvents(); }
   // Each job's slices, counted in parts on up to kCountThreads threads.
   void countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) const;
-  bool loadReduce(const CudaDriverApi &driver, Ring &ring);
+  bool loadReduce(const Driver &driver, Ring &ring);
   // Once per kernel: its launches' buffers do not fit the ring.
   void warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes, bool trace);
 
@@ -313,14 +309,14 @@ class IntraKernelBuffers {
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;
   std::vector<Ring> rings_;
   // Streams made for rings that could not be set up, kept for their context's next try.
-  std::vector<std::pair<CUcontext, CUstream>> spareStreams_;
-  CUcontext primary_ = nullptr;         // device 0's primary context, retained once when needed
+  std::vector<std::pair<Context, Stream>> spareStreams_;
+  Context primary_ = nullptr;           // device 0's primary context, retained once when needed
   bool allocationFailureSaid_ = false;  // a ring that could not be allocated, said once
   std::mutex warnedMu_;                 // not mu_: bindLaunch may run under it (a drain's launch)
   std::unordered_set<std::string> tooLargeWarned_;
   std::unordered_map<uint64_t, std::pair<size_t, size_t>> byCorrelation_;  // ring, slot
   uint64_t tickets_ = 0;  // of slots handed out to eager launches
-  const CudaDriverApi *driver_ = nullptr;
+  const Driver *driver_ = nullptr;
   ContextSync contextSync_ = nullptr;
   GraphTies<Captured> captured_;
   std::atomic<bool> anyCaptured_{false};
@@ -339,5 +335,4 @@ class IntraKernelBuffers {
   BackgroundWorker filer_{size_t{512} << 20};  // last: its jobs use the members above
 };
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

@@ -1,49 +1,49 @@
-// NativeScopes through a driver with no GPU (intra_kernel_fake_driver.h): a module's first
+// NativeScopes through a driver with no GPU (fake_driver.h): a module's first
 // launch points its global at the context's control block, and kernels "run" by appending
 // events there as proton/instrument.cuh does; drains read them back and file them by launch.
-#include "backends/cupti/native_scopes.h"
+#include "backends/gpu/native_scopes.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
+namespace proton::gpu {
 namespace {
 
 using instrumentation::NativeEvent;
 
 constexpr size_t kEventBytes = NativeScopes::kEventsPerContext * sizeof(NativeEvent);
 // Past the context's buffers (its first allocations): the module's global and a scope name.
-constexpr CUdeviceptr kGlobal = 0x100000 + kEventBytes + 0x1000;
-constexpr CUdeviceptr kName = kGlobal + 0x100;
-const auto kModule = reinterpret_cast<CUmodule>(0x4d0d);
-const auto kFunction = reinterpret_cast<CUfunction>(0xf00);
-constexpr uint32_t kContextId = 1;  // CUPTI's id of fake::kOther
+constexpr DevicePtr kGlobal = 0x100000 + kEventBytes + 0x1000;
+constexpr DevicePtr kName = kGlobal + 0x100;
+const auto kModule = reinterpret_cast<Module>(0x4d0d);
+const auto kFunction = reinterpret_cast<Function>(0xf00);
+constexpr uint32_t kContextId = 1;  // the vendor's id of fake::kOther
 
-CUresult moduleOf(CUmodule *module, CUfunction) {
+DriverResult moduleOf(Module *module, Function) {
   *module = kModule;
-  return CUDA_SUCCESS;
+  return kSuccess;
 }
-CUresult global(CUdeviceptr *address, size_t *bytes, CUmodule module, const char *name) {
+DriverResult global(DevicePtr *address, size_t *bytes, Module module, const char *name) {
   if (module != kModule || std::strcmp(name, "proton_instrument_control") != 0)
-    return CUDA_ERROR_NOT_FOUND;
+    return fake::kNotFound;
   *address = kGlobal;
-  *bytes = sizeof(CUdeviceptr);
-  return CUDA_SUCCESS;
+  *bytes = sizeof(DevicePtr);
+  return kSuccess;
 }
 
 template <typename T>
-T &at(CUdeviceptr address) {
+T &at(DevicePtr address) {
   return *reinterpret_cast<T *>(fake::ringMemory.data() + (address - 0x100000));
 }
 
 // proton::device::Control, where the module's global points.
 struct Control {
-  CUdeviceptr events;
+  DevicePtr events;
   uint64_t capacity;
   uint64_t head;
 };
@@ -59,26 +59,17 @@ struct Native {
     scopes.start(&driver);
   }
   ~Native() { scopes.stop(); }
-  // The launch callback of grid `grid`'s launch (correlation = grid), made with the driver
-  // call `cbid` whose parameters are `Params`.
-  template <typename Params = cuLaunchKernel_params>
-  void launch(uint64_t grid, CUpti_CallbackId cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
-    Params params{};
-    params.f = kFunction;
-    CUpti_CallbackData cb{};
-    cb.functionParams = &params;
-    cb.context = fake::kOther;
-    cb.contextUid = kContextId;
-    cb.symbolName = "scaled";
-    scopes.onLaunch(cbid, &cb, grid, &entry, 1);
+  // The launch callback of grid `grid`'s launch (correlation = grid).
+  void launch(uint64_t grid) {
+    scopes.onLaunch(kFunction, fake::kOther, kContextId, "scaled", grid, &entry, 1);
   }
   // A warp's claim of the next event: written later (write), as a kernel may still do when a
   // drain reads.
-  uint64_t claim() { return at<Control>(at<CUdeviceptr>(kGlobal)).head++; }
+  uint64_t claim() { return at<Control>(at<DevicePtr>(kGlobal)).head++; }
   // What a warp of grid `grid` writes into event i on entering (or leaving) its scope.
   void write(uint64_t i, uint64_t grid, bool exit, uint64_t clock) {
     NativeEvent e{grid, kName, clock, 1000 + clock, 0, exit ? 1u : 0u, 0};
-    at<NativeEvent>(at<Control>(at<CUdeviceptr>(kGlobal)).events + i * sizeof(NativeEvent)) = e;
+    at<NativeEvent>(at<Control>(at<DevicePtr>(kGlobal)).events + i * sizeof(NativeEvent)) = e;
   }
   void append(uint64_t grid, bool exit, uint64_t clock) { write(claim(), grid, exit, clock); }
   // Grid `grid`'s kernel record; with no end where a flush forced it out while it ran.
@@ -96,11 +87,11 @@ struct Native {
       const std::function<void()> &duringIt = [] {}, bool synced = true) {
     scopes.beforeSync();
     duringIt();
-    std::vector<CUcontext> contexts;
+    std::vector<Context> contexts;
     if (synced) contexts.push_back(fake::kOther);
     scopes.drain(contexts);
   }
-  Control &control() { return at<Control>(at<CUdeviceptr>(kGlobal)); }
+  Control &control() { return at<Control>(at<DevicePtr>(kGlobal)); }
   // A launch of grid `grid` whose warp enters its scope at `from` and leaves at `to`, finished.
   void ran(uint64_t grid, uint64_t from, uint64_t to) {
     launch(grid);
@@ -116,7 +107,7 @@ struct Native {
   }
   double bodyCount() { return bodyMetric("count"); }
 
-  CudaDriverApi driver;
+  Driver driver;
   NativeScopes scopes;
   Session session{SessionId{90}, instrumentation()};
   LaunchEntry entry{&session, kRootNode, PhaseId{0}, false};
@@ -130,13 +121,12 @@ struct Native {
 TEST(NativeScopes, AModulesFirstLaunchSetsItUpOffTheLegacyStreamInRelaxedMode) {
   Native n;
   n.launch(11);
-  EXPECT_NE(at<CUdeviceptr>(kGlobal), 0u);
-  EXPECT_EQ(at<Control>(at<CUdeviceptr>(kGlobal)).capacity, NativeScopes::kEventsPerContext);
+  EXPECT_NE(at<DevicePtr>(kGlobal), 0u);
+  EXPECT_EQ(at<Control>(at<DevicePtr>(kGlobal)).capacity, NativeScopes::kEventsPerContext);
   EXPECT_EQ(fake::legacyCopies, 0u);
   EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
   EXPECT_EQ(fake::ownStreams, 1u);
-  for (CUstreamCaptureMode mode : fake::modesAtSync)
-    EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_RELAXED);
+  for (CaptureMode mode : fake::modesAtSync) EXPECT_EQ(mode, CaptureMode::kRelaxed);
   n.append(11, false, 100);
   n.append(11, true, 130);
   n.finished(11);
@@ -177,9 +167,7 @@ TEST(NativeScopes, AGraphLaunchedDuringAFlushKeepsTheBufferForTheNextDrain) {
   Native n;
   n.ran(11, 100, 130);
   n.flush([&] {
-    CUpti_CallbackData cb{};
-    cb.context = fake::kOther;
-    n.scopes.onLaunch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &cb, 77, &n.entry, 1);
+    n.scopes.onGraphLaunch();
     n.append(12, false, 200);  // the replay's kernel, grid 12: its record has not come
   });
   EXPECT_EQ(n.bodyCount(), 1.0);
@@ -197,20 +185,6 @@ TEST(NativeScopes, AGraphLaunchedDuringAFlushKeepsTheBufferForTheNextDrain) {
   n.flush();
   EXPECT_EQ(n.control().head, 0u);
   EXPECT_EQ(n.bodyCount(), 2.0);
-  EXPECT_EQ(n.unattributed(), 0u);
-}
-
-// A cooperative launch (cuLaunchCooperativeKernel) is a launch of the module like any other.
-TEST(NativeScopes, ACooperativeLaunchIsMatchedLikeAnyOther) {
-  Native n;
-  n.launch<cuLaunchCooperativeKernel_params>(21, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel);
-  ASSERT_NE(at<CUdeviceptr>(kGlobal), 0u);  // its first launch set the module up
-  n.append(21, false, 100);
-  n.append(21, true, 140);
-  n.finished(21);
-  n.flush();
-  EXPECT_EQ(n.bodyCount(), 1.0);
-  EXPECT_EQ(n.bodyMetric("cycles"), 40.0);
   EXPECT_EQ(n.unattributed(), 0u);
 }
 
@@ -261,7 +235,7 @@ TEST(NativeScopes, AnEventClaimedButNotWrittenWhenADrainReadsIsReadAgainWhole) {
   EXPECT_EQ(n.bodyCount(), 2.0);
   EXPECT_EQ(n.bodyMetric("cycles"), 30.0 + 60.0);  // the first launch's exit not filed twice
   EXPECT_EQ(n.unattributed(), 0u);
-  EXPECT_EQ(at<Control>(at<CUdeviceptr>(kGlobal)).head, 0u);
+  EXPECT_EQ(at<Control>(at<DevicePtr>(kGlobal)).head, 0u);
 }
 
 // A flush that could not synchronise the context (a capture was under way there) forces out
@@ -362,10 +336,10 @@ TEST(NativeScopes, AModuleUnloadedBeforeADrainKeepsItsNamesAndItsSuccessorIsSetU
   n.scopes.onModuleUnloading(kModule);
   // Another module at the same handle and addresses: its own name there, its global null.
   std::strcpy(reinterpret_cast<char *>(&at<char>(kName)), "tail");
-  const CUdeviceptr control = at<CUdeviceptr>(kGlobal);
-  at<CUdeviceptr>(kGlobal) = 0;
+  const DevicePtr control = at<DevicePtr>(kGlobal);
+  at<DevicePtr>(kGlobal) = 0;
   n.launch(42);
-  EXPECT_EQ(at<CUdeviceptr>(kGlobal), control);
+  EXPECT_EQ(at<DevicePtr>(kGlobal), control);
   n.append(42, false, 200);
   n.append(42, true, 260);
   n.finished(42);
@@ -379,9 +353,9 @@ TEST(NativeScopes, AModuleUnloadedBeforeADrainKeepsItsNamesAndItsSuccessorIsSetU
   EXPECT_EQ(metric(n.session, tail, "cycles"), 60.0);
   // A module Proton never set up unloads without a read.
   const size_t copies = fake::copiedBytes.size();
-  n.scopes.onModuleUnloading(reinterpret_cast<CUmodule>(0x4e0e));
+  n.scopes.onModuleUnloading(reinterpret_cast<Module>(0x4e0e));
   EXPECT_EQ(fake::copiedBytes.size(), copies);
 }
 
 }  // namespace
-}  // namespace proton::cupti
+}  // namespace proton::gpu

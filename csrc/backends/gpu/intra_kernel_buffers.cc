@@ -1,4 +1,4 @@
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,16 +7,14 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/cupti_graphs.h"
-#include "backends/cupti/cupti_loader.h"
+#include "backends/gpu/gpu_driver.h"
 #include "backends/kernel_attributor.h"
 #include "core/clock.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 constexpr size_t kAlign = 256;
@@ -32,8 +30,8 @@ struct Pending {
   size_t offset = 0;
   size_t bytes = 0;
   bool trace = false;
-  CUgraph captureGraph = nullptr;  // a slot in the graph arena: the launch is captured into it
-  size_t tooLarge = 0;             // not valid: the launch's buffer would exceed the ring (bytes)
+  Graph captureGraph = nullptr;  // a slot in the graph arena: the launch is captured into it
+  size_t tooLarge = 0;           // not valid: the launch's buffer would exceed the ring (bytes)
   size_t ringBytes = 0;
   uint64_t ticket = 0;  // an eager slot's, in its ring's inFlight
 };
@@ -59,9 +57,9 @@ Counter &stat(const char *name) { return Stats::global().counter(name); }
 
 // Zeroes new device memory on the ring's own stream, created non-blocking: the legacy stream
 // would wait for every blocking stream, and break a capture under way on one.
-bool zeroed(const CudaDriverApi &driver, CUstream stream, CUdeviceptr at, size_t bytes) {
-  return driver.memsetD8Async(at, 0, bytes, stream) == CUDA_SUCCESS &&
-         driver.streamSynchronize(stream) == CUDA_SUCCESS;
+bool zeroed(const Driver &driver, Stream stream, DevicePtr at, size_t bytes) {
+  return driver.memsetD8Async(at, 0, bytes, stream) == kSuccess &&
+         driver.streamSynchronize(stream) == kSuccess;
 }
 
 }  // namespace
@@ -130,38 +128,36 @@ void IntraKernelBuffers::setLimits(uint64_t ringBytes, uint64_t maxTraceEvents,
   }
 }
 
-CUcontext IntraKernelBuffers::launchContext(const CudaDriverApi &driver, uint64_t stream) {
-  // CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) are handles, not streams: they run in
+Context IntraKernelBuffers::launchContext(const Driver &driver, uint64_t stream) {
+  // kLegacyStream (1) and kPerThreadStream (2) are handles, not streams: they run in
   // whatever context is current at the launch.
-  CUcontext context = nullptr;
-  if (stream > 2 &&
-      driver.streamGetCtx(reinterpret_cast<CUstream>(stream), &context) == CUDA_SUCCESS && context)
+  Context context = nullptr;
+  if (stream > 2 && driver.streamGetCtx(reinterpret_cast<Stream>(stream), &context) == kSuccess &&
+      context)
     return context;
   if (!primary_) {
-    CUdevice device = 0;
-    if (driver.deviceGet(&device, 0) != CUDA_SUCCESS ||
-        driver.devicePrimaryCtxRetain(&primary_, device) != CUDA_SUCCESS)
+    Device device = 0;
+    if (driver.deviceGet(&device, 0) != kSuccess ||
+        driver.devicePrimaryCtxRetain(&primary_, device) != kSuccess)
       primary_ = nullptr;
   }
   return primary_;
 }
 
-IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &driver,
-                                                      CUcontext context) {
+IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const Driver &driver, Context context) {
   if (Ring *known = existingRing(context)) return known;
   Ring ring;
   ring.context = context;
   ring.capacity = ringBytes_;
-  CUdevice device = 0;
-  if (driver.ctxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
+  Device device = 0;
+  if (driver.ctxGetDevice(&device) != kSuccess) return nullptr;
   ring.device = static_cast<int>(device);
   int khz = 0;
-  if (driver.deviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device) == CUDA_SUCCESS)
-    ring.cyclesPerNs = khz / 1e6;
+  if (driver.deviceClockRateKhz(&khz, device) == kSuccess) ring.cyclesPerNs = khz / 1e6;
   // The process's first instrumented launch on this GPU may be one being captured into a CUDA
   // graph: nothing here may touch a stream that captures, or make the capture illegal.
   RelaxedCaptureMode relaxed(driver);
-  if (driver.memAlloc(&ring.base, ring.capacity) != CUDA_SUCCESS) {
+  if (driver.memAlloc(&ring.base, ring.capacity) != kSuccess) {
     if (std::exchange(allocationFailureSaid_, true)) return nullptr;  // said once; retried
     std::fprintf(stderr,
                  "[PROTON] could not allocate %zu MB of GPU memory for intra-kernel buffers; "
@@ -178,7 +174,7 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   if (kept != spareStreams_.end()) {
     ring.ownStream = kept->second;
     spareStreams_.erase(kept);
-  } else if (driver.streamCreate(&ring.ownStream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+  } else if (driver.streamCreate(&ring.ownStream, kStreamNonBlocking) != kSuccess) {
     driver.memFree(ring.base);  // not kept: the next launch tries again
     return nullptr;
   }
@@ -192,7 +188,7 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   // The graph arena is allocated with the ring. Without one, launches being captured run
   // unrecorded (counted).
   size_t arena = ring.capacity / kGraphArenaDivisor;
-  if (driver.memAlloc(&ring.graphBase, arena) == CUDA_SUCCESS) {
+  if (driver.memAlloc(&ring.graphBase, arena) == kSuccess) {
     if (zeroed(driver, ring.ownStream, ring.graphBase, arena))
       ring.graphCapacity = arena;
     else
@@ -204,19 +200,18 @@ IntraKernelBuffers::Ring *IntraKernelBuffers::ringFor(const CudaDriverApi &drive
   return &rings_.back();
 }
 
-IntraKernelBuffers::Ring *IntraKernelBuffers::existingRing(CUcontext context) {
+IntraKernelBuffers::Ring *IntraKernelBuffers::existingRing(Context context) {
   for (Ring &r : rings_)
     if (r.context == context) return &r;
   return nullptr;
 }
 
-IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriverApi &driver,
-                                                                size_t bytes, bool trace,
-                                                                uint64_t stream,
+IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const Driver &driver, size_t bytes,
+                                                                bool trace, uint64_t stream,
                                                                 uint64_t *devicePtr) {
-  CUcontext current = nullptr;
-  if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
-  CUcontext context = current ? current : launchContext(driver, stream);
+  Context current = nullptr;
+  if (driver.ctxGetCurrent(&current) != kSuccess) current = nullptr;
+  Context context = current ? current : launchContext(driver, stream);
   // The GPU's first instrumented launch may be this one: a tree's ring and arena are allocated
   // now. A trace replay's slices are placed with the offset between kernel records and
   // %globaltimer that an eager launch showed; with no eager launch yet, none (counted below).
@@ -227,13 +222,11 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriver
   }
   size_t raw = trace ? bytes : bytes + instrumentation::kTreeHeaderBytes;
   size_t need = (raw + kAlign - 1) / kAlign * kAlign;
-  CUgraph graph = nullptr;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
+  Graph graph = nullptr;
+  CaptureStatus status = CaptureStatus::kNone;
   if (!ring || ring->graphUsed + need > ring->graphCapacity || !driver.streamGetCaptureInfo ||
-      driver.streamGetCaptureInfo(reinterpret_cast<CUstream>(stream), &status, &id, &graph, nullptr,
-                                  nullptr) != CUDA_SUCCESS ||
-      status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) {
+      driver.streamGetCaptureInfo(reinterpret_cast<Stream>(stream), &status, &graph) != kSuccess ||
+      status != CaptureStatus::kActive || !graph) {
     stat("instrumentation_graph_launches_unrecorded").add();
     return Alloc::kOff;
   }
@@ -245,7 +238,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocateGraphSlot(const CudaDriver
   return Alloc::kOk;
 }
 
-IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driver, size_t bytes,
+IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const Driver &driver, size_t bytes,
                                                        bool trace, uint64_t stream,
                                                        uint64_t *devicePtr) {
   *devicePtr = 0;
@@ -253,9 +246,9 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
   // An empty grid (Triton's launcher asks for grid x bytes per CTA, then skips the launch):
   // no slot. A slot of no bytes would protect nothing, yet hold its offset as in flight.
   if (bytes == 0) return Alloc::kOff;
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (driver.streamIsCapturing(reinterpret_cast<CUstream>(stream), &capture) == CUDA_SUCCESS &&
-      capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+  CaptureStatus capture = CaptureStatus::kNone;
+  if (driver.streamIsCapturing(reinterpret_cast<Stream>(stream), &capture) == kSuccess &&
+      capture != CaptureStatus::kNone) {
     std::lock_guard lock(mu_);
     if (users_ == 0) {
       stat("instrumentation_graph_launches_unrecorded").add();
@@ -263,8 +256,8 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     }
     return allocateGraphSlot(driver, bytes, trace, stream, devicePtr);
   }
-  CUcontext current = nullptr;
-  if (driver.ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+  Context current = nullptr;
+  if (driver.ctxGetCurrent(&current) != kSuccess) current = nullptr;
   std::lock_guard lock(mu_);
   if (users_ == 0) return Alloc::kOff;
   if (trace && traceCapReached()) {
@@ -273,7 +266,7 @@ IntraKernelBuffers::Alloc IntraKernelBuffers::allocate(const CudaDriverApi &driv
     stat("instrumentation_launches_past_trace_cap").add();
     return Alloc::kOff;
   }
-  CUcontext context = current ? current : launchContext(driver, stream);
+  Context context = current ? current : launchContext(driver, stream);
   Ring *ring = nullptr;
   if (context) {
     ContextScope scope(driver, context, context == current);
@@ -377,36 +370,35 @@ void IntraKernelBuffers::pinCaptured(Ring &ring, uint64_t ticket, uint64_t corre
 void IntraKernelBuffers::noteStream(Ring &ring, uint64_t stream) {
   if (std::find(ring.streams.begin(), ring.streams.end(), stream) != ring.streams.end()) return;
   // The per-thread default stream is another one on the draining thread.
-  if (reinterpret_cast<CUstream>(stream) == CU_STREAM_PER_THREAD ||
-      ring.streams.size() == kWaitStreams)
+  if (reinterpret_cast<Stream>(stream) == kPerThreadStream || ring.streams.size() == kWaitStreams)
     ring.waitContext = true;
   else
     ring.streams.push_back(stream);
   anyStreams_.store(true, std::memory_order_relaxed);
 }
 
-void IntraKernelBuffers::onStreamRetiring(CUstream stream, bool captureBegins) {
+void IntraKernelBuffers::onStreamRetiring(Stream stream, bool captureBegins) {
   if (isLegacyStream(stream) || !anyStreams_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);  // another thread may be capturing, in global mode
   // A capture on a blocking stream makes the legacy stream, which waits for it, unwaitable too.
-  unsigned int flags = CU_STREAM_NON_BLOCKING;
+  unsigned int flags = kStreamNonBlocking;
   bool legacyToo = captureBegins && driver_->streamGetFlags &&
-                   driver_->streamGetFlags(stream, &flags) == CUDA_SUCCESS &&
-                   !(flags & CU_STREAM_NON_BLOCKING);
-  CUcontext current = nullptr;
-  if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+                   driver_->streamGetFlags(stream, &flags) == kSuccess &&
+                   !(flags & kStreamNonBlocking);
+  Context current = nullptr;
+  if (driver_->ctxGetCurrent(&current) != kSuccess) current = nullptr;
   for (Ring &ring : rings_) {
     markStream(ring, stream, current);
     if (legacyToo) {
       markStream(ring, nullptr, current);
-      markStream(ring, CU_STREAM_LEGACY, current);
+      markStream(ring, kLegacyStream, current);
     }
   }
 }
 
-void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext current) {
+void IntraKernelBuffers::markStream(Ring &ring, Stream stream, Context current) {
   auto it = std::find(ring.streams.begin(), ring.streams.end(), reinterpret_cast<uint64_t>(stream));
   if (it == ring.streams.end()) return;
   ring.streams.erase(it);
@@ -418,14 +410,14 @@ void IntraKernelBuffers::markStream(Ring &ring, CUstream stream, CUcontext curre
   }
   // Recorded before the call: it follows the ring's launches on the stream.
   ContextScope scope(*driver_, ring.context, current == ring.context);
-  CUevent mark = nullptr;
+  Event mark = nullptr;
   if (!ring.spareMarks.empty()) {
     mark = ring.spareMarks.back();
     ring.spareMarks.pop_back();
-  } else if (!scope.ok() || driver_->eventCreate(&mark, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+  } else if (!scope.ok() || driver_->eventCreate(&mark, kEventDisableTiming) != kSuccess) {
     mark = nullptr;
   }
-  if (mark && driver_->eventRecord(mark, stream) == CUDA_SUCCESS) {
+  if (mark && driver_->eventRecord(mark, stream) == kSuccess) {
     ring.marks.push_back(mark);
   } else {
     if (mark) ring.spareMarks.push_back(mark);
@@ -479,7 +471,7 @@ void IntraKernelBuffers::warnTooLarge(const char *symbol, size_t bytes, size_t r
       trace ? "; a smaller buffer_size or data='tree' records them" : "");
 }
 
-void IntraKernelBuffers::setDriver(const CudaDriverApi *driver) {
+void IntraKernelBuffers::setDriver(const Driver *driver) {
   std::lock_guard lock(mu_);
   driver_ = driver;
 }
@@ -509,37 +501,37 @@ void IntraKernelBuffers::bindCaptured(CaptureContext context, const char *symbol
   anyCaptured_.store(true, std::memory_order_relaxed);
 }
 
-void IntraKernelBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
+void IntraKernelBuffers::onGraphCloned(Graph clone, Graph original) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.cloned(clone, original);
 }
 
-void IntraKernelBuffers::onGraphDestroyed(CUgraph graph) {
+void IntraKernelBuffers::onGraphDestroyed(Graph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.destroyed(graph);
 }
 
-void IntraKernelBuffers::onGraphExecCreated(CUgraphExec exec, CUgraph graph) {
+void IntraKernelBuffers::onGraphExecCreated(GraphExec exec, Graph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execCreated(exec, graph);
 }
 
-void IntraKernelBuffers::onGraphExecDestroyed(CUgraphExec exec) {
+void IntraKernelBuffers::onGraphExecDestroyed(GraphExec exec) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execDestroyed(exec);
 }
 
-void IntraKernelBuffers::onGraphExecUpdated(CUgraphExec exec, CUgraph graph) {
+void IntraKernelBuffers::onGraphExecUpdated(GraphExec exec, Graph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execUpdated(exec, graph);
 }
 
-uint64_t IntraKernelBuffers::replayKey(CUgraphExec exec) const {
+uint64_t IntraKernelBuffers::replayKey(GraphExec exec) const {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return 0;
   std::lock_guard lock(mu_);
   const GraphTies<Captured>::List *ofExec = captured_.ofExec(exec);
@@ -547,8 +539,8 @@ uint64_t IntraKernelBuffers::replayKey(CUgraphExec exec) const {
   return rings_[ofExec->front()->ring].graphBase + ofExec->front()->offset;
 }
 
-void IntraKernelBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
-                                         const LaunchEntry *entries, size_t n) {
+void IntraKernelBuffers::onGraphLaunched(GraphExec exec, Stream stream, const LaunchEntry *entries,
+                                         size_t n) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   GraphTies<Captured>::List captured;  // a copy: a full ring is drained without the lock
   {
@@ -570,14 +562,14 @@ void IntraKernelBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
 }
 
 void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, size_t count,
-                                   CUstream stream, const LaunchEntry *entries, size_t n) {
+                                   Stream stream, const LaunchEntry *entries, size_t n) {
   const size_t bytes = run[count - 1]->offset + run[count - 1]->bytes - run[0]->offset;
   for (int attempt = 0;; ++attempt) {
     std::unique_lock lock(mu_);
     if (run[0]->ring >= rings_.size()) return;
     const Ring &ring = rings_[run[0]->ring];
-    CUcontext current = nullptr;
-    if (driver_->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+    Context current = nullptr;
+    if (driver_->ctxGetCurrent(&current) != kSuccess) current = nullptr;
     ContextScope scope(*driver_, ring.context, current == ring.context);
     if (!scope.ok()) return;
     Replay r = users_ > 0 ? fileReplay(run, count, bytes, stream, entries, n) : Replay::kNobody;
@@ -601,7 +593,7 @@ void IntraKernelBuffers::replayRun(const std::shared_ptr<const Captured> *run, s
 }
 
 IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
-    const std::shared_ptr<const Captured> *run, size_t count, size_t bytes, CUstream stream,
+    const std::shared_ptr<const Captured> *run, size_t count, size_t bytes, Stream stream,
     const LaunchEntry *entries, size_t n) {
   auto recorder = [&](const Captured &c, size_t i) {
     const Session &s = *entries[i].session;
@@ -619,7 +611,7 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
   size_t at = ring.slots.size() + count <= kMaxSlots ? fit(ring, bytes) : kNoRoom;
   if (at == kNoRoom) return Replay::kFull;
   if (driver_->memcpyDtoDAsync(ring.base + at, ring.graphBase + run[0]->offset, bytes, stream) !=
-      CUDA_SUCCESS)
+      kSuccess)
     return Replay::kFailed;
   noteStream(ring, reinterpret_cast<uint64_t>(stream));
   if (capturedAt_ == StringId{}) capturedAt_ = StringTable::global().intern("<captured_at>");
@@ -686,5 +678,4 @@ size_t kernelTargets(const LaunchEntry *entries, size_t n, StringId symbol, Stri
   return count;
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

@@ -1,34 +1,34 @@
-// DeviceMetricBuffers' drains through a driver with no GPU (intra_kernel_fake_driver.h): which
+// DeviceMetricBuffers' drains through a driver with no GPU (fake_driver.h): which
 // values a drain reads back, and that it does so without touching anything a CUDA graph
 // capture depends on.
-#include "backends/cupti/device_metric_buffers.h"
+#include "backends/gpu/device_metric_buffers.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
+namespace proton::gpu {
 namespace {
 
 // The program's tensors, in the fake's device memory past the rings (its first allocations).
-constexpr CUdeviceptr kTensors = 0x100000 + 2 * DeviceMetricBuffers::kRingBytes;
-const auto kStream = reinterpret_cast<CUstream>(0x7777);
+constexpr DevicePtr kTensors = 0x100000 + 2 * DeviceMetricBuffers::kRingBytes;
+const auto kStream = reinterpret_cast<Stream>(0x7777);
 
-CUresult tensorContext(void *data, CUpointer_attribute, CUdeviceptr) {
-  *static_cast<CUcontext *>(data) = fake::kOther;
-  return CUDA_SUCCESS;
+DriverResult tensorContext(Context *context, DevicePtr) {
+  *context = fake::kOther;
+  return kSuccess;
 }
 
-CudaDriverApi tensorDriver() {
+Driver tensorDriver() {
   fake::reset(fake::kOther);
   fake::ringMemory.assign(2 * DeviceMetricBuffers::kRingBytes + 4096, 0);
   fake::copiedBytes.clear();
-  CudaDriverApi driver = fake::driver();
-  driver.pointerGetAttribute = tensorContext;
+  Driver driver = fake::driver();
+  driver.pointerGetContext = tensorContext;
   return driver;
 }
 
@@ -50,13 +50,13 @@ struct Buffers {
     buffers.bind(handle, MetricSpec::parse("tokens"), &target, 1);
   }
   // A flush that synchronised `synced` (the buffers' context, unless said otherwise).
-  void flush(const std::vector<CUcontext> &synced = {fake::kOther}) {
+  void flush(const std::vector<Context> &synced = {fake::kOther}) {
     buffers.beforeSync();
     buffers.drain(synced);
   }
   double tokens() { return metric(tree, node, "tokens"); }
 
-  CudaDriverApi driver;
+  Driver driver;
   DeviceMetricBuffers buffers;
   Session tree;
   NodeId node;
@@ -76,8 +76,8 @@ TEST(DeviceMetricBuffers, ADrainReadsBackOnItsOwnStreamInRelaxedCaptureMode) {
   EXPECT_EQ(fake::ownStreams, 1u);
   EXPECT_TRUE(fake::syncedStreams.empty());  // the program's streams are not waited for
   ASSERT_EQ(fake::modesAtSync.size(), 1u);   // its own stream is, once
-  EXPECT_EQ(fake::modesAtSync[0], CU_STREAM_CAPTURE_MODE_RELAXED);
-  EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // restored
+  EXPECT_EQ(fake::modesAtSync[0], CaptureMode::kRelaxed);
+  EXPECT_EQ(fake::captureMode, CaptureMode::kGlobal);  // restored
 }
 
 // A value given after the flush synchronised the contexts may not have landed yet: the drain
@@ -112,7 +112,7 @@ TEST(DeviceMetricBuffers, ValuesOfAContextTheFlushDidNotSynchroniseWaitForTheNex
   EXPECT_TRUE(b.buffers.contexts().empty());
   b.give(3, 0);
   b.give(4, 1);
-  EXPECT_EQ(b.buffers.contexts(), std::vector<CUcontext>{fake::kOther});
+  EXPECT_EQ(b.buffers.contexts(), std::vector<Context>{fake::kOther});
   b.flush({});
   EXPECT_EQ(b.tokens(), -1.0);
   EXPECT_EQ(b.buffers.pending(), 2u);
@@ -150,4 +150,4 @@ TEST(DeviceMetricBuffers, AContextBeingDestroyedHasItsValuesReadAndItsRingRetire
 }
 
 }  // namespace
-}  // namespace proton::cupti
+}  // namespace proton::gpu

@@ -1,14 +1,14 @@
-// DeviceMetricBuffers: the CUPTI backend's DeviceMetricSink (core/tensor_metric.h). Tensor
+// DeviceMetricBuffers: the GPU backends' DeviceMetricSink (core/tensor_metric.h). Tensor
 // metric values are copied on the device, on the stream that gave them, and read back at
 // flush; nothing waits for the GPU when a value is given.
 //
 //   buffers.setDriver(driver, flushFn);          // backend start
-//   Handle h = buffers.copy(tensor);             // scope entry: cuMemcpyDtoDAsync into a slot
+//   Handle h = buffers.copy(tensor);             // scope entry: memcpyDtoDAsync into a slot
 //   buffers.bind(h, spec, targets, n);           // where it is filed
 //   buffers.beforeSync();                        // backend flush, before it synchronises
 //   buffers.drain(synced);                       // ... and after: reads back what it covered
 //
-// Memory, per CUDA context (the one owning the tensor's memory):
+// Memory, per GPU context (the one owning the tensor's memory):
 //   eager ring    [ slot | slot | ... ]  8-byte aligned slots, one per value given; reset
 //                                         at each drain; a full ring flushes first
 //   capture arena [ slot | slot | ... ]  one slot per value given inside graph capture,
@@ -44,8 +44,6 @@
 // holding tensor metrics, at graph creation and destruction, and at drains.
 #pragma once
 
-#include <cuda.h>
-
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -53,14 +51,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/cupti/graph_ties.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/graph_ties.h"
 #include "backends/launch_table.h"
 #include "core/tensor_metric.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
-
-struct CudaDriverApi;
+namespace proton::gpu {
 
 class DeviceMetricBuffers final : public DeviceMetricSink {
  public:
@@ -71,8 +67,8 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
 
   // flush: the backend's flush (every launch finished, then drain()). ownCapture: the stream
   // the calling thread captures a graph on, or null (CaptureWatch::ownCapture).
-  void setDriver(const CudaDriverApi *driver, std::function<void()> flush,
-                 std::function<const void *()> ownCapture = nullptr);
+  void setDriver(const Driver *driver, std::function<void()> flush,
+                 std::function<Stream()> ownCapture = nullptr);
 
   bool capturing(const DeviceTensor &tensor) override;
   Handle copy(const DeviceTensor &tensor) override;
@@ -86,38 +82,38 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   size_t pending() const override { return pending_.load(std::memory_order_relaxed); }
 
   // Graph bookkeeping (resource callbacks).
-  void onGraphCloned(CUgraph clone, CUgraph original);
-  void onGraphExecCreated(CUgraphExec exec, CUgraph graph);
-  void onGraphExecDestroyed(CUgraphExec exec);
-  void onGraphExecUpdated(CUgraphExec exec, CUgraph graph);
-  void onGraphDestroyed(CUgraph graph);
+  void onGraphCloned(Graph clone, Graph original);
+  void onGraphExecCreated(GraphExec exec, Graph graph);
+  void onGraphExecDestroyed(GraphExec exec);
+  void onGraphExecUpdated(GraphExec exec, Graph graph);
+  void onGraphDestroyed(Graph graph);
   // The device address of the first capture slot an executable graph's replays copy out (0:
   // none), which ReplayOrder keys its replays by.
-  uint64_t replayKey(CUgraphExec exec) const;
+  uint64_t replayKey(GraphExec exec) const;
   // A graph launch returned successfully (launching thread, no Proton lock held).
-  void onGraphLaunched(CUgraphExec exec, CUstream stream, const LaunchEntry *entries, size_t n,
+  void onGraphLaunched(GraphExec exec, Stream stream, const LaunchEntry *entries, size_t n,
                        uint64_t launchNs, uint64_t threadId);
 
   // The values given so far are those the next drain reads: the flush synchronises next.
   void beforeSync();
   // The contexts holding rings: a flush synchronises them.
-  std::vector<CUcontext> contexts() const;
+  std::vector<Context> contexts() const;
   // Reads back, files and frees the values given before beforeSync in the `synced` contexts;
   // a ring starts over once none is left on it.
-  void drain(const std::vector<CUcontext> &synced);
+  void drain(const std::vector<Context> &synced);
   // A context is about to be destroyed (its resource callback): its values are read back and
   // filed, and its ring retired (a context made later, even with the same handle, gets one of
   // its own).
-  void onContextDestroying(CUcontext context);
+  void onContextDestroying(Context context);
 
  private:
   struct Ring {
-    CUcontext context = nullptr;
-    CUdeviceptr base = 0;
-    CUstream stream = nullptr;  // Proton's own, non-blocking: read-backs
+    Context context = nullptr;
+    DevicePtr base = 0;
+    Stream stream = nullptr;  // Proton's own, non-blocking: read-backs
     size_t used = 0;
-    size_t settled = 0;              // the part given before the flush's synchronisation
-    std::vector<CUdeviceptr> arena;  // capture chunks, never freed
+    size_t settled = 0;            // the part given before the flush's synchronisation
+    std::vector<DevicePtr> arena;  // capture chunks, never freed
     size_t arenaUsed = kArenaChunkBytes;
   };
   struct Record {
@@ -135,17 +131,16 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
     CaptureContext context;
     StringId sliceName;
     size_t ring = 0;
-    CUdeviceptr slot = 0;
+    DevicePtr slot = 0;
     MetricList scalars;  // non-empty: scalar metrics, added on the host at each replay
   };
 
-  Ring *ringFor(CUcontext context, size_t *index);  // mu_ held; allocates on first use
-  bool allocate(CUcontext context, CUdeviceptr *out, size_t bytes, CUstream *stream = nullptr);
+  Ring *ringFor(Context context, size_t *index);  // mu_ held; allocates on first use
+  bool allocate(Context context, DevicePtr *out, size_t bytes, Stream *stream = nullptr);
   // mu_ held, relaxed capture mode: the values of ring i below `upTo` read back and filed (or
   // kept on the host until bound); false: some are left (given past upTo).
   bool readRing(size_t i, size_t upTo);
-  bool enqueueCopy(CUcontext context, CUdeviceptr dst, CUdeviceptr src, size_t bytes,
-                   CUstream stream);
+  bool enqueueCopy(Context context, DevicePtr dst, DevicePtr src, size_t bytes, Stream stream);
   // mu_ held: a slot of the ring, or false when full.
   bool takeSlot(Ring &ring, size_t bytes, size_t *offset);
   void file(const Record &record, const uint8_t *bytes);  // mu_ held
@@ -155,11 +150,11 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   void fileScalars(const Captured &c, const LaunchEntry *entries, size_t n, uint64_t launchNs,
                    uint64_t threadId);
   // mu_ held: the graph the stream captures into, or null (counted as dropped).
-  CUgraph capturingGraph(CUstream stream);
+  Graph capturingGraph(Stream stream);
 
-  const CudaDriverApi *driver_ = nullptr;
+  const Driver *driver_ = nullptr;
   std::function<void()> flush_;
-  std::function<const void *()> ownCapture_;
+  std::function<Stream()> ownCapture_;
   mutable std::mutex mu_;
   std::vector<Ring> rings_;
   std::unordered_map<Handle, Record> records_;
@@ -170,5 +165,4 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   StringId capturedAt_;
 };
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

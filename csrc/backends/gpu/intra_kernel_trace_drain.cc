@@ -9,15 +9,14 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/clock.h"
 #include "core/populated_pages.h"
 #include "core/session.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 
 // One trace slot read back, to be decoded on the filing thread.
 struct TraceJob {
@@ -45,7 +44,7 @@ constexpr size_t kCountPartBytes = size_t{1} << 20;
 constexpr size_t kCountThreads = 8;
 }  // namespace
 
-void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &ring) {
+void IntraKernelBuffers::drainTrace(const Driver &driver, const Ring &ring) {
   // Only the slots the trace can still keep are read back: a ring of launches recorded before
   // the trace reached its cap, copied whole, was hundreds of MB read back for nothing. A
   // slot's slices are counted here, where the cap is decided, a batch of slots at a time on
@@ -92,8 +91,7 @@ void IntraKernelBuffers::drainTrace(const CudaDriverApi &driver, const Ring &rin
   }
 }
 
-std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi &driver,
-                                                            const Ring &ring,
+std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const Driver &driver, const Ring &ring,
                                                             const SlotRecord &slot) {
   try {  // no memory for the copy: the launch is not recorded
     auto job = std::make_shared<TraceJob>();
@@ -112,7 +110,7 @@ std::shared_ptr<TraceJob> IntraKernelBuffers::readTraceSlot(const CudaDriverApi 
   return nullptr;
 }
 
-bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUstream stream, CUdeviceptr slot,
+bool IntraKernelBuffers::readWritten(const Driver &driver, Stream stream, DevicePtr slot,
                                      size_t bytes, TraceJob &job) {
   // A unit's buffer holds buffer_size events; most units write far fewer (a vector add's
   // warps two of 256). Its header first, then as many event places as any unit wrote.
@@ -121,17 +119,8 @@ bool IntraKernelBuffers::readWritten(const CudaDriverApi &driver, CUstream strea
   if (units == 0) return false;
   auto copyUnits = [&](void *to, uint32_t width) {
     if (width == unitBytes) return readBack(driver, stream, to, slot, units * unitBytes);
-    CUDA_MEMCPY2D copy{};
-    copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    copy.srcDevice = slot;
-    copy.srcPitch = unitBytes;
-    copy.dstMemoryType = CU_MEMORYTYPE_HOST;
-    copy.dstHost = to;
-    copy.dstPitch = width;
-    copy.WidthInBytes = width;
-    copy.Height = units;
-    return driver.memcpy2DAsync(&copy, stream) == CUDA_SUCCESS &&
-           driver.streamSynchronize(stream) == CUDA_SUCCESS;
+    return driver.memcpy2DDtoHAsync(to, width, slot, unitBytes, width, units, stream) == kSuccess &&
+           driver.streamSynchronize(stream) == kSuccess;
   };
   headers_.resize(units * header);
   if (!copyUnits(headers_.data(), header)) return false;
@@ -181,5 +170,4 @@ void IntraKernelBuffers::countSlices(std::shared_ptr<TraceJob> *jobs, size_t n) 
   for (std::thread &helper : helpers) helper.join();
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

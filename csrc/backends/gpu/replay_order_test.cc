@@ -1,20 +1,20 @@
-// ReplayOrder through a driver with no GPU (intra_kernel_fake_driver.h): which stream waits for
+// ReplayOrder through a driver with no GPU (fake_driver.h): which stream waits for
 // which replay's event, and the host wait between two threads launching the same slots.
-#include "backends/cupti/replay_order.h"
+#include "backends/gpu/replay_order.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
+namespace proton::gpu {
 namespace {
 
-const auto kStreamA = reinterpret_cast<CUstream>(0x7777);
-const auto kStreamB = reinterpret_cast<CUstream>(0x8888);
+const auto kStreamA = reinterpret_cast<Stream>(0x7777);
+const auto kStreamB = reinterpret_cast<Stream>(0x8888);
 constexpr uint64_t kSlots = 0x140000;  // the first captured slot's device address
 
 uint64_t unordered() { return Stats::global().counter("graph_replays_unordered").value(); }
@@ -24,14 +24,14 @@ uint64_t unordered() { return Stats::global().counter("graph_replays_unordered")
 // stream waits for the event recorded after the first replay's copies. Replays on one stream
 // wait for nothing: the stream orders them.
 TEST(ReplayOrder, AReplayOnAnotherStreamWaitsForTheLastReplaysCopies) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
   order.entering(driver, kSlots, kStreamA);
   EXPECT_TRUE(fake::streamWaits.empty());  // no replay before it
   order.done(driver, kStreamA, /*ran=*/true);
   ASSERT_EQ(fake::recordedEvents.size(), 1u);
-  const CUevent first = fake::recordedEvents[0].first;
+  const Event first = fake::recordedEvents[0].first;
   EXPECT_EQ(fake::recordedEvents[0].second, kStreamA);
 
   order.entering(driver, kSlots, kStreamA);  // the same stream: in order already
@@ -42,7 +42,7 @@ TEST(ReplayOrder, AReplayOnAnotherStreamWaitsForTheLastReplaysCopies) {
   ASSERT_EQ(fake::streamWaits.size(), 1u);
   EXPECT_EQ(fake::streamWaits[0], std::make_pair(kStreamB, first));  // one event, re-recorded
   order.done(driver, kStreamB, true);
-  CUstream last = nullptr;
+  Stream last = nullptr;
   ASSERT_TRUE(order.lastReplay(kSlots, &last));
   EXPECT_EQ(last, kStreamB);
 
@@ -56,7 +56,7 @@ TEST(ReplayOrder, AReplayOnAnotherStreamWaitsForTheLastReplaysCopies) {
 // A launch that failed (or went into a capture) copied nothing out: the replay to wait for is
 // still the one before it.
 TEST(ReplayOrder, ALaunchThatDidNotRunLeavesTheLastReplayToWaitFor) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
   order.entering(driver, kSlots, kStreamA);
@@ -64,7 +64,7 @@ TEST(ReplayOrder, ALaunchThatDidNotRunLeavesTheLastReplayToWaitFor) {
   order.entering(driver, kSlots, kStreamB);
   order.done(driver, kStreamB, /*ran=*/false);
   EXPECT_EQ(fake::recordedEvents.size(), 1u);
-  CUstream last = nullptr;
+  Stream last = nullptr;
   ASSERT_TRUE(order.lastReplay(kSlots, &last));
   EXPECT_EQ(last, kStreamA);
   // A stream being captured waits for nothing: its capture orders it (a wait on an event from
@@ -78,28 +78,28 @@ TEST(ReplayOrder, ALaunchThatDidNotRunLeavesTheLastReplayToWaitFor) {
 // The per-thread default stream (and null) of two threads are two streams: a replay through
 // it on another thread waits, on the same thread it does not.
 TEST(ReplayOrder, ThePerThreadStreamsOfTwoThreadsAreTwoStreams) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
-  order.entering(driver, kSlots, CU_STREAM_PER_THREAD);
-  order.done(driver, CU_STREAM_PER_THREAD, true);
-  order.entering(driver, kSlots, CU_STREAM_PER_THREAD);
-  order.done(driver, CU_STREAM_PER_THREAD, true);
+  order.entering(driver, kSlots, kPerThreadStream);
+  order.done(driver, kPerThreadStream, true);
+  order.entering(driver, kSlots, kPerThreadStream);
+  order.done(driver, kPerThreadStream, true);
   EXPECT_TRUE(fake::streamWaits.empty());
   std::thread other([&] {
-    order.entering(driver, kSlots, CU_STREAM_PER_THREAD);
-    order.done(driver, CU_STREAM_PER_THREAD, true);
+    order.entering(driver, kSlots, kPerThreadStream);
+    order.done(driver, kPerThreadStream, true);
   });
   other.join();
   ASSERT_EQ(fake::streamWaits.size(), 1u);
-  EXPECT_EQ(fake::streamWaits[0].first, CU_STREAM_PER_THREAD);
+  EXPECT_EQ(fake::streamWaits[0].first, kPerThreadStream);
 }
 
 // Two threads launching executables of one graph at once: the second cannot wait for an event
 // the first has not recorded yet, so it waits on the host until the first one's copies are
 // enqueued, then its stream waits for them.
 TEST(ReplayOrder, ASecondThreadWaitsForTheFirstThreadsCopiesToBeEnqueued) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
   const uint64_t before = unordered();
@@ -124,7 +124,7 @@ TEST(ReplayOrder, ASecondThreadWaitsForTheFirstThreadsCopiesToBeEnqueued) {
 // is released (the next launch goes on at once); after an error on this thread's way out, its
 // next graph launch releases what it still held.
 TEST(ReplayOrder, HoldsWhoseExitWillNotComeAreReleased) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
   const uint64_t before = unordered();
@@ -137,7 +137,7 @@ TEST(ReplayOrder, HoldsWhoseExitWillNotComeAreReleased) {
   order.beginLaunch();
   order.entering(driver, kSlots, kStreamB);
   order.done(driver, kStreamB, true);
-  CUstream last = nullptr;
+  Stream last = nullptr;
   ASSERT_TRUE(order.lastReplay(kSlots, &last));
   EXPECT_EQ(last, kStreamB);
 
@@ -157,7 +157,7 @@ TEST(ReplayOrder, HoldsWhoseExitWillNotComeAreReleased) {
 // last one as on any other stream. A destroyed context's events go with it; a mark held by a
 // launch in progress stays, with no event to wait for.
 TEST(ReplayOrder, DestroyedStreamsAndContextsLeaveNothingToWaitForWrongly) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   ReplayOrder order;
   order.beginLaunch();
@@ -174,7 +174,7 @@ TEST(ReplayOrder, DestroyedStreamsAndContextsLeaveNothingToWaitForWrongly) {
   order.entering(driver, kSlots, kStreamB);  // held while its context goes
   order.onContextDestroying(fake::kStreamContext);
   order.done(driver, kStreamB, false);
-  CUstream last = nullptr;
+  Stream last = nullptr;
   EXPECT_FALSE(order.lastReplay(kSlots, &last));
   order.beginLaunch();
   order.entering(driver, kSlots, kStreamA);
@@ -183,4 +183,4 @@ TEST(ReplayOrder, DestroyedStreamsAndContextsLeaveNothingToWaitForWrongly) {
 }
 
 }  // namespace
-}  // namespace proton::cupti
+}  // namespace proton::gpu

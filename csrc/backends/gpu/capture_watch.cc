@@ -1,7 +1,6 @@
-#include "backends/cupti/capture_watch.h"
+#include "backends/gpu/capture_watch.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 
 void CaptureWatch::beginning(const void *context, const void *stream) {
   std::lock_guard lock(mu_);
@@ -67,5 +66,4 @@ size_t CaptureWatch::underWay() const {
   return captures_.size();
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

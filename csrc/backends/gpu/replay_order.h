@@ -22,8 +22,6 @@
 // Thread-safe: one mutex, held for no driver call but eventCreate/eventRecord in done().
 #pragma once
 
-#include <cuda.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -31,10 +29,9 @@
 #include <thread>
 #include <unordered_map>
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+#include "backends/gpu/gpu_driver.h"
 
-struct CudaDriverApi;
+namespace proton::gpu {
 
 class ReplayOrder {
  public:
@@ -46,34 +43,33 @@ class ReplayOrder {
   void beginLaunch();
   // The launch holds the slots `key` (non-zero) and is about to be enqueued on `stream` (API
   // enter, the launching thread, its context current; no Proton lock held).
-  void entering(const CudaDriverApi &driver, uint64_t key, CUstream stream);
+  void entering(const Driver &driver, uint64_t key, Stream stream);
   // This thread's graph launch returned: its copies out of the slots it entered with are on
   // `stream` (ran), or it failed or was captured (!ran). Releases every slot it held.
-  void done(const CudaDriverApi &driver, CUstream stream, bool ran);
+  void done(const Driver &driver, Stream stream, bool ran);
   // A context is being destroyed: its events go with it.
-  void onContextDestroying(CUcontext context);
+  void onContextDestroying(Context context);
   // A stream is being destroyed: a later stream may get its handle, and is another stream.
-  void onStreamDestroying(CUstream stream);
+  void onStreamDestroying(Stream stream);
   // No exit callback comes from now on: every hold is released.
   void releaseAll();
   // The slots' last replays, for tests: the stream and whether an event follows it.
-  bool lastReplay(uint64_t key, CUstream *stream) const;
+  bool lastReplay(uint64_t key, Stream *stream) const;
 
  private:
   struct Mark {
-    CUevent event = nullptr;  // recorded after the last replay's copies (made on first use)
-    CUcontext context = nullptr;
-    CUstream stream = nullptr;  // that replay's
+    Event event = nullptr;  // recorded after the last replay's copies (made on first use)
+    Context context = nullptr;
+    Stream stream = nullptr;  // that replay's
     bool recorded = false;
     std::thread::id thread;  // that replay's launching thread (null and per-thread handles)
     std::thread::id holder;  // a launch between enter and exit (default id: none)
   };
 
-  void release(bool ran, CUstream stream, CUcontext context, const CudaDriverApi *driver);
+  void release(bool ran, Stream stream, Context context, const Driver *driver);
   mutable std::mutex mu_;
   std::condition_variable released_;
   std::unordered_map<uint64_t, Mark> marks_;  // by the slots' first device address
 };
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

@@ -1,12 +1,11 @@
-#include "backends/cupti/replay_order.h"
+#include "backends/gpu/replay_order.h"
 
 #include <cstddef>
 
-#include "backends/cupti/cupti_loader.h"
+#include "backends/gpu/gpu_driver.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 // The slots this thread's graph launch in progress holds (one per kind of slot).
@@ -21,7 +20,7 @@ Counter &unordered() { return Stats::global().counter("graph_replays_unordered")
 
 // The legacy and per-thread handles (and null) name a stream per thread for the per-thread
 // one: replays through them on two threads are not known to be in one stream.
-bool sharedHandle(CUstream stream) { return reinterpret_cast<uintptr_t>(stream) > 2; }
+bool sharedHandle(Stream stream) { return reinterpret_cast<uintptr_t>(stream) > 2; }
 
 }  // namespace
 
@@ -34,11 +33,11 @@ void ReplayOrder::beginLaunch() {
   if (tlsHeld.n > 0) release(/*ran=*/false, nullptr, nullptr, nullptr);
 }
 
-void ReplayOrder::entering(const CudaDriverApi &driver, uint64_t key, CUstream stream) {
+void ReplayOrder::entering(const Driver &driver, uint64_t key, Stream stream) {
   Held &held = tlsHeld;
   if (key == 0 || held.n == Held::kMax) return;
   const std::thread::id self = std::this_thread::get_id();
-  CUevent wait = nullptr;
+  Event wait = nullptr;
   {
     std::unique_lock lock(mu_);
     auto free = [&] {  // looked up again after each wake: a context's end may erase marks
@@ -60,31 +59,30 @@ void ReplayOrder::entering(const CudaDriverApi &driver, uint64_t key, CUstream s
   }
   if (!wait) return;
   // Not in a capture: a wait on an event recorded outside it would join the capture to it.
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (driver.streamIsCapturing(stream, &capture) != CUDA_SUCCESS) {
+  CaptureStatus capture = CaptureStatus::kNone;
+  if (driver.streamIsCapturing(stream, &capture) != kSuccess) {
     unordered().add();  // (the legacy stream while a blocking stream captures)
     return;
   }
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return;
-  if (!driver.streamWaitEvent || driver.streamWaitEvent(stream, wait, 0) != CUDA_SUCCESS)
+  if (capture != CaptureStatus::kNone) return;
+  if (!driver.streamWaitEvent || driver.streamWaitEvent(stream, wait, 0) != kSuccess)
     unordered().add();
 }
 
-void ReplayOrder::done(const CudaDriverApi &driver, CUstream stream, bool ran) {
+void ReplayOrder::done(const Driver &driver, Stream stream, bool ran) {
   if (tlsHeld.n == 0) return;
   // The event goes in the stream's context (the current one for the legacy and per-thread
   // handles, which run in it).
-  CUcontext context = nullptr;
+  Context context = nullptr;
   if (ran &&
       (!sharedHandle(stream) || !driver.streamGetCtx ||
-       driver.streamGetCtx(stream, &context) != CUDA_SUCCESS || !context) &&
-      driver.ctxGetCurrent(&context) != CUDA_SUCCESS)
+       driver.streamGetCtx(stream, &context) != kSuccess || !context) &&
+      driver.ctxGetCurrent(&context) != kSuccess)
     context = nullptr;
   release(ran, stream, context, &driver);
 }
 
-void ReplayOrder::release(bool ran, CUstream stream, CUcontext context,
-                          const CudaDriverApi *driver) {
+void ReplayOrder::release(bool ran, Stream stream, Context context, const Driver *driver) {
   Held &held = tlsHeld;
   const std::thread::id self = std::this_thread::get_id();
   {
@@ -97,19 +95,18 @@ void ReplayOrder::release(bool ran, CUstream stream, CUcontext context,
       if (!ran) continue;  // nothing was copied: the last replay stays the one to wait for
       mark.recorded = false;
       if (context) {
-        CUcontext current = nullptr;
-        if (driver->ctxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+        Context current = nullptr;
+        if (driver->ctxGetCurrent(&current) != kSuccess) current = nullptr;
         ContextScope scope(*driver, context, context == current);
         if (mark.event && mark.context != context) {  // made in another context, still alive
           if (scope.ok() && driver->eventDestroy) driver->eventDestroy(mark.event);
           mark.event = nullptr;
         }
         if (!mark.event &&
-            (!scope.ok() ||
-             driver->eventCreate(&mark.event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS))
+            (!scope.ok() || driver->eventCreate(&mark.event, kEventDisableTiming) != kSuccess))
           mark.event = nullptr;
         mark.context = context;
-        mark.recorded = mark.event && driver->eventRecord(mark.event, stream) == CUDA_SUCCESS;
+        mark.recorded = mark.event && driver->eventRecord(mark.event, stream) == kSuccess;
       }
       mark.stream = stream;
       mark.thread = self;
@@ -120,7 +117,7 @@ void ReplayOrder::release(bool ran, CUstream stream, CUcontext context,
   released_.notify_all();
 }
 
-void ReplayOrder::onContextDestroying(CUcontext context) {
+void ReplayOrder::onContextDestroying(Context context) {
   std::lock_guard lock(mu_);
   for (auto it = marks_.begin(); it != marks_.end();) {
     Mark &mark = it->second;
@@ -137,7 +134,7 @@ void ReplayOrder::onContextDestroying(CUcontext context) {
   }
 }
 
-void ReplayOrder::onStreamDestroying(CUstream stream) {
+void ReplayOrder::onStreamDestroying(Stream stream) {
   if (!sharedHandle(stream)) return;
   std::lock_guard lock(mu_);
   for (auto &[key, mark] : marks_)
@@ -152,7 +149,7 @@ void ReplayOrder::releaseAll() {
   released_.notify_all();
 }
 
-bool ReplayOrder::lastReplay(uint64_t key, CUstream *stream) const {
+bool ReplayOrder::lastReplay(uint64_t key, Stream *stream) const {
   std::lock_guard lock(mu_);
   auto it = marks_.find(key);
   if (it == marks_.end() || !it->second.recorded) return false;
@@ -160,5 +157,4 @@ bool ReplayOrder::lastReplay(uint64_t key, CUstream *stream) const {
   return true;
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

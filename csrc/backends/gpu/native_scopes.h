@@ -1,7 +1,8 @@
 // NativeScopes: scopes in CUDA C++ kernels built with proton/instrument.cuh.
 //
 //   scopes.start(driver);                          // an instrumentation session began
-//   scopes.onLaunch(cbid, cb, entries, n);         // every driver launch (cheap when not ours)
+//   if (scopes.active())                           // every driver launch (cheap when not ours)
+//     scopes.onLaunch(function, context, contextId, symbol, correlation, entries, n);
 //   scopes.noteKernel(record, filedUnder, n, name); // its record: grid id -> launch
 //   scopes.beforeSync();                           // a flush begins (before it synchronises)
 //   scopes.drain(synced);                          // after flush: read events back, file them
@@ -9,7 +10,7 @@
 // Each CUDA module compiled with the header has a global `proton_instrument_control`. When a
 // kernel of such a module is launched in a session, Proton points that global at its
 // context's control block (events buffer, capacity, claim counter), once per module; the
-// kernel's warps then append enter/exit events tagged with %gridid, which the kernel's CUPTI
+// kernel's warps then append enter/exit events tagged with %gridid, which the kernel's (CUPTI)
 // record maps back to the launch and so to the context it was launched in. When the last
 // session ends the module globals are set back to null (one predicated-off load per scope).
 //
@@ -30,9 +31,6 @@
 // one mutex.
 #pragma once
 
-#include <cuda.h>
-#include <cupti.h>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -44,35 +42,39 @@
 #include <unordered_set>
 #include <vector>
 
+#include "backends/gpu/gpu_driver.h"
 #include "backends/instrumentation/intra_decoder.h"
 #include "backends/kernel_attributor.h"
 #include "backends/launch_table.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
-
-struct CudaDriverApi;
+namespace proton::gpu {
 
 class NativeScopes {
  public:
   static NativeScopes &global();
 
-  void start(const CudaDriverApi *driver);
+  void start(const Driver *driver);
   void stop();
-  // A driver-level launch; `correlation` is the outermost call's (a runtime launch's).
-  void onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, uint64_t correlation,
-                const LaunchEntry *entries, size_t n);
+  // An instrumentation session runs: launches are looked at (one relaxed load).
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  // A driver-level launch of `function` in `context` (contextId: the vendor's id of it, as
+  // kernel records carry it; symbol: the kernel's name); `correlation` is the outermost call's
+  // (a runtime launch's).
+  void onLaunch(Function function, Context context, uint32_t contextId, const char *symbol,
+                uint64_t correlation, const LaunchEntry *entries, size_t n);
+  // A graph launch: it may run kernels of instrumented modules.
+  void onGraphLaunch();
   // A kernel record, with the nodes it was filed under (KernelAttributor::RecordObserver): a
   // kernel replayed from a CUDA graph, which no launch callback saw, is found by its name.
   void noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
                   StringId launchName);
   void beforeSync();
   // synced: the contexts the flush synchronised.
-  void drain(const std::vector<CUcontext> &synced);
+  void drain(const std::vector<Context> &synced);
   // A context is about to be destroyed (its resource callback, on the destroying thread): its
   // events are read back while they can be, with their scopes' names, for the next drain to
   // file; its buffers go with it, and modules loaded into it again are instrumented again.
-  void onContextDestroying(CUcontext context);
+  void onContextDestroying(Context context);
   // A module or library is about to be unloaded (cuModuleUnload / cuLibraryUnload, API enter,
   // on the unloading thread): the names of its events not filed yet are read while its memory
   // is there (another module loaded later may put other names, or its own global, at the same
@@ -83,18 +85,18 @@ class NativeScopes {
 
  private:
   struct Control {  // proton::device::Control
-    CUdeviceptr events;
+    DevicePtr events;
     uint64_t capacity;
     uint64_t head;
   };
   struct ContextBuffers {
-    CUcontext context = nullptr;
-    uint32_t contextId = 0;  // CUPTI's, as kernel records carry it
+    Context context = nullptr;
+    uint32_t contextId = 0;  // the vendor's, as kernel records carry it
     int device = 0;
     double cyclesPerNs = 0;
-    CUdeviceptr control = 0;
-    CUdeviceptr events = 0;
-    CUstream stream = nullptr;  // Proton's own, non-blocking: every copy
+    DevicePtr control = 0;
+    DevicePtr events = 0;
+    Stream stream = nullptr;  // Proton's own, non-blocking: every copy
     uint64_t read = 0;  // events before it filed by earlier drains since the buffer was emptied
     std::vector<uint64_t> filedPast;  // ascending: indices past `read` filed already
     uint64_t lostCounted = 0;  // claims past the capacity counted as lost since it was emptied
@@ -117,20 +119,20 @@ class NativeScopes {
     double cyclesPerNs = 0;
   };
 
-  // mu_ held; contextId: CUPTI's id of `context`.
-  bool instrumentModule(const void *code, bool library, CUcontext context, uint32_t contextId);
-  ContextBuffers *buffersFor(CUcontext context, uint32_t contextId);  // mu_ held
-  StringId nameAt(const ContextBuffers &b, uint64_t address);  // mu_ held, b's context current
+  // mu_ held; contextId: the vendor's id of `context`.
+  bool instrumentModule(const void *code, bool library, Context context, uint32_t contextId);
+  ContextBuffers *buffersFor(Context context, uint32_t contextId);  // mu_ held
+  StringId nameAt(const ContextBuffers &b, uint64_t address);       // mu_ held, b's context current
   // mu_ held, b's context current, relaxed capture mode: copies on b's stream, waited for.
-  bool toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from, size_t bytes);
-  bool fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes);
+  bool toDevice(const ContextBuffers &b, DevicePtr to, const void *from, size_t bytes);
+  bool fromDevice(const ContextBuffers &b, void *to, DevicePtr from, size_t bytes);
   // mu_ held, b's context current: its first `count` event places zeroed.
   void zeroEvents(const ContextBuffers &b, uint64_t count);
   // mu_ held, b's context current: its events not filed yet appended to `events`, all of them
   // and the buffer emptied if `empty` (no kernel can be appending to it); otherwise only those
   // of launches whose record has come, the others left on the GPU for the next drain.
   bool readEvents(ContextBuffers &b, std::vector<instrumentation::NativeEvent> &events, bool empty);
-  // mu_ held: the launch of grid `grid` in context `contextId` (CUPTI's), or nullptr while its
+  // mu_ held: the launch of grid `grid` in context `contextId` (the vendor's), or nullptr while its
   // record has not come.
   const Launch *launchOf(uint32_t contextId, uint64_t grid) const;
   // mu_ held: events filed by launch, each launch's in the order they were written; those of
@@ -151,15 +153,15 @@ class NativeScopes {
   std::atomic<uint64_t> generation_{1};
   uint64_t launches_ = 0;         // mu_: instrumented launches seen
   uint64_t launchesAtFlush_ = 0;  // mu_: launches_ when the flush began
-  const CudaDriverApi *driver_ = nullptr;
+  const Driver *driver_ = nullptr;
   std::mutex mu_;
   // Instrumented module or library -> its global's address (in the context it was seen in).
-  std::map<std::pair<const void *, CUcontext>, CUdeviceptr> modules_;
+  std::map<std::pair<const void *, Context>, DevicePtr> modules_;
   std::vector<ContextBuffers> contexts_;
   std::unordered_map<uint64_t, Launch> byCorrelation_;
   // By (context, grid id): %gridid numbers launches per context (PTX's definition; an H100
   // numbered a second context's launches on from the first's), so two GPUs reuse the same ids.
-  // `context` is CUPTI's id, which is never reused.
+  // `context` is the vendor's id (CUPTI's context uid), which is never reused.
   struct GridKey {
     uint32_t context;
     int64_t grid;
@@ -174,8 +176,8 @@ class NativeScopes {
   // Kernels of instrumented modules seen launched (captured into graphs too), by name: their
   // replays' records are matched to the nodes they were filed under.
   std::unordered_set<std::string> instrumentedKernels_;
-  std::map<std::pair<CUcontext, uint64_t>, StringId> names_;
-  // Names of events that were not filed when their module was unloaded, by (CUPTI's context
+  std::map<std::pair<Context, uint64_t>, StringId> names_;
+  // Names of events that were not filed when their module was unloaded, by (the vendor's context
   // id, grid, address): grid ids are not reused within a context, addresses are.
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, StringId> unloadedNames_;
   std::vector<Orphaned> orphaned_;
@@ -183,5 +185,4 @@ class NativeScopes {
   instrumentation::IntraDecoder decoder_{noTables_};
 };
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

@@ -1,6 +1,7 @@
-// IntraKernelBuffers' tree drain: the ring's tree slots summed on the GPU (tree_reduce.cu, or on
-// the host where it cannot be loaded), one reduced slot per launch read back, and filed into
-// the sessions on the filing thread (intra_kernel_buffers.h).
+// IntraKernelBuffers' tree drain: the ring's tree slots summed on the GPU (the driver's
+// loadTreeReduce, cupti/tree_reduce.cu for CUDA), or on the host where it cannot be loaded; one
+// reduced slot per launch read back, and filed into the sessions on the filing thread
+// (intra_kernel_buffers.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -9,24 +10,17 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/cupti_graphs.h"
-#include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 // A drain reduces its tree slots in chunks of this many launches.
 constexpr size_t kReduceChunk = 4096;
-// tree_reduce.cu is built for blocks of this many threads (its kThreads).
+// The tree reduction is built for blocks of this many threads (tree_reduce.cu's kThreads).
 constexpr uint32_t kReduceThreads = 256;
-
-// The GPU tree reduction (tree_reduce.cu), as PTX.
-constexpr const char *kTreeReducePtx =
-#include "backends/cupti/tree_reduce_ptx.inc"
-    ;
 
 struct SlotDesc {
   uint64_t ptr;
@@ -98,23 +92,21 @@ void IntraKernelBuffers::postTreeJob(const Ring &ring, const SlotRecord *const *
   }
 }
 
-bool IntraKernelBuffers::readBack(const CudaDriverApi &driver, CUstream stream, void *to,
-                                  CUdeviceptr from, size_t bytes) {
-  return driver.memcpyDtoHAsync(to, from, bytes, stream) == CUDA_SUCCESS &&
-         driver.streamSynchronize(stream) == CUDA_SUCCESS;
+bool IntraKernelBuffers::readBack(const Driver &driver, Stream stream, void *to, DevicePtr from,
+                                  size_t bytes) {
+  return driver.memcpyDtoHAsync(to, from, bytes, stream) == kSuccess &&
+         driver.streamSynchronize(stream) == kSuccess;
 }
 
-bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
+bool IntraKernelBuffers::loadReduce(const Driver &driver, Ring &ring) {
   if (ring.reduceTried) return ring.reduce != nullptr;
   ring.reduceTried = true;
   RelaxedCaptureMode relaxed(driver);  // another thread may be capturing, in global mode
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
-  if (driver.moduleLoadData(&module, kTreeReducePtx) != CUDA_SUCCESS ||
-      driver.moduleGetFunction(&fn, module, "proton_tree_reduce") != CUDA_SUCCESS ||
-      driver.memAlloc(&ring.reduceDescs, kReduceChunk * sizeof(SlotDesc)) != CUDA_SUCCESS ||
+  Function fn = nullptr;
+  if (driver.loadTreeReduce(&fn) != kSuccess ||
+      driver.memAlloc(&ring.reduceDescs, kReduceChunk * sizeof(SlotDesc)) != kSuccess ||
       driver.memAlloc(&ring.reduceOut, kReduceChunk * instrumentation::kReducedTreeBytes) !=
-          CUDA_SUCCESS) {
+          kSuccess) {
     stat("instrumentation_tree_reduced_on_host").add();
     std::fprintf(stderr,
                  "[PROTON] the GPU tree reduction could not be loaded on device %d; "
@@ -126,7 +118,7 @@ bool IntraKernelBuffers::loadReduce(const CudaDriverApi &driver, Ring &ring) {
   return true;
 }
 
-void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
+void IntraKernelBuffers::drainTree(const Driver &driver, Ring &ring) {
   std::vector<const SlotRecord *> tree;
   for (const SlotRecord &slot : ring.slots)
     if (!slot.trace && slot.numEntries) tree.push_back(&slot);  // (0: counted as lost)
@@ -161,14 +153,12 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
     for (size_t i = 0; i < n; ++i)
       descs.push_back({ring.base + tree[first + i]->offset, tree[first + i]->bytes});
     void *args[] = {&ring.reduceDescs, &ring.reduceOut};
-    CUstream stream = ring.ownStream;  // the copies and the reduction, in order
+    Stream stream = ring.ownStream;  // the copies and the reduction, in order
     bool ok = driver.memcpyHtoDAsync(ring.reduceDescs, descs.data(), n * sizeof(SlotDesc),
-                                     stream) == CUDA_SUCCESS;
-    if (ok) {
-      InternalLaunchGuard internal;  // not a kernel of the user's: filed in no session
-      ok = driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1, 1, 0,
-                               stream, args, nullptr) == CUDA_SUCCESS;
-    }
+                                     stream) == kSuccess;
+    // (Not a kernel of the user's: the driver files its launch in no session.)
+    ok = ok && driver.launchKernel(ring.reduce, static_cast<unsigned>(n), 1, 1, kReduceThreads, 1,
+                                   1, 0, stream, args, nullptr) == kSuccess;
     ok = ok && readBack(driver, stream, host.data(), ring.reduceOut, n * kOut);
     if (!ok) {  // these launches and the ones after them cannot be filed
       stat("instrumentation_launches_unrecorded").add(tree.size() - first);
@@ -178,5 +168,4 @@ void IntraKernelBuffers::drainTree(const CudaDriverApi &driver, Ring &ring) {
   }
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

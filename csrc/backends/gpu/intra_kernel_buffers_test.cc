@@ -1,4 +1,4 @@
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 
 #include <gtest/gtest.h>
 
@@ -8,15 +8,13 @@
 #include <thread>
 #include <vector>
 
-#include "backends/capture_registry.h"
-#include "backends/cupti/cupti_graphs.h"
-#include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
+#include "backends/gpu/gpu_driver.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti {
+namespace proton::gpu {
 namespace {
 
 // A launch's intra-kernel data goes under the frame kernel tracing files the kernel at: the
@@ -75,7 +73,7 @@ TEST(IntraKernelTargets, ASessionThatEndedIsNoTargetAndIsCounted) {
 // from the context the launch runs in, and the thread's context is left as it was. (Before,
 // such launches ran unrecorded, silently: 4 threads started in a session lost one launch each.)
 TEST(IntraKernelBuffersAllocate, AThreadWithNoContextGetsABufferInItsLaunchsContext) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   const auto stream = uint64_t{0x7777};
   for (uint64_t s : {uint64_t{0}, stream}) {
     fake::reset(nullptr);
@@ -93,7 +91,7 @@ TEST(IntraKernelBuffersAllocate, AThreadWithNoContextGetsABufferInItsLaunchsCont
 }
 
 TEST(IntraKernelBuffersAllocate, TheCurrentContextIsUsedAsItIs) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   buffers.addUser();
@@ -105,7 +103,7 @@ TEST(IntraKernelBuffersAllocate, TheCurrentContextIsUsedAsItIs) {
 
 // No context to be found: the launch runs without recording, and that is counted.
 TEST(IntraKernelBuffersAllocate, ALaunchWithNoContextToRecordInIsCounted) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(nullptr);
   fake::streamsHaveContexts = fake::primaryAvailable = false;
   IntraKernelBuffers buffers;
@@ -122,7 +120,7 @@ TEST(IntraKernelBuffersAllocate, ALaunchWithNoContextToRecordInIsCounted) {
 // A launch whose buffer exceeds the ring runs unrecorded: counted, and said once per kernel,
 // with its name, at its launch (before, only the stat told, with no kernel named).
 TEST(IntraKernelBuffersAllocate, ALaunchTooLargeForTheRingIsNamedOnce) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   buffers.addUser();
@@ -145,56 +143,11 @@ TEST(IntraKernelBuffersAllocate, ALaunchTooLargeForTheRingIsNamedOnce) {
   EXPECT_EQ(said.find("[PROTON]"), said.rfind("[PROTON]")) << said;  // once
 }
 
-// Proton's own launches (a drain's reduction, launched holding the buffers' lock) leave the
-// launching thread's pending launch alone: before, one made on a thread where a too-large
-// launch was pending took that lock again to warn, and the drain hung; the warning names the
-// user's kernel at its own launch.
-TEST(IntraKernelBuffersAllocate, ProtonsOwnLaunchesLeaveThePendingLaunchAlone) {
-  CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
-  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
-  buffers.addUser();
-  buffers.setLimits(uint64_t{1} << 20, 0, 256);
-  LaunchTable table(64);
-  CaptureRegistry captures;
-  LaunchTracker tracker(table, captures);
-  uint32_t correlation = 1;
-  auto launch = [&](const char *symbol) {
-    int result = 0;  // CUDA_SUCCESS
-    CUpti_CallbackData cb{};
-    cb.callbackSite = CUPTI_API_ENTER;
-    cb.correlationId = correlation++;
-    cb.symbolName = symbol;
-    cb.functionReturnValue = &result;
-    tracker.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-    cb.callbackSite = CUPTI_API_EXIT;
-    tracker.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-  };
-  uint64_t ptr = 1;
-  ASSERT_EQ(buffers.allocate(driver, uint64_t{4} << 20, true, 0x7777, &ptr),
-            IntraKernelBuffers::Alloc::kOff);
-  testing::internal::CaptureStderr();
-  {
-    InternalLaunchGuard internal;
-    launch("proton_tree_reduce");
-  }
-  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
-  testing::internal::CaptureStderr();
-  launch("_Z9big_againPf");
-  std::string said = testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find("kernel big_again(float*): a launch needs 4.0 MB"), std::string::npos)
-      << said;
-  buffers.removeUser();
-}
-
-// The launch callback binds a slot handed out while its stream captured to the graph being
-// captured (with the context of the capture), not to the launch: the launch never runs, and
-// it is each launch of the executable graph that copies the slot out.
 // A ring that cannot be allocated (the GPU's memory is full): each launch runs unrecorded and
 // counted, the next one tries again, and the message is said once, not at every launch.
 TEST(IntraKernelBuffersAllocate, ARingThatCannotBeAllocatedIsSaidOnceAndTriedAgain) {
-  CudaDriverApi driver = fake::driver();
-  const auto full = reinterpret_cast<CUcontext>(0x5200);  // no ring for it yet
+  Driver driver = fake::driver();
+  const auto full = reinterpret_cast<Context>(0x5200);  // no ring for it yet
   fake::reset(full);
   fake::ringMemory.assign(uint64_t{3} << 20, 0);
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
@@ -224,8 +177,8 @@ TEST(IntraKernelBuffersAllocate, ARingThatCannotBeAllocatedIsSaidOnceAndTriedAga
 // A ring that cannot be zeroed is freed and tried again at the next launch, with the stream
 // made for it the first time (before, each try made one more, never destroyed).
 TEST(IntraKernelBuffersAllocate, ARingThatCannotBeZeroedIsTriedAgainWithItsOneStream) {
-  CudaDriverApi driver = fake::driver();
-  const auto unzeroable = reinterpret_cast<CUcontext>(0x5300);  // no ring for it yet
+  Driver driver = fake::driver();
+  const auto unzeroable = reinterpret_cast<Context>(0x5300);  // no ring for it yet
   fake::reset(unzeroable);
   fake::ringMemory.assign(uint64_t{3} << 20, 0);
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
@@ -248,8 +201,8 @@ TEST(IntraKernelBuffersAllocate, ARingThatCannotBeZeroedIsTriedAgainWithItsOneSt
 // module and two allocations) while another thread may be capturing a CUDA graph in global
 // mode: all of it in relaxed capture mode, as a global-mode allocation then is refused.
 TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchSetsUpItsRingAndReductionInRelaxedCaptureMode) {
-  CudaDriverApi driver = fake::driverWithReduction();
-  fake::reset(reinterpret_cast<CUcontext>(0x5100));
+  Driver driver = fake::driverWithReduction();
+  fake::reset(reinterpret_cast<Context>(0x5100));
   fake::ringMemory.assign(uint64_t{3} << 20, 0);
   IntraKernelBuffers buffers;
   startRecording(buffers, driver);
@@ -257,7 +210,7 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchSetsUpItsRingAndReductionInRela
   ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
   EXPECT_GE(fake::allocated, (size_t{1} << 20) + (size_t{1} << 17));  // ring, arena, reduction
   EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
-  EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's mode, put back
+  EXPECT_EQ(fake::captureMode, CaptureMode::kGlobal);  // the thread's mode, put back
   buffers.removeUser();
 }
 
@@ -266,8 +219,8 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchSetsUpItsRingAndReductionInRela
 // zeroed on a stream of Proton's own, not the legacy one (which would wait for the stream being
 // captured, and break the capture). Before, such launches ran unrecorded (counted).
 TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlotInItsArena) {
-  CudaDriverApi driver = fake::driver();
-  const auto fresh = reinterpret_cast<CUcontext>(0x5000);  // no ring for it yet
+  Driver driver = fake::driver();
+  const auto fresh = reinterpret_cast<Context>(0x5000);  // no ring for it yet
   fake::reset(fresh);
   fake::ringMemory.assign(uint64_t{3} << 20, 0xAB);  // what the memory held before
   IntraKernelBuffers &buffers = IntraKernelBuffers::global();
@@ -278,7 +231,7 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlo
   EXPECT_TRUE(buffers.pendingCapture());
   EXPECT_EQ(fake::allocatedIn, fresh);
   EXPECT_EQ(fake::allocationsInGlobalMode, 0u);
-  EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's mode, put back
+  EXPECT_EQ(fake::captureMode, CaptureMode::kGlobal);  // the thread's mode, put back
   EXPECT_EQ(fake::syncMemsets, 0u);
   EXPECT_EQ(fake::ownStreams, 1u);  // the ring's, kept for its drains
   // The slot is the arena's first, right past the 1 MB ring; ring and arena (128 KB) zeroed.
@@ -289,7 +242,7 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlo
   EXPECT_EQ(fake::ringMemory[both], 0xAB);
   // A trace launch captured on another GPU before any eager one there: no ring is made for it
   // (its replays could not be placed on the kernels' clock), and it is counted.
-  const auto traceOnly = reinterpret_cast<CUcontext>(0x5100);
+  const auto traceOnly = reinterpret_cast<Context>(0x5100);
   fake::current = traceOnly;
   uint64_t before = Stats::global().counter("instrumentation_graph_launches_unrecorded").value();
   EXPECT_EQ(buffers.allocate(driver, 64, true, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOff);
@@ -298,50 +251,6 @@ TEST(IntraKernelBuffersAllocate, AGpusFirstLaunchBeingCapturedGetsTheRingAndASlo
   EXPECT_EQ(fake::allocatedIn, fresh);  // nothing allocated for it
   fake::capturing = false;
   buffers.removeUser();
-}
-
-TEST(IntraKernelBuffersAllocate, ALaunchBeingCapturedIsBoundToItsGraphByTheLaunchCallback) {
-  CudaDriverApi driver = fake::driver();
-  fake::reset(fake::kOther);
-  fake::ringMemory.assign((uint64_t{1} << 21), 0);
-  IntraKernelBuffers &buffers = IntraKernelBuffers::global();
-  startRecording(buffers, driver);
-  LaunchTable table(64);
-  CaptureRegistry captures;
-  LaunchTracker tracker(table, captures);
-  auto launch = [&](uint32_t correlation) {
-    int result = 0;  // CUDA_SUCCESS
-    CUpti_CallbackData cb{};
-    cb.callbackSite = CUPTI_API_ENTER;
-    cb.correlationId = correlation;
-    cb.symbolName = "_Z7graphedPf";
-    cb.functionReturnValue = &result;
-    tracker.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-    cb.callbackSite = CUPTI_API_EXIT;
-    tracker.onLaunch(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-  };
-  testing::internal::CaptureStderr();
-  uint64_t ptr = 0;
-  ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
-  launch(50);  // an eager launch: the ring and its arena exist from here on
-  fake::capturing = true;
-  ASSERT_EQ(buffers.allocate(driver, 64, false, 0x7777, &ptr), IntraKernelBuffers::Alloc::kOk);
-  ASSERT_TRUE(buffers.pendingCapture());
-  launch(51);
-  EXPECT_FALSE(buffers.pendingCapture());
-  fake::capturing = false;
-  const auto exec = reinterpret_cast<CUgraphExec>(0x7100);
-  buffers.onGraphExecCreated(exec, fake::kGraph);
-  Session session{SessionId{41}, instrumentation()};
-  LaunchEntry entry{&session, kRootNode, PhaseId{0}, false};
-  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
-  EXPECT_EQ(fake::asyncCopies, 1u);  // the captured slot, copied out for this replay
-  buffers.onGraphExecDestroyed(exec);
-  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
-  EXPECT_EQ(fake::asyncCopies, 1u);  // an executable destroyed: nothing of it is known
-  buffers.drain(driver);
-  buffers.removeUser();
-  testing::internal::GetCapturedStderr();
 }
 
 // n launches of one warp that returned with no event (one slice each: its kernel scope) into
@@ -376,7 +285,7 @@ void oneWarpRan(uint64_t at) {
 
 // One launch of the one-warp kernel on `stream`, with correlation id `correlation`: its slot
 // handed out, bound, written and its call returned.
-void launchOneWarp(IntraKernelBuffers &buffers, const CudaDriverApi &driver, LaunchEntry &entry,
+void launchOneWarp(IntraKernelBuffers &buffers, const Driver &driver, LaunchEntry &entry,
                    uint64_t correlation, uint64_t stream) {
   uint64_t ptr = 0;
   ASSERT_EQ(buffers.allocate(driver, kOneWarpUnitBytes, true, stream, &ptr),
@@ -386,8 +295,8 @@ void launchOneWarp(IntraKernelBuffers &buffers, const CudaDriverApi &driver, Lau
   buffers.launchReturned();
 }
 
-void launchOneWarpTraces(IntraKernelBuffers &buffers, const CudaDriverApi &driver, Session &trace,
-                         int n, uint64_t cap) {
+void launchOneWarpTraces(IntraKernelBuffers &buffers, const Driver &driver, Session &trace, int n,
+                         uint64_t cap) {
   buffers.addUser();
   buffers.setLimits(uint64_t{1} << 20, cap, /*traceCapacity=*/4);
   addOneWarpTraceTable(buffers);
@@ -414,7 +323,7 @@ SessionOptions traceInstrumentation() {
 // recorded before the trace reached its cap was copied back whole, 256 MB for the
 // attention-like benchmark, to be thrown away), and files them on a thread of its own.
 TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   Session trace{SessionId{25}, traceInstrumentation()};
@@ -443,7 +352,7 @@ TEST(IntraKernelBuffersDrain, TraceSlotsPastTheCapAreNotReadBack) {
 // Below the cap, every launch of every batch is filed, once, and a flush's drain returns
 // only when they are.
 TEST(IntraKernelBuffersDrain, EveryTraceSlotBelowTheCapIsFiledOnce) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   Session trace{SessionId{26}, traceInstrumentation()};
@@ -462,7 +371,7 @@ TEST(IntraKernelBuffersDrain, EveryTraceSlotBelowTheCapIsFiledOnce) {
 // idled: another thread's slot at the same offset was taken for it (kept, yet cleared), each
 // launch's data was lost there and the last one's filed once per launch, with no count.
 TEST(IntraKernelBuffersAllocate, AnEmptyGridGetsNoSlotAndHidesNoOtherThreadsLaunch) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   Session trace{SessionId{27}, traceInstrumentation()};
@@ -494,14 +403,14 @@ TEST(IntraKernelBuffersAllocate, AnEmptyGridGetsNoSlotAndHidesNoOtherThreadsLaun
 }
 
 }  // namespace
-}  // namespace proton::cupti
+}  // namespace proton::gpu
 
-namespace proton::cupti {
+namespace proton::gpu {
 namespace {
 
 // `buffers` recording through `driver` into a 1 MB ring and its graph arena, with the table of
 // the one-warp tree kernel "graphed" (scopes "" and "body").
-instrumentation::ScopeTable startGraphed(IntraKernelBuffers &buffers, const CudaDriverApi &driver) {
+instrumentation::ScopeTable startGraphed(IntraKernelBuffers &buffers, const Driver &driver) {
   fake::reset(fake::kOther);
   startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
   fake::ringMemory.assign((uint64_t{1} << 20) + (uint64_t{1} << 17), 0);
@@ -516,7 +425,7 @@ instrumentation::ScopeTable startGraphed(IntraKernelBuffers &buffers, const Cuda
 // tracing files the replay's kernel), and clears it for the next replay. (Before, every
 // launch captured into a graph ran unrecorded.)
 TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContexts) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   IntraKernelBuffers buffers;
   const instrumentation::ScopeTable table = startGraphed(buffers, driver);
   Session tree{SessionId{31}, instrumentation()};
@@ -546,11 +455,11 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   EXPECT_EQ(second, ptr + 256);
   buffers.bindCaptured(captured, "graphed");
   fake::capturing = false;
-  const auto exec = reinterpret_cast<CUgraphExec>(0x7000);
+  const auto exec = reinterpret_cast<GraphExec>(0x7000);
   buffers.onGraphExecCreated(exec, fake::kGraph);
 
   // A replay of one warp adds into the arena slot: kernel 100 cycles, "body" 30 in 2 runs.
-  const auto replayStream = reinterpret_cast<CUstream>(0x7878);
+  const auto replayStream = reinterpret_cast<Stream>(0x7878);
   auto replay = [&](NodeId under) {
     for (uint64_t at : {ptr, second})
       ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, at));
@@ -572,7 +481,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
   // The drain waited for the eager launch's stream and the replays' (their copies into the
   // ring), not for the context.
   EXPECT_EQ(fake::syncedStreams,
-            (std::vector<CUstream>{reinterpret_cast<CUstream>(0x7777), replayStream}));
+            (std::vector<Stream>{reinterpret_cast<Stream>(0x7777), replayStream}));
   EXPECT_EQ(fake::contextSyncs, 0u);
   auto kernelUnder = [&](NodeId replayContext) {
     NodeId at = tree.child(PhaseId{0}, replayContext, S("<captured_at>"));
@@ -607,7 +516,7 @@ TEST(IntraKernelBuffersGraphs, EveryReplayIsFiledUnderItsReplayAndCaptureContext
 // copying the slots of the graph it was made from, zeros, and the other graph's slots filled
 // up unread).
 TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   IntraKernelBuffers buffers;
   const instrumentation::ScopeTable table = startGraphed(buffers, driver);
   Session tree{SessionId{36}, instrumentation()};
@@ -622,19 +531,19 @@ TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph
   ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &inG),
             IntraKernelBuffers::Alloc::kOk);
   buffers.bindCaptured(CaptureContext{}, "graphed");
-  const auto graphH = reinterpret_cast<CUgraph>(0x6100);
+  const auto graphH = reinterpret_cast<Graph>(0x6100);
   fake::captureGraph = graphH;
   ASSERT_EQ(buffers.allocate(driver, table.unitBytes, false, 0x7777, &inH),
             IntraKernelBuffers::Alloc::kOk);
   buffers.bindCaptured(CaptureContext{}, "graphed");
   fake::capturing = false;
-  const auto exec = reinterpret_cast<CUgraphExec>(0x7300);
+  const auto exec = reinterpret_cast<GraphExec>(0x7300);
   buffers.onGraphExecCreated(exec, fake::kGraph);
   EXPECT_EQ(buffers.replayKey(exec), inG);
   buffers.onGraphExecUpdated(exec, graphH);
   EXPECT_EQ(buffers.replayKey(exec), inH);
   ASSERT_TRUE(fake::oneWarpTreeRan(table.hash, table.unitBytes, inH));  // the replay's kernel
-  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7878), &entry, 1);
+  buffers.onGraphLaunched(exec, reinterpret_cast<Stream>(0x7878), &entry, 1);
   EXPECT_EQ(fake::ringMemory[inH - 0x100000], 0);  // copied out and cleared
   buffers.drain(driver);
   NodeId at = tree.child(PhaseId{0}, kRootNode, S("<captured_at>"));
@@ -642,10 +551,10 @@ TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph
   EXPECT_EQ(metric(tree, kernel, "cycles"), 100);
   EXPECT_EQ(metric(tree, tree.child(PhaseId{0}, kernel, S("body")), "count"), 2);
   // Updated from a graph with no slots of Proton's: its replays have nothing to copy out.
-  buffers.onGraphExecUpdated(exec, reinterpret_cast<CUgraph>(0x6200));
+  buffers.onGraphExecUpdated(exec, reinterpret_cast<Graph>(0x6200));
   EXPECT_EQ(buffers.replayKey(exec), 0u);
   const size_t copies = fake::asyncCopies;
-  buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7878), &entry, 1);
+  buffers.onGraphLaunched(exec, reinterpret_cast<Stream>(0x7878), &entry, 1);
   EXPECT_EQ(fake::asyncCopies, copies);
   buffers.removeUser();
   testing::internal::GetCapturedStderr();
@@ -656,7 +565,7 @@ TEST(IntraKernelBuffersGraphs, AnUpdatedExecutableCopiesOutTheSlotsOfItsNewGraph
 // slot. It is never handed out again, and the launch is counted as unrecorded (before, later
 // launches got the same bytes, and the replays' records landed in theirs).
 TEST(IntraKernelBuffersGraphs, AnEagerSlotWhoseLaunchWasCapturedIsNeverHandedOutAgain) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   IntraKernelBuffers buffers;
   const instrumentation::ScopeTable table = startGraphed(buffers, driver);
   Session tree{SessionId{37}, instrumentation()};
@@ -692,7 +601,7 @@ TEST(IntraKernelBuffersGraphs, AnEagerSlotWhoseLaunchWasCapturedIsNeverHandedOut
 // each replay's events are copied out of the arena slot into a ring slot and filed as a
 // launch of their own, then the slot is cleared for the next replay.
 TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   startRecording(buffers, driver, /*maxTraceEvents=*/100, /*traceCapacity=*/4);
@@ -712,11 +621,11 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
   EXPECT_EQ(captured, 0x100000u + (uint64_t{1} << 20));  // in the arena past the ring
   buffers.bindCaptured(CaptureContext{}, "_Z8one_warpPf");
   fake::capturing = false;
-  const auto exec = reinterpret_cast<CUgraphExec>(0x7100);
+  const auto exec = reinterpret_cast<GraphExec>(0x7100);
   buffers.onGraphExecCreated(exec, fake::kGraph);
   for (int replay = 0; replay < 2; ++replay) {
     oneWarpRan(captured);
-    buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7777), &entry, 1);
+    buffers.onGraphLaunched(exec, reinterpret_cast<Stream>(0x7777), &entry, 1);
     EXPECT_EQ(fake::ringMemory[captured - 0x100000 + 24], 0);  // cleared for the next replay
   }
   buffers.drain(driver);
@@ -728,7 +637,7 @@ TEST(IntraKernelBuffersGraphs, EveryTraceReplayIsFiledWithItsSlices) {
 // it full drains it once every eager launch in it has its kernel record (before, every later
 // replay ran unrecorded until a flush); while one has not, the replay is counted unrecorded.
 TEST(IntraKernelBuffersGraphs, ATraceReplayThatFindsTheRingFullDrainsItOnceRecordsAreIn) {
-  CudaDriverApi driver = fake::driver();
+  Driver driver = fake::driver();
   fake::reset(fake::kOther);
   IntraKernelBuffers buffers;
   startRecording(buffers, driver, /*maxTraceEvents=*/100000, /*traceCapacity=*/4);
@@ -747,14 +656,14 @@ TEST(IntraKernelBuffersGraphs, ATraceReplayThatFindsTheRingFullDrainsItOnceRecor
             IntraKernelBuffers::Alloc::kOk);
   buffers.bindCaptured(CaptureContext{}, "_Z8one_warpPf");
   fake::capturing = false;
-  const auto exec = reinterpret_cast<CUgraphExec>(0x7200);
+  const auto exec = reinterpret_cast<GraphExec>(0x7200);
   buffers.onGraphExecCreated(exec, fake::kGraph);
   Counter &unrecorded = Stats::global().counter("instrumentation_graph_launches_unrecorded");
   Counter &drains = Stats::global().counter("instrumentation_ring_drains");
   const uint64_t unrecordedBefore = unrecorded.value(), drainsBefore = drains.value();
   auto replay = [&] {
     oneWarpRan(captured);
-    buffers.onGraphLaunched(exec, reinterpret_cast<CUstream>(0x7878), &entry, 1);
+    buffers.onGraphLaunched(exec, reinterpret_cast<Stream>(0x7878), &entry, 1);
   };
   // 256-byte slots: the eager launch and 4095 replays fill the 1 MB ring; the next replay
   // finds it full with the eager launch's record not in yet.
@@ -772,4 +681,4 @@ TEST(IntraKernelBuffersGraphs, ATraceReplayThatFindsTheRingFullDrainsItOnceRecor
 }
 
 }  // namespace
-}  // namespace proton::cupti
+}  // namespace proton::gpu

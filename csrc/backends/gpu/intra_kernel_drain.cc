@@ -6,29 +6,28 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
 }  // namespace
 
-bool IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring) {
+bool IntraKernelBuffers::waitForLaunches(const Driver &driver, Ring &ring) {
   // A stream in a capture begun through a call Proton did not see, or a wait that fails (and
   // may not have waited): only the context tells when the launches before it finished. An
   // error there (a fault of the program's) is the program's to see, not ours.
   bool context = ring.waitContext;
   for (size_t i = 0; i < ring.streams.size() && !context; ++i) {
-    auto stream = reinterpret_cast<CUstream>(ring.streams[i]);
-    context = streamCapturing(driver, stream) || driver.streamSynchronize(stream) != CUDA_SUCCESS;
+    auto stream = reinterpret_cast<Stream>(ring.streams[i]);
+    context = streamCapturing(driver, stream) || driver.streamSynchronize(stream) != kSuccess;
   }
   for (size_t i = 0; i < ring.marks.size() && !context; ++i)
-    context = driver.eventSynchronize(ring.marks[i]) != CUDA_SUCCESS;
+    context = driver.eventSynchronize(ring.marks[i]) != kSuccess;
   bool waited = true;
   if (context) {
     stat("instrumentation_drains_waiting_for_context").add();
@@ -46,7 +45,7 @@ bool IntraKernelBuffers::waitForLaunches(const CudaDriverApi &driver, Ring &ring
   return waited;
 }
 
-void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) {
+void IntraKernelBuffers::drain(const Driver &driver, bool waitForFiling) {
   std::lock_guard lock(mu_);
   // Relaxed capture mode, nothing on the legacy stream (which waits for blocking streams, one
   // being captured among them), and no context synchronisation (which a capture on another
@@ -69,7 +68,7 @@ void IntraKernelBuffers::drain(const CudaDriverApi &driver, bool waitForFiling) 
 }
 
 bool IntraKernelBuffers::drainRing(
-    const CudaDriverApi &driver, size_t r,
+    const Driver &driver, size_t r,
     std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> &keptCorrelations) {
   Ring &ring = rings_[r];
   if (!waitForLaunches(driver, ring)) return false;
@@ -98,7 +97,7 @@ bool IntraKernelBuffers::drainRing(
   return true;
 }
 
-void IntraKernelBuffers::onContextDestroying(CUcontext context) {
+void IntraKernelBuffers::onContextDestroying(Context context) {
   std::lock_guard lock(mu_);
   std::erase_if(spareStreams_, [&](const auto &spare) { return spare.first == context; });
   Ring *ring = driver_ ? existingRing(context) : nullptr;
@@ -147,7 +146,7 @@ std::vector<IntraKernelBuffers::SlotRecord> IntraKernelBuffers::takeInFlight(
   return out;
 }
 
-void IntraKernelBuffers::clearDrained(const CudaDriverApi &driver, Ring &ring) {
+void IntraKernelBuffers::clearDrained(const Driver &driver, Ring &ring) {
   // Units that do not record never write: the next launches must find zeros there. The clear
   // is done before they are enqueued. Not the bytes of launches in flight: their kernels may
   // be running, and nothing touched those bytes since the drain that cleared them.
@@ -165,7 +164,7 @@ void IntraKernelBuffers::clearDrained(const CudaDriverApi &driver, Ring &ring) {
 
 void IntraKernelBuffers::waitForFiling() { filer_.waitIdle(); }
 
-void IntraKernelBuffers::waitForRings(const CudaDriverApi &driver) {
+void IntraKernelBuffers::waitForRings(const Driver &driver) {
   std::lock_guard lock(mu_);
   RelaxedCaptureMode relaxed(driver);
   for (Ring &ring : rings_) {
@@ -188,5 +187,4 @@ bool IntraKernelBuffers::traceStartsKnownLocked() const {
   return true;
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

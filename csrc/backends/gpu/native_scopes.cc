@@ -1,19 +1,16 @@
-#include "backends/cupti/native_scopes.h"
-
-#include <cuda.h>  // cupti.h (in the header) brings the launch parameter structs
+#include "backends/gpu/native_scopes.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "backends/cupti/cupti_loader.h"
-#include "backends/cupti/intra_kernel_buffers.h"
+#include "backends/gpu/gpu_driver.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 #include "core/thread_cache.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 constexpr const char *kControlSymbol = "proton_instrument_control";
@@ -27,25 +24,6 @@ struct ModuleCache {
 
 Counter &stat(const char *name) { return Stats::global().counter(name); }
 
-CUfunction launchedFunction(CUpti_CallbackId cbid, const void *params) {
-  switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-      return static_cast<const cuLaunchKernel_params *>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-      return static_cast<const cuLaunchKernel_ptsz_params *>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-      return static_cast<const cuLaunchKernelEx_params *>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-      return static_cast<const cuLaunchKernelEx_ptsz_params *>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-      return static_cast<const cuLaunchCooperativeKernel_params *>(params)->f;
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      return static_cast<const cuLaunchCooperativeKernel_ptsz_params *>(params)->f;
-    default:
-      return nullptr;
-  }
-}
-
 }  // namespace
 
 NativeScopes &NativeScopes::global() {
@@ -53,7 +31,7 @@ NativeScopes &NativeScopes::global() {
   return *scopes;
 }
 
-void NativeScopes::start(const CudaDriverApi *driver) {
+void NativeScopes::start(const Driver *driver) {
   std::lock_guard lock(mu_);
   driver_ = driver;
   for (const char *name :
@@ -71,45 +49,43 @@ void NativeScopes::stop() {
   // Modules stop recording: their control pointer goes back to null.
   RelaxedCaptureMode relaxed(*driver_);
   for (const auto &entry : modules_) {
-    const CUcontext context = entry.first.second;
+    const Context context = entry.first.second;
     auto b = std::find_if(contexts_.begin(), contexts_.end(),
                           [&](const ContextBuffers &c) { return c.context == context; });
     if (b == contexts_.end()) continue;
     ContextScope scope(*driver_, b->context, /*current=*/false);
-    const CUdeviceptr null = 0;
+    const DevicePtr null = 0;
     if (scope.ok()) toDevice(*b, entry.second, &null, sizeof(null));  // unloaded: error ignored
   }
   modules_.clear();
   anyModule_.store(false, std::memory_order_release);
 }
 
-bool NativeScopes::toDevice(const ContextBuffers &b, CUdeviceptr to, const void *from,
-                            size_t bytes) {
-  return driver_->memcpyHtoDAsync(to, from, bytes, b.stream) == CUDA_SUCCESS &&
-         driver_->streamSynchronize(b.stream) == CUDA_SUCCESS;
+bool NativeScopes::toDevice(const ContextBuffers &b, DevicePtr to, const void *from, size_t bytes) {
+  return driver_->memcpyHtoDAsync(to, from, bytes, b.stream) == kSuccess &&
+         driver_->streamSynchronize(b.stream) == kSuccess;
 }
 
-bool NativeScopes::fromDevice(const ContextBuffers &b, void *to, CUdeviceptr from, size_t bytes) {
-  return driver_->memcpyDtoHAsync(to, from, bytes, b.stream) == CUDA_SUCCESS &&
-         driver_->streamSynchronize(b.stream) == CUDA_SUCCESS;
+bool NativeScopes::fromDevice(const ContextBuffers &b, void *to, DevicePtr from, size_t bytes) {
+  return driver_->memcpyDtoHAsync(to, from, bytes, b.stream) == kSuccess &&
+         driver_->streamSynchronize(b.stream) == kSuccess;
 }
 
-NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context, uint32_t contextId) {
+NativeScopes::ContextBuffers *NativeScopes::buffersFor(Context context, uint32_t contextId) {
   for (ContextBuffers &b : contexts_)
     if (b.context == context) return &b;
   ContextBuffers b;
   b.context = context;
   b.contextId = contextId;
-  CUdevice device = 0;
-  if (driver_->ctxGetDevice(&device) != CUDA_SUCCESS) return nullptr;
+  Device device = 0;
+  if (driver_->ctxGetDevice(&device) != kSuccess) return nullptr;
   b.device = static_cast<int>(device);
   int khz = 0;
-  if (driver_->deviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device) == CUDA_SUCCESS)
-    b.cyclesPerNs = khz / 1e6;
+  if (driver_->deviceClockRateKhz(&khz, device) == kSuccess) b.cyclesPerNs = khz / 1e6;
   size_t bytes = kEventsPerContext * sizeof(instrumentation::NativeEvent);
-  bool ok = driver_->memAlloc(&b.events, bytes) == CUDA_SUCCESS &&
-            driver_->memAlloc(&b.control, sizeof(Control)) == CUDA_SUCCESS &&
-            driver_->streamCreate(&b.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+  bool ok = driver_->memAlloc(&b.events, bytes) == kSuccess &&
+            driver_->memAlloc(&b.control, sizeof(Control)) == kSuccess &&
+            driver_->streamCreate(&b.stream, kStreamNonBlocking) == kSuccess;
   Control control{b.events, kEventsPerContext, 0};
   if (ok) zeroEvents(b, kEventsPerContext);  // a claimed place not written yet reads as grid 0
   if (!ok || !toDevice(b, b.control, &control, sizeof(control))) {
@@ -121,15 +97,15 @@ NativeScopes::ContextBuffers *NativeScopes::buffersFor(CUcontext context, uint32
   return &contexts_.back();
 }
 
-bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext context,
+bool NativeScopes::instrumentModule(const void *code, bool library, Context context,
                                     uint32_t contextId) {
   if (modules_.count({code, context})) return true;
-  CUdeviceptr address = 0;
+  DevicePtr address = 0;
   size_t bytes = 0;
-  CUresult rc = library
-                    ? driver_->libraryGetGlobal(&address, &bytes, (CUlibrary)code, kControlSymbol)
-                    : driver_->moduleGetGlobal(&address, &bytes, (CUmodule)code, kControlSymbol);
-  if (rc != CUDA_SUCCESS || bytes != sizeof(CUdeviceptr)) return false;
+  DriverResult rc = library
+                        ? driver_->libraryGetGlobal(&address, &bytes, (Library)code, kControlSymbol)
+                        : driver_->moduleGetGlobal(&address, &bytes, (Module)code, kControlSymbol);
+  if (rc != kSuccess || bytes != sizeof(DevicePtr)) return false;
   RelaxedCaptureMode relaxed(*driver_);  // this launch may be one being captured
   ContextBuffers *b = buffersFor(context, contextId);
   if (!b || !toDevice(*b, address, &b->control, sizeof(b->control))) return false;
@@ -139,29 +115,29 @@ bool NativeScopes::instrumentModule(const void *code, bool library, CUcontext co
   return true;
 }
 
-void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
-                            uint64_t correlation, const LaunchEntry *entries, size_t n) {
+void NativeScopes::onGraphLaunch() {
   if (!active_.load(std::memory_order_acquire)) return;
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
-      cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz) {
-    // A replay may run kernels of instrumented modules: a drain must not empty a buffer that
-    // they may still be appending to. (Its kernels' records find their launches by name.)
-    if (!anyModule_.load(std::memory_order_acquire)) return;
-    std::lock_guard lock(mu_);
-    ++launches_;
-    return;
-  }
-  CUfunction function = launchedFunction(cbid, cb->functionParams);
+  // A replay may run kernels of instrumented modules: a drain must not empty a buffer that
+  // they may still be appending to. (Its kernels' records find their launches by name.)
+  if (!anyModule_.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(mu_);
+  ++launches_;
+}
+
+void NativeScopes::onLaunch(Function function, Context context, uint32_t contextId,
+                            const char *symbol, uint64_t correlation, const LaunchEntry *entries,
+                            size_t n) {
+  if (!active_.load(std::memory_order_acquire)) return;
   if (!function) return;
   // A function of a module (driver API), or a kernel of a library (the CUDA runtime's).
   const void *module = nullptr;
   bool library = false;
-  CUmodule m = nullptr;
-  CUlibrary l = nullptr;
-  if (driver_->funcGetModule(&m, function) == CUDA_SUCCESS && m) {
+  Module m = nullptr;
+  Library l = nullptr;
+  if (driver_->funcGetModule(&m, function) == kSuccess && m) {
     module = m;
-  } else if (driver_->kernelGetLibrary(&l, reinterpret_cast<CUkernel>(function)) == CUDA_SUCCESS &&
-             l) {
+  } else if (driver_->kernelGetLibrary && driver_->libraryGetGlobal &&
+             driver_->kernelGetLibrary(&l, function) == kSuccess && l) {
     module = l;
     library = true;
   } else {
@@ -181,17 +157,18 @@ void NativeScopes::onLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
   // The session may have ended since the check above: a module set up now would record
   // outside any session (stop() has pointed the others back at null).
   if (!active_.load(std::memory_order_acquire)) return;
-  bool instrumented = instrumentModule(module, library, cb->context, cb->contextUid);
+  bool instrumented = instrumentModule(module, library, context, contextId);
   if (cache && !known) cache->modules.push_back({module, instrumented});
   if (!instrumented) return;
   Launch launch;
-  // Kept as text: CUPTI's string goes with the module, which may be unloaded before a drain.
-  launch.symbol = StringTable::global().intern(cb->symbolName ? cb->symbolName : "");
+  // Kept as text: the vendor's string goes with the module, which may be unloaded before a
+  // drain.
+  launch.symbol = StringTable::global().intern(symbol ? symbol : "");
   launch.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
   std::copy(entries, entries + launch.numEntries, launch.entries);
   byCorrelation_[correlation] = launch;
   ++launches_;
-  if (cb->symbolName) instrumentedKernels_.insert(cb->symbolName);
+  if (symbol) instrumentedKernels_.insert(symbol);
   stat("instrumentation_native_launches").add();
 }
 
@@ -334,7 +311,7 @@ void NativeScopes::beforeSync() {
   launchesAtFlush_ = launches_;
 }
 
-void NativeScopes::drain(const std::vector<CUcontext> &synced) {
+void NativeScopes::drain(const std::vector<Context> &synced) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);
@@ -435,11 +412,11 @@ void NativeScopes::keepPendingNames(ContextBuffers &b) {
 
 void NativeScopes::zeroEvents(const ContextBuffers &b, uint64_t count) {
   if (driver_->memsetD8Async(b.events, 0, count * sizeof(instrumentation::NativeEvent), b.stream) ==
-      CUDA_SUCCESS)
+      kSuccess)
     driver_->streamSynchronize(b.stream);
 }
 
-void NativeScopes::onContextDestroying(CUcontext context) {
+void NativeScopes::onContextDestroying(Context context) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   auto b = std::find_if(contexts_.begin(), contexts_.end(),
@@ -464,5 +441,4 @@ void NativeScopes::onContextDestroying(CUcontext context) {
   generation_.fetch_add(1, std::memory_order_release);
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

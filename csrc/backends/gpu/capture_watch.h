@@ -21,8 +21,6 @@
 // Thread-safe: one mutex, taken by capture calls and by flushes only.
 #pragma once
 
-#include <cuda.h>
-
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -30,8 +28,9 @@
 #include <thread>
 #include <vector>
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+#include "backends/gpu/gpu_driver.h"
+
+namespace proton::gpu {
 
 class CaptureWatch {
  public:
@@ -60,7 +59,7 @@ class CaptureWatch {
 
   bool matches(const Capture &c, const void *stream) const {
     return c.stream == stream &&
-           (stream != CU_STREAM_PER_THREAD || c.thread == std::this_thread::get_id());
+           (stream != kPerThreadStream || c.thread == std::this_thread::get_id());
   }
 
   mutable std::mutex mu_;
@@ -68,5 +67,4 @@ class CaptureWatch {
   std::atomic<size_t> count_{0};  // captures_.size(), for ownCapture's quick answer
 };
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

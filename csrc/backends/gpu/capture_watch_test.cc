@@ -1,15 +1,14 @@
 // CaptureWatch: a flush's synchronisation of a context runs only while no capture is under
 // way on it, waits for other threads' captures to end, never for the caller's own, and holds
 // back captures that begin meanwhile.
-#include "backends/cupti/capture_watch.h"
+#include "backends/gpu/capture_watch.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 using Outcome = CaptureWatch::Outcome;
@@ -129,10 +128,10 @@ TEST(CaptureWatch, AFailedBeginLeavesNoCaptureUnlessTheStreamWasCapturingAlready
 
 TEST(CaptureWatch, EachThreadsPerThreadStreamIsACaptureOfItsOwn) {
   CaptureWatch watch;
-  std::thread([&] { watch.beginning(&ctxA, CU_STREAM_PER_THREAD); }).join();
-  watch.beginning(&ctxA, CU_STREAM_PER_THREAD);
+  std::thread([&] { watch.beginning(&ctxA, kPerThreadStream); }).join();
+  watch.beginning(&ctxA, kPerThreadStream);
   EXPECT_EQ(watch.underWay(), 2u);
-  watch.settled(CU_STREAM_PER_THREAD, /*capturing=*/false);  // this thread's ended
+  watch.settled(kPerThreadStream, /*capturing=*/false);  // this thread's ended
   EXPECT_EQ(watch.underWay(), 1u);
   int runs = 0;
   EXPECT_EQ(syncA(watch, &runs, milliseconds(5)), Outcome::kTimedOut);  // the other's goes on
@@ -148,5 +147,4 @@ TEST(CaptureWatch, CapturesAreForgottenWhenProtonStopsWatching) {
 }
 
 }  // namespace
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu

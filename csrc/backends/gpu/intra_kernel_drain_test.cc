@@ -9,23 +9,23 @@
 #include <utility>
 #include <vector>
 
-#include "backends/cupti/intra_kernel_buffers.h"
-#include "backends/cupti/intra_kernel_fake_driver.h"
+#include "backends/gpu/fake_driver.h"
+#include "backends/gpu/intra_kernel_buffers.h"
 #include "core/session.h"
 #include "core/stats.h"
 
-namespace proton::cupti {
+namespace proton::gpu {
 namespace {
 
-const auto kStreamA = reinterpret_cast<CUstream>(0x7777);
-const auto kStreamB = reinterpret_cast<CUstream>(0x8888);
+const auto kStreamA = reinterpret_cast<Stream>(0x7777);
+const auto kStreamB = reinterpret_cast<Stream>(0x8888);
 
 // A one-warp tree kernel with one scope of its own, "body".
 instrumentation::ScopeTable summedTable() { return oneWarpTreeTable("summed", 0x7ee); }
 
 // `buffers` recording through `driver` into a 1 MB ring (device memory for it, its graph
 // arena, then the reduction's descriptors and output), with the summed kernel's table.
-instrumentation::ScopeTable startSummed(IntraKernelBuffers &buffers, const CudaDriverApi &driver) {
+instrumentation::ScopeTable startSummed(IntraKernelBuffers &buffers, const Driver &driver) {
   fake::reset(fake::kOther);
   startRecording(buffers, driver, /*maxTraceEvents=*/0, /*traceCapacity=*/4);
   constexpr size_t kOut = instrumentation::kReducedTreeBytes;
@@ -44,8 +44,8 @@ void launchSummed(IntraKernelBuffers &buffers, const instrumentation::ScopeTable
 }
 
 // A launch of the summed kernel on `stream`, filed under `entry`.
-void launchSummedOn(IntraKernelBuffers &buffers, const CudaDriverApi &driver,
-                    const instrumentation::ScopeTable &table, CUstream stream, uint32_t correlation,
+void launchSummedOn(IntraKernelBuffers &buffers, const Driver &driver,
+                    const instrumentation::ScopeTable &table, Stream stream, uint32_t correlation,
                     const LaunchEntry &entry) {
   uint64_t ptr = 0;
   ASSERT_EQ(
@@ -64,7 +64,7 @@ struct Summed {
         entry{&tree, kRootNode, PhaseId{0}, false} {}
   ~Summed() { buffers.removeUser(); }
 
-  CudaDriverApi driver;
+  Driver driver;
   IntraKernelBuffers buffers;
   instrumentation::ScopeTable table;
   Session tree;
@@ -119,8 +119,8 @@ TEST(IntraKernelBuffersDrain, ADrainThatThrowsIsCountedAndTheRingGoesOn) {
               IntraKernelBuffers::Alloc::kOk);
     launchSummed(buffers, table, ptr, 2000 + i, entry);
   }
-  CudaDriverApi throwing = driver;
-  throwing.memcpyDtoHAsync = [](void *, CUdeviceptr, size_t, CUstream) -> CUresult {
+  Driver throwing = driver;
+  throwing.memcpyDtoHAsync = [](void *, DevicePtr, size_t, Stream) -> DriverResult {
     throw std::bad_alloc();
   };
   buffers.drain(throwing);
@@ -155,11 +155,11 @@ TEST(IntraKernelBuffersDrain, ADrainRunsInRelaxedCaptureModeOffTheLegacyStream) 
     EXPECT_EQ(fake::legacyCopies, 0u) << gpuReduction;
     EXPECT_EQ(fake::syncMemsets, 0u) << gpuReduction;
     ASSERT_FALSE(fake::modesAtSync.empty());
-    for (CUstreamCaptureMode mode : fake::modesAtSync)
-      EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_RELAXED) << gpuReduction;
-    EXPECT_EQ(fake::captureMode, CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's, put back
+    for (CaptureMode mode : fake::modesAtSync)
+      EXPECT_EQ(mode, CaptureMode::kRelaxed) << gpuReduction;
+    EXPECT_EQ(fake::captureMode, CaptureMode::kGlobal);  // the thread's, put back
     EXPECT_EQ(fake::contextSyncs, 0u) << gpuReduction;
-    EXPECT_EQ(fake::syncedStreams, std::vector<CUstream>{kStreamA}) << gpuReduction;
+    EXPECT_EQ(fake::syncedStreams, std::vector<Stream>{kStreamA}) << gpuReduction;
     NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
     EXPECT_EQ(metric(tree, body, "count"), 6.0) << gpuReduction;
   }
@@ -175,7 +175,7 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   // Lambdas below name its parts through s (clang before 16 refuses capturing structured bindings).
   auto &[driver, buffers, table, tree, entry] = s;
   uint32_t launches = 0;
-  auto launchOn = [&](CUstream stream) {
+  auto launchOn = [&](Stream stream) {
     launchSummedOn(s.buffers, s.driver, s.table, stream, 3000 + launches++, s.entry);
   };
   launchOn(kStreamA);
@@ -183,7 +183,7 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   launchOn(kStreamA);
   launchOn(nullptr);  // the legacy default stream
   buffers.drain(driver);
-  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA, kStreamB, nullptr}));
+  EXPECT_EQ(fake::syncedStreams, (std::vector<Stream>{kStreamA, kStreamB, nullptr}));
   EXPECT_TRUE(fake::syncedEvents.empty());
 
   // B begins a capture after a launch on it: a mark is recorded on it before, and the drain
@@ -197,12 +197,12 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   fake::capturingStream = kStreamB;
   buffers.onStreamRetiring(kStreamB, true);  // the runtime's call, then the driver's: once
   // A stream with no launch into the ring since the last drain needs no mark.
-  buffers.onStreamRetiring(reinterpret_cast<CUstream>(0x9999), /*captureBegins=*/false);
+  buffers.onStreamRetiring(reinterpret_cast<Stream>(0x9999), /*captureBegins=*/false);
   buffers.onStreamRetiring(kStreamB, /*captureBegins=*/true);
   EXPECT_EQ(fake::recordedEvents.size(), 1u);
   buffers.drain(driver);
-  EXPECT_EQ(fake::syncedStreams, std::vector<CUstream>{kStreamA});
-  EXPECT_EQ(fake::syncedEvents, std::vector<CUevent>{fake::recordedEvents[0].first});
+  EXPECT_EQ(fake::syncedStreams, std::vector<Stream>{kStreamA});
+  EXPECT_EQ(fake::syncedEvents, std::vector<Event>{fake::recordedEvents[0].first});
 
   // A destroyed after a launch on it: the same mark, used again.
   fake::capturingStream = nullptr;
@@ -221,7 +221,7 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   // a ring keeps.
   Counter &waits = Stats::global().counter("instrumentation_drains_waiting_for_context");
   uint64_t before = waits.value();
-  launchOn(CU_STREAM_PER_THREAD);
+  launchOn(kPerThreadStream);
   buffers.drain(driver);
   EXPECT_EQ(fake::contextSyncs, 1u);
   launchOn(kStreamB);
@@ -230,11 +230,11 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
   EXPECT_EQ(fake::contextSyncs, 2u);
   fake::capturingStream = nullptr;
   for (size_t i = 0; i < IntraKernelBuffers::kWaitStreams; ++i)
-    launchOn(reinterpret_cast<CUstream>(0x10000 + 16 * i));
+    launchOn(reinterpret_cast<Stream>(0x10000 + 16 * i));
   buffers.drain(driver);
   EXPECT_EQ(fake::contextSyncs, 2u);  // each of them waited for
   for (size_t i = 0; i <= IntraKernelBuffers::kWaitStreams; ++i)
-    launchOn(reinterpret_cast<CUstream>(0x10000 + 16 * i));
+    launchOn(reinterpret_cast<Stream>(0x10000 + 16 * i));
   buffers.drain(driver);
   EXPECT_EQ(fake::contextSyncs, 3u);
   EXPECT_EQ(waits.value(), before + 3);
@@ -246,12 +246,12 @@ TEST(IntraKernelBuffersDrain, ADrainWaitsForItsLaunchesStreamsAndMarksNotTheCont
 
 // A capture beginning on a blocking stream marks the legacy stream too: the legacy stream
 // waits for blocking streams, so waiting for it would wait for the capture (and end it).
-// CU_STREAM_LEGACY and the null stream are both the legacy stream.
+// kLegacyStream and the null stream are both the legacy stream.
 TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) {
   Summed s(55);
   auto &[driver, buffers, table, tree, entry] = s;
   launchSummedOn(buffers, driver, table, nullptr, 600, entry);
-  launchSummedOn(buffers, driver, table, CU_STREAM_LEGACY, 601, entry);
+  launchSummedOn(buffers, driver, table, kLegacyStream, 601, entry);
   launchSummedOn(buffers, driver, table, kStreamB, 602, entry);
   launchSummedOn(buffers, driver, table, kStreamA, 603, entry);
   buffers.onStreamRetiring(kStreamA, /*captureBegins=*/true);  // non-blocking: A alone
@@ -261,7 +261,7 @@ TEST(IntraKernelBuffersDrain, ACaptureOnABlockingStreamMarksTheLegacyStreamToo) 
   ASSERT_EQ(fake::recordedEvents.size(), 4u);
   EXPECT_EQ(fake::recordedEvents[1].second, kStreamB);
   EXPECT_EQ(fake::recordedEvents[2].second, nullptr);
-  EXPECT_EQ(fake::recordedEvents[3].second, CU_STREAM_LEGACY);
+  EXPECT_EQ(fake::recordedEvents[3].second, kLegacyStream);
   buffers.drain(driver);
   EXPECT_TRUE(fake::syncedStreams.empty());
   EXPECT_EQ(fake::syncedEvents.size(), 4u);
@@ -323,7 +323,7 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
   Summed s(54);
   auto &[driver, buffers, table, trace, entry] = s;
   uint32_t correlation = 70;
-  for (CUstream stream : {kStreamA, kStreamB}) {
+  for (Stream stream : {kStreamA, kStreamB}) {
     uint64_t ptr = 0;
     ASSERT_EQ(
         buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
@@ -341,7 +341,7 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
   buffers.launchReturned();
   buffers.cancelLaunch(99);
   buffers.waitForRings(driver);
-  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA, kStreamB}));
+  EXPECT_EQ(fake::syncedStreams, (std::vector<Stream>{kStreamA, kStreamB}));
   buffers.noteKernel(70, 1000);
   EXPECT_FALSE(buffers.traceStartsKnown());
   buffers.noteKernel(71, 2000);
@@ -400,12 +400,12 @@ TEST(IntraKernelBuffersDrain, ALaunchInItsCallWhenADrainComesIsKeptForTheNextDra
   // Launches 3 and 4 filed; the other's is bound but its kernel has not run: read now, it
   // would be filed empty.
   buffers.drain(driver);
-  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamA}));
+  EXPECT_EQ(fake::syncedStreams, (std::vector<Stream>{kStreamB, kStreamA}));
   // A wait alone (a full trace ring's, before its drain) keeps the streams of what is in flight.
   fake::syncedStreams.clear();
   buffers.waitForRings(driver);
   buffers.waitForRings(driver);
-  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamB}));
+  EXPECT_EQ(fake::syncedStreams, (std::vector<Stream>{kStreamB, kStreamB}));
   runNow.set_value();
   other.join();
   buffers.drain(driver);  // the other's launch filed, with what its kernel wrote
@@ -432,7 +432,7 @@ TEST(IntraKernelBuffersDrain, ASlotOfAThreadThatEndedWithoutItsLaunchIsNotKept) 
   launchSummedOn(buffers, driver, table, kStreamA, 1, entry);
   fake::syncedStreams.clear();
   buffers.drain(driver);
-  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamB, kStreamA}));
+  EXPECT_EQ(fake::syncedStreams, (std::vector<Stream>{kStreamB, kStreamA}));
   uint64_t ptr = 0;
   ASSERT_EQ(
       buffers.allocate(driver, table.unitBytes, false, reinterpret_cast<uint64_t>(kStreamA), &ptr),
@@ -441,7 +441,7 @@ TEST(IntraKernelBuffersDrain, ASlotOfAThreadThatEndedWithoutItsLaunchIsNotKept) 
   launchSummed(buffers, table, ptr, 2, entry);
   fake::syncedStreams.clear();
   buffers.drain(driver);
-  EXPECT_EQ(fake::syncedStreams, (std::vector<CUstream>{kStreamA}));
+  EXPECT_EQ(fake::syncedStreams, (std::vector<Stream>{kStreamA}));
   NodeId kernel = tree.child(PhaseId{0}, kRootNode, S("summed"));
   EXPECT_EQ(metric(tree, kernel, "cycles"), 100.0 * 2);
 }
@@ -457,14 +457,14 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
   static size_t asked;
   allowed = false;
   asked = 0;
-  buffers.setContextSync([](CUcontext context) {
+  buffers.setContextSync([](Context context) {
     ++asked;
     return context == fake::kOther && allowed;
   });
   Counter &putOff = Stats::global().counter("instrumentation_drains_put_off_for_captures");
   const uint64_t before = putOff.value();
   NodeId body = tree.child(PhaseId{0}, tree.child(PhaseId{0}, kRootNode, S("summed")), S("body"));
-  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 800, entry);
+  launchSummedOn(buffers, driver, table, kPerThreadStream, 800, entry);
   buffers.drain(driver);
   EXPECT_EQ(asked, 1u);
   EXPECT_EQ(putOff.value(), before + 1);
@@ -490,7 +490,7 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
   allowed = false;
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   const uint64_t unrecordedBefore = unrecorded.value();
-  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 803, entry);
+  launchSummedOn(buffers, driver, table, kPerThreadStream, 803, entry);
   buffers.drain(driver);
   EXPECT_EQ(putOff.value(), before + 3);
   buffers.removeUser();
@@ -508,10 +508,10 @@ TEST(IntraKernelBuffersDrain, ADrainThatCannotSynchroniseItsContextIsPutOffWithE
 TEST(IntraKernelBuffersDrain, ALaunchLeftPastTwoSessionsIsCountedOnce) {
   Summed s(60);
   auto &[driver, buffers, table, tree, entry] = s;
-  buffers.setContextSync([](CUcontext) { return false; });
+  buffers.setContextSync([](Context) { return false; });
   Counter &unrecorded = Stats::global().counter("instrumentation_launches_unrecorded");
   const uint64_t before = unrecorded.value();
-  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 830, entry);
+  launchSummedOn(buffers, driver, table, kPerThreadStream, 830, entry);
   buffers.drain(driver);
   buffers.removeUser();
   EXPECT_EQ(unrecorded.value(), before + 1);
@@ -530,12 +530,12 @@ TEST(IntraKernelBuffersDrain, ALaunchReadBackAfterItsSessionEndedIsCountedAsUnre
   auto &[driver, buffers, table, tree, entry] = s;
   static bool allowed;
   allowed = false;
-  buffers.setContextSync([](CUcontext context) { return context == fake::kOther && allowed; });
+  buffers.setContextSync([](Context context) { return context == fake::kOther && allowed; });
   Session other{SessionId{59}, instrumentation()};
   LaunchEntry otherEntry{&other, kRootNode, PhaseId{0}, false};
   buffers.addUser();  // the other session's
-  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 820, entry);
-  launchSummedOn(buffers, driver, table, CU_STREAM_PER_THREAD, 821, otherEntry);
+  launchSummedOn(buffers, driver, table, kPerThreadStream, 820, entry);
+  launchSummedOn(buffers, driver, table, kPerThreadStream, 821, otherEntry);
   buffers.drain(driver);  // the first session's last flush: put off
   tree.releaseData();     // it ends
   buffers.removeUser();
@@ -600,4 +600,4 @@ TEST(IntraKernelBuffersDrain, AContextBeingDestroyedHasItsRingDrainedAndRetired)
 }
 
 }  // namespace
-}  // namespace proton::cupti
+}  // namespace proton::gpu

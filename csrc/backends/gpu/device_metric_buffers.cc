@@ -1,16 +1,15 @@
-#include "backends/cupti/device_metric_buffers.h"
+#include "backends/gpu/device_metric_buffers.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "backends/cupti/cupti_loader.h"
+#include "backends/gpu/gpu_driver.h"
 #include "core/clock.h"
 #include "core/session.h"
 #include "core/stats.h"
 #include "core/string_table.h"
 
-namespace proton::cupti {
-inline namespace PROTON_CUPTI_ABI {
+namespace proton::gpu {
 namespace {
 
 Counter &dropped() {
@@ -35,8 +34,8 @@ DeviceMetricBuffers &DeviceMetricBuffers::global() {
   return *buffers;
 }
 
-void DeviceMetricBuffers::setDriver(const CudaDriverApi *driver, std::function<void()> flush,
-                                    std::function<const void *()> ownCapture) {
+void DeviceMetricBuffers::setDriver(const Driver *driver, std::function<void()> flush,
+                                    std::function<Stream()> ownCapture) {
   std::lock_guard lock(mu_);
   driver_ = driver;
   flush_ = std::move(flush);
@@ -48,41 +47,39 @@ void DeviceMetricBuffers::setDriver(const CudaDriverApi *driver, std::function<v
 
 bool DeviceMetricBuffers::capturing(const DeviceTensor &tensor) {
   if (!driver_) return false;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CaptureStatus status = CaptureStatus::kNone;
   // An error (e.g. the legacy stream while another stream is captured) counts as capturing:
   // an eager copy there would break the user's capture; recordCaptured then drops the value.
-  if (driver_->streamIsCapturing(reinterpret_cast<CUstream>(tensor.stream), &status) !=
-      CUDA_SUCCESS)
+  if (driver_->streamIsCapturing(reinterpret_cast<Stream>(tensor.stream), &status) != kSuccess)
     return true;
-  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+  return status != CaptureStatus::kNone;
 }
 
-bool DeviceMetricBuffers::allocate(CUcontext context, CUdeviceptr *out, size_t bytes,
-                                   CUstream *stream) {
+bool DeviceMetricBuffers::allocate(Context context, DevicePtr *out, size_t bytes, Stream *stream) {
   RelaxedCaptureMode relaxed(*driver_);  // legal even while this thread captures a graph
-  bool ok = driver_->ctxPushCurrent(context) == CUDA_SUCCESS;
+  bool ok = driver_->ctxPushCurrent(context) == kSuccess;
   if (ok) {
-    ok = driver_->memAlloc(out, bytes) == CUDA_SUCCESS;
-    if (ok && stream && driver_->streamCreate(stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    ok = driver_->memAlloc(out, bytes) == kSuccess;
+    if (ok && stream && driver_->streamCreate(stream, kStreamNonBlocking) != kSuccess) {
       driver_->memFree(*out);
       ok = false;
     }
-    CUcontext popped;
+    Context popped;
     driver_->ctxPopCurrent(&popped);
   }
   return ok;
 }
 
-bool DeviceMetricBuffers::enqueueCopy(CUcontext context, CUdeviceptr dst, CUdeviceptr src,
-                                      size_t bytes, CUstream stream) {
-  if (driver_->ctxPushCurrent(context) != CUDA_SUCCESS) return false;
-  bool ok = driver_->memcpyDtoDAsync(dst, src, bytes, stream) == CUDA_SUCCESS;
-  CUcontext popped;
+bool DeviceMetricBuffers::enqueueCopy(Context context, DevicePtr dst, DevicePtr src, size_t bytes,
+                                      Stream stream) {
+  if (driver_->ctxPushCurrent(context) != kSuccess) return false;
+  bool ok = driver_->memcpyDtoDAsync(dst, src, bytes, stream) == kSuccess;
+  Context popped;
   driver_->ctxPopCurrent(&popped);
   return ok;
 }
 
-DeviceMetricBuffers::Ring *DeviceMetricBuffers::ringFor(CUcontext context, size_t *index) {
+DeviceMetricBuffers::Ring *DeviceMetricBuffers::ringFor(Context context, size_t *index) {
   for (size_t i = 0; i < rings_.size(); ++i) {
     if (rings_[i].context == context) {
       *index = i;
@@ -105,11 +102,10 @@ bool DeviceMetricBuffers::takeSlot(Ring &ring, size_t bytes, size_t *offset) {
 }
 
 DeviceMetricSink::Handle DeviceMetricBuffers::copy(const DeviceTensor &tensor) {
-  CUcontext context = nullptr;
+  Context context = nullptr;
   size_t bytes = aligned(tensor.bytes());
   if (!driver_ || bytes > kRingBytes ||
-      driver_->pointerGetAttribute(&context, CU_POINTER_ATTRIBUTE_CONTEXT, tensor.dataPtr) !=
-          CUDA_SUCCESS) {
+      driver_->pointerGetContext(&context, tensor.dataPtr) != kSuccess) {
     dropped().add();
     return 0;
   }
@@ -121,7 +117,7 @@ DeviceMetricSink::Handle DeviceMetricBuffers::copy(const DeviceTensor &tensor) {
       if (!ring) break;
       if (takeSlot(*ring, bytes, &offset)) {
         if (!enqueueCopy(context, ring->base + offset, tensor.dataPtr, tensor.bytes(),
-                         reinterpret_cast<CUstream>(tensor.stream)))
+                         reinterpret_cast<Stream>(tensor.stream)))
           break;
         Handle handle = next_++;
         Record &r = records_[handle];
@@ -177,27 +173,24 @@ void DeviceMetricBuffers::file(const Record &record, const uint8_t *bytes) {
 
 void DeviceMetricBuffers::recordCaptured(const TensorMetric &metric, CaptureContext context,
                                          StringId sliceName) {
-  CUcontext cuContext = nullptr;
-  CUgraph graph = nullptr;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
-  CUstream stream = reinterpret_cast<CUstream>(metric.tensor.stream);
+  Context owner = nullptr;  // of the tensor's memory
+  Graph graph = nullptr;
+  CaptureStatus status = CaptureStatus::kNone;
+  Stream stream = reinterpret_cast<Stream>(metric.tensor.stream);
   size_t bytes = aligned(metric.tensor.bytes());
   if (!driver_ || !driver_->streamGetCaptureInfo || bytes > kArenaChunkBytes ||
-      driver_->streamGetCaptureInfo(stream, &status, &id, &graph, nullptr, nullptr) !=
-          CUDA_SUCCESS ||
-      status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph ||
-      driver_->pointerGetAttribute(&cuContext, CU_POINTER_ATTRIBUTE_CONTEXT,
-                                   metric.tensor.dataPtr) != CUDA_SUCCESS) {
+      driver_->streamGetCaptureInfo(stream, &status, &graph) != kSuccess ||
+      status != CaptureStatus::kActive || !graph ||
+      driver_->pointerGetContext(&owner, metric.tensor.dataPtr) != kSuccess) {
     dropped().add();
     return;
   }
   std::lock_guard lock(mu_);
   size_t index = 0;
-  Ring *ring = ringFor(cuContext, &index);
+  Ring *ring = ringFor(owner, &index);
   if (ring && ring->arenaUsed + bytes > kArenaChunkBytes) {
-    CUdeviceptr chunk = 0;
-    if (allocate(cuContext, &chunk, kArenaChunkBytes)) {
+    DevicePtr chunk = 0;
+    if (allocate(owner, &chunk, kArenaChunkBytes)) {
       ring->arena.push_back(chunk);
       ring->arenaUsed = 0;
     }
@@ -213,8 +206,7 @@ void DeviceMetricBuffers::recordCaptured(const TensorMetric &metric, CaptureCont
   captured->ring = index;
   captured->slot = ring->arena.back() + ring->arenaUsed;
   // Captured, not run: the copy becomes a memcpy node of the graph.
-  if (!enqueueCopy(cuContext, captured->slot, metric.tensor.dataPtr, metric.tensor.bytes(),
-                   stream)) {
+  if (!enqueueCopy(owner, captured->slot, metric.tensor.dataPtr, metric.tensor.bytes(), stream)) {
     dropped().add();
     return;
   }
@@ -227,14 +219,12 @@ bool DeviceMetricBuffers::threadCapturing() {
   return driver_ && ownCapture_ && ownCapture_() != nullptr;
 }
 
-CUgraph DeviceMetricBuffers::capturingGraph(CUstream stream) {
-  CUgraph graph = nullptr;
-  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  cuuint64_t id = 0;
+Graph DeviceMetricBuffers::capturingGraph(Stream stream) {
+  Graph graph = nullptr;
+  CaptureStatus status = CaptureStatus::kNone;
   if (!driver_ || !driver_->streamGetCaptureInfo ||
-      driver_->streamGetCaptureInfo(stream, &status, &id, &graph, nullptr, nullptr) !=
-          CUDA_SUCCESS ||
-      status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+      driver_->streamGetCaptureInfo(stream, &status, &graph) != kSuccess ||
+      status != CaptureStatus::kActive)
     return nullptr;
   return graph;
 }
@@ -242,10 +232,9 @@ CUgraph DeviceMetricBuffers::capturingGraph(CUstream stream) {
 void DeviceMetricBuffers::recordCapturedScalars(const MetricList &metrics, CaptureContext context,
                                                 StringId sliceName) {
   if (metrics.empty()) return;
-  const void *stream = ownCapture_ ? ownCapture_() : nullptr;
+  Stream stream = ownCapture_ ? ownCapture_() : nullptr;
   std::lock_guard lock(mu_);
-  CUgraph graph =
-      stream ? capturingGraph(reinterpret_cast<CUstream>(const_cast<void *>(stream))) : nullptr;
+  Graph graph = stream ? capturingGraph(stream) : nullptr;
   if (!graph) {
     dropped().add(metrics.size());
     return;
@@ -283,31 +272,31 @@ void DeviceMetricBuffers::fileScalars(const Captured &c, const LaunchEntry *entr
   }
 }
 
-void DeviceMetricBuffers::onGraphCloned(CUgraph clone, CUgraph original) {
+void DeviceMetricBuffers::onGraphCloned(Graph clone, Graph original) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.cloned(clone, original);
 }
 
-void DeviceMetricBuffers::onGraphExecCreated(CUgraphExec exec, CUgraph graph) {
+void DeviceMetricBuffers::onGraphExecCreated(GraphExec exec, Graph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execCreated(exec, graph);
 }
 
-void DeviceMetricBuffers::onGraphExecDestroyed(CUgraphExec exec) {
+void DeviceMetricBuffers::onGraphExecDestroyed(GraphExec exec) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execDestroyed(exec);
 }
 
-void DeviceMetricBuffers::onGraphExecUpdated(CUgraphExec exec, CUgraph graph) {
+void DeviceMetricBuffers::onGraphExecUpdated(GraphExec exec, Graph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.execUpdated(exec, graph);
 }
 
-uint64_t DeviceMetricBuffers::replayKey(CUgraphExec exec) const {
+uint64_t DeviceMetricBuffers::replayKey(GraphExec exec) const {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return 0;
   std::lock_guard lock(mu_);
   const GraphTies<Captured>::List *captured = captured_.ofExec(exec);
@@ -317,15 +306,14 @@ uint64_t DeviceMetricBuffers::replayKey(CUgraphExec exec) const {
   return 0;
 }
 
-void DeviceMetricBuffers::onGraphDestroyed(CUgraph graph) {
+void DeviceMetricBuffers::onGraphDestroyed(Graph graph) {
   if (!anyCaptured_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   captured_.destroyed(graph);
 }
 
-void DeviceMetricBuffers::onGraphLaunched(CUgraphExec exec, CUstream stream,
-                                          const LaunchEntry *entries, size_t n, uint64_t launchNs,
-                                          uint64_t threadId) {
+void DeviceMetricBuffers::onGraphLaunched(GraphExec exec, Stream stream, const LaunchEntry *entries,
+                                          size_t n, uint64_t launchNs, uint64_t threadId) {
   if (!anyCaptured_.load(std::memory_order_relaxed) || n == 0) return;
   std::lock_guard lock(mu_);
   const GraphTies<Captured>::List *captured = captured_.ofExec(exec);
@@ -378,9 +366,9 @@ void DeviceMetricBuffers::beforeSync() {
   for (Ring &ring : rings_) ring.settled = ring.used;
 }
 
-std::vector<CUcontext> DeviceMetricBuffers::contexts() const {
+std::vector<Context> DeviceMetricBuffers::contexts() const {
   std::lock_guard lock(mu_);
-  std::vector<CUcontext> out;
+  std::vector<Context> out;
   for (const Ring &ring : rings_)
     if (ring.context) out.push_back(ring.context);
   return out;
@@ -398,8 +386,8 @@ bool DeviceMetricBuffers::readRing(size_t i, size_t upTo) {
     ContextScope scope(*driver_, ring.context, /*current=*/false);
     copied = scope.ok() &&
              driver_->memcpyDtoHAsync(host.data(), ring.base + from, host.size(), ring.stream) ==
-                 CUDA_SUCCESS &&
-             driver_->streamSynchronize(ring.stream) == CUDA_SUCCESS;
+                 kSuccess &&
+             driver_->streamSynchronize(ring.stream) == kSuccess;
   }
   bool left = false;  // values given past upTo: a later drain's
   for (auto it = records_.begin(); it != records_.end();) {
@@ -427,7 +415,7 @@ bool DeviceMetricBuffers::readRing(size_t i, size_t upTo) {
   return !left;
 }
 
-void DeviceMetricBuffers::drain(const std::vector<CUcontext> &synced) {
+void DeviceMetricBuffers::drain(const std::vector<Context> &synced) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   RelaxedCaptureMode relaxed(*driver_);  // legal while this thread, or another, captures
@@ -445,7 +433,7 @@ void DeviceMetricBuffers::drain(const std::vector<CUcontext> &synced) {
   updatePending();
 }
 
-void DeviceMetricBuffers::onContextDestroying(CUcontext context) {
+void DeviceMetricBuffers::onContextDestroying(Context context) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
   for (size_t i = 0; i < rings_.size(); ++i) {
@@ -461,5 +449,4 @@ void DeviceMetricBuffers::onContextDestroying(CUcontext context) {
   }
 }
 
-}  // namespace PROTON_CUPTI_ABI
-}  // namespace proton::cupti
+}  // namespace proton::gpu
