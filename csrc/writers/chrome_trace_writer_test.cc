@@ -163,6 +163,16 @@ struct WarpSample {
   ProfileView view(TraceLayout layout) const {
     return {phase, meta, devices, StringTable::global(), layout};
   }
+  // Warp 2 of CTA 1's slice of the whole kernel (its kernel scope), 900-9000 ns.
+  void addKernelWideSlice() {
+    NodeId kernel = phase.tree.child(phase.tree.child(kRootNode, S("step")), S("mm"));
+    TraceEvent whole{S("mm"), kernel, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(1, 2)}, 900,
+                     9000};
+    whole.kernel = kernel;
+    whole.launchNs = 1000;
+    whole.sm = 2;
+    phase.addEvent(whole);
+  }
   std::vector<TraceEvent> events_;
 };
 
@@ -204,13 +214,7 @@ TEST(ChromeTraceWriterTest, WarpSlicesComeFirstInTritonsOrderWithTritonsKeys) {
 
 TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlicesOfScopes) {
   WarpSample s;
-  // A warp's kernel-wide slice (its kernel scope): the full layout's, not Triton's.
-  NodeId kernel = s.phase.tree.child(s.phase.tree.child(kRootNode, S("step")), S("mm"));
-  TraceEvent whole{S("mm"), kernel, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(1, 2)}, 900, 9000};
-  whole.kernel = kernel;
-  whole.launchNs = 1000;
-  whole.sm = 2;
-  s.phase.addEvent(whole);
+  s.addKernelWideSlice();  // the full layout's, not Triton's
   std::string out = write(s.view(TraceLayout::kTriton));
   // Origin 1500 ns: the earliest warp slice (the kernel slice and its launch are not written).
   EXPECT_EQ(out.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[{\"ph\":\"X\",\"name\":"
@@ -229,12 +233,7 @@ TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlicesOfScopes) {
 
 TEST(ChromeTraceWriterTest, FullLayoutPutsKernelWideWarpSlicesAfterTritonsOnes) {
   WarpSample s;
-  NodeId kernel = s.phase.tree.child(s.phase.tree.child(kRootNode, S("step")), S("mm"));
-  TraceEvent whole{S("mm"), kernel, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(1, 2)}, 900, 9000};
-  whole.kernel = kernel;
-  whole.launchNs = 1000;
-  whole.sm = 2;
-  s.phase.addEvent(whole);
+  s.addKernelWideSlice();
   std::string out = write(s.view(TraceLayout::kFull));
   size_t lastScope = out.rfind("\"name\":\"inner\"");
   size_t wholeAt = out.find("\"name\":\"mm\",\"cat\":\"mm\"");

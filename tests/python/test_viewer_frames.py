@@ -10,29 +10,10 @@ import os
 import pytest
 from proton import viewer
 from proton.viewer import frames
-from viewer_test_utils import view, view_lines
+from viewer_test_utils import DEVICES, node, view, view_lines
 
 SP = "/opt/venv/lib/python3.11/site-packages/"
 CWD = "/home/u/proj"
-DEVICES = {
-    "CUDA": {
-        "0": {
-            "arch": "90",
-            "num_sms": 132,
-            "clock_rate": 1980000,
-            "memory_clock_rate": 2619000,
-            "bus_width": 5120,
-        }
-    }
-}
-
-
-def node(name, metrics=None, *children):
-    return {
-        "frame": {"name": name, "type": "function"},
-        "metrics": metrics or {},
-        "children": list(children),
-    }
 
 
 def kernel(name, time):

@@ -12,30 +12,11 @@ import pytest
 from proton.viewer import fast_report
 from proton.viewer.derive import recipe
 from proton.viewer.main import EXPORTS, FORMATS, MERGES, _parser, list_metrics, prepare
-from viewer_test_utils import view
+from viewer_test_utils import DEVICES, node, view
 
 SP = "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/"
 CWD = "/home/u/proj"
 GEMM = "void at::native::gemm_kernel<float, 4>(int, float*)"
-DEVICES = {
-    "CUDA": {
-        "0": {
-            "arch": "90",
-            "num_sms": 132,
-            "clock_rate": 1980000,
-            "memory_clock_rate": 2619000,
-            "bus_width": 5120,
-        }
-    }
-}
-
-
-def node(name, metrics=None, *children):
-    return {
-        "frame": {"name": name, "type": "function"},
-        "metrics": metrics or {},
-        "children": list(children),
-    }
 
 
 def kernel(name, time, count, samples=None, **amounts):

@@ -18,6 +18,29 @@ RANK0 = str(GOLDEN / "viewer_rank0.hatchet")
 RANK1 = str(GOLDEN / "viewer_rank1.hatchet")
 ARCH75 = str(GOLDEN / "viewer_arch75.hatchet")
 
+# An H100's device table, as profiles carry it.
+DEVICES = {
+    "CUDA": {
+        "0": {
+            "arch": "90",
+            "num_sms": 132,
+            "clock_rate": 1980000,
+            "memory_clock_rate": 2619000,
+            "bus_width": 5120,
+        }
+    }
+}
+
+
+def node(name, metrics=None, *children):
+    """A Hatchet node as Proton writes it."""
+    return {
+        "frame": {"name": name, "type": "function"},
+        "metrics": metrics or {},
+        "children": list(children),
+    }
+
+
 STATS_LINES = [
     "",
     "Profile stats (nonzero: something was dropped or unmatched):",
