@@ -3,11 +3,12 @@ rest of `triton` stays Triton's. Each case runs in a fresh interpreter with a fa
 package first on the path, whose own `triton/profiler` fails loudly if it is ever imported, and
 with scripts/triton_compat on PYTHONPATH (its sitecustomize.py installs the redirect)."""
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
-from proton_test_utils import run_interpreter, run_python
+from proton_test_utils import PYTHON_DIR, run_interpreter, run_python
 
 COMPAT_DIR = Path(__file__).resolve().parents[2] / "scripts" / "triton_compat"
 
@@ -37,11 +38,13 @@ def fake_triton(tmp_path):
 
 
 def run(code, cwd, fake_triton, env=None, argv=None):
-    paths = (COMPAT_DIR, fake_triton)
     if argv is None:
         argv = ["-c", textwrap.dedent(code)]
-    result = run_interpreter(argv, cwd, env=env, paths=paths, drop=("PROTON_TRITON_REDIRECT",))
-    return result
+    # The fake Triton first: where Proton is installed (site-packages, as in CI), a real Triton
+    # sits beside it and would be found before a fake placed after it.
+    path = os.pathsep.join([str(fake_triton), str(COMPAT_DIR), PYTHON_DIR])
+    env = {**(env or {}), "PYTHONPATH": path}
+    return run_interpreter(argv, cwd, env=env, drop=("PROTON_TRITON_REDIRECT",))
 
 
 def check(code, cwd, fake_triton, env=None):
