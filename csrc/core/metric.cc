@@ -85,6 +85,16 @@ void applyTypeRule(MetricTypeRule rule, MetricValue &value) {
   }
 }
 
+MetricType ruledTypeOf(const NamedMetric &metric) {
+  MetricType type = metricTypeOf(metric.value);
+  if (metric.spec.typeRule == MetricTypeRule::kFloat && type == MetricType::kInt)
+    return MetricType::kFloat;
+  if (metric.spec.typeRule == MetricTypeRule::kIntWhenWhole && type == MetricType::kFloat &&
+      isWhole(std::get<double>(metric.value)))
+    return MetricType::kInt;
+  return type;
+}
+
 MetricFit fitMetric(MetricType recorded, const MetricValue &value) {
   MetricType type = metricTypeOf(value);
   if (type == recorded) return MetricFit::kSame;

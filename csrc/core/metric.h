@@ -86,6 +86,14 @@ void applyTypeRule(MetricTypeRule rule, MetricValue &value);
 //   kConflict anything else (a string or list against a number): the value cannot be kept.
 enum class MetricFit : uint8_t { kSame, kConvert, kWiden, kConflict };
 MetricFit fitMetric(MetricType recorded, const MetricValue &value);
+// The type a value takes once its name's rule is applied (applyTypeRule), without copying it.
+MetricType ruledTypeOf(const NamedMetric &metric);
+// Whether values of these two types cannot share a metric (a string or list against anything
+// else): numbers of either type always can (fitMetric converts them).
+inline bool typesConflict(MetricType a, MetricType b) {
+  auto number = [](MetricType t) { return t == MetricType::kInt || t == MetricType::kFloat; };
+  return a != b && !(number(a) && number(b));
+}
 // Converts an int to a float or a whole float to an int; false (value unchanged) otherwise.
 bool convertMetricValue(MetricValue &value, MetricType to);
 

@@ -40,28 +40,21 @@ Status typeConflict(StringId name, MetricType current, MetricType next) {
                                              ", new=" + metricTypeName(next)};
 }
 
-// The type a value has once its name's rule is applied (without changing it).
-MetricType ruledType(const NamedMetric &m) {
-  MetricValue v = m.value;
-  applyTypeRule(m.spec.typeRule, v);
-  return metricTypeOf(v);
-}
-
 }  // namespace
 
 Status Session::checkMetricTypesLocked(const MetricList &metrics) const {
+  // Types only: no value is copied (this runs for every launch's metadata metrics).
   for (size_t i = 0; i < metrics.size(); ++i) {
     const NamedMetric &m = metrics[i];
-    MetricValue v = m.value;
-    applyTypeRule(m.spec.typeRule, v);
+    MetricType type = ruledTypeOf(m);
     auto it = metricInfo_.find(m.spec.name);
-    if (it != metricInfo_.end() && fitMetric(it->second.type, v) == MetricFit::kConflict)
-      return typeConflict(m.spec.name, it->second.type, metricTypeOf(v));
+    if (it != metricInfo_.end() && typesConflict(it->second.type, type))
+      return typeConflict(m.spec.name, it->second.type, type);
     // The same name twice in one list ("a" and "a (exc)") must agree as well.
     for (size_t j = 0; j < i; ++j) {
-      MetricType earlier = ruledType(metrics[j]);
-      if (metrics[j].spec.name == m.spec.name && fitMetric(earlier, v) == MetricFit::kConflict)
-        return typeConflict(m.spec.name, earlier, metricTypeOf(v));
+      if (metrics[j].spec.name != m.spec.name) continue;
+      MetricType earlier = ruledTypeOf(metrics[j]);
+      if (typesConflict(earlier, type)) return typeConflict(m.spec.name, earlier, type);
     }
   }
   return {};
@@ -75,7 +68,7 @@ Status Session::normalizeMetricsLocked(const MetricList &metrics, MetricList &sc
     const NamedMetric &m = metrics[i];
     auto it = metricInfo_.find(m.spec.name);
     MetricType given = metricTypeOf(m.value);
-    if (ruledType(m) == given && (it == metricInfo_.end() || it->second.type == given)) {
+    if (ruledTypeOf(m) == given && (it == metricInfo_.end() || it->second.type == given)) {
       if (it == metricInfo_.end())
         metricInfo_.emplace(m.spec.name, MetricInfo{given, m.spec.aggregation});
       continue;
