@@ -104,42 +104,21 @@ def warp_slices(events) -> list:
         cycles = _int(args.get("cycles"))
         lane = _TRITON_LANE.fullmatch(pid) if isinstance(pid, str) else None
         warp = _WARP_TID.fullmatch(tid) if isinstance(tid, str) else None
-        if lane and warp:
-            kernel = lane.group(1)
-            sm = _int(args.get("sm"), int(lane.group(2)))
-            s = _Slice(
-                kernel,
-                sm,
-                int(lane.group(3)),
-                int(warp.group(1)),
-                start,
-                start + dur,
-                name,
-                cycles,
-                stack,
-                (pid, tid),
-            )
-            out.append(s)
+        if lane and warp:  # Triton's layout: "<kernel> Core<sm> CTA<cta>", "warp <w>"
+            kernel, sm = lane.group(1), _int(args.get("sm"), int(lane.group(2)))
+            cta, w = int(lane.group(3)), int(warp.group(1))
+        elif e.get("cat") == "warp":  # the older layout: "CTA <c> Warp <w>" lanes
+            old = _OLD_LANE.fullmatch(lane_names.get((pid, tid), ""))
+            if old is None:
+                continue
+            kernel, sm = None, _int(args.get("sm"))
+            cta, w = int(old.group(1)), int(old.group(2))
+        else:
             continue
-        if e.get("cat") != "warp":
-            continue
-        old = _OLD_LANE.fullmatch(lane_names.get((pid, tid), ""))
-        if old is None:
-            continue
-        s = _Slice(
-            None,
-            _int(args.get("sm")),
-            int(old.group(1)),
-            int(old.group(2)),
-            start,
-            start + dur,
-            name,
-            cycles,
-            stack,
-            (pid, tid),
-        )
+        s = _Slice(kernel, sm, cta, w, start, start + dur, name, cycles, stack, (pid, tid))
         out.append(s)
-        unresolved.append(s)
+        if kernel is None:
+            unresolved.append(s)
     if unresolved:
         _resolve_kernels(unresolved, events)
     return out
