@@ -196,10 +196,18 @@ def test_trace_layouts_full_and_triton_on_one_example():
         events = trace["traceEvents"]
         warps = [e for e in events if is_warp(e)]
         assert warps == events[: len(warps)], events  # warp slices first
-        order = [
-            (e["args"]["sm"], int(e["pid"].split(" CTA")[1]), e["tid"], e["ts"]) for e in warps
-        ]
-        assert order == sorted(order)
+        # Triton's order (SM, CTA, warp, start) for the scopes; "full" then adds each warp's
+        # kernel-wide slice, in the same order.
+        for group in (
+            [e for e in warps if e["name"] != "two_scopes_kernel"],
+            [e for e in warps if e["name"] == "two_scopes_kernel"],
+        ):
+            order = [
+                (e["args"]["sm"], int(e["pid"].split(" CTA")[1]), e["tid"], e["ts"]) for e in group
+            ]
+            assert order == sorted(order)
+        kernel_wide = [e["name"] == "two_scopes_kernel" for e in warps]
+        assert kernel_wide == sorted(kernel_wide)  # the scopes' slices, then the kernel-wide ones
         for w in warps:
             assert w["cat"] == "two_scopes_kernel" and w["tid"].startswith("warp ")
             assert keys | {"Frequency (MHz)", "sm", "cycles", "scope_path"} <= set(w["args"])

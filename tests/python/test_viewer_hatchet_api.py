@@ -155,6 +155,28 @@ def test_apply_diff_profile_subtracts_the_other_file():
     assert all(math.isclose(got[p], a[p] - b[p], abs_tol=1e-12) for p in common)
 
 
+@pytest.mark.parametrize("base", [RANK1, KERNELS])
+def test_apply_diff_profile_is_hatchets_sub_over_the_union_of_both_graphs(base):
+    # Proton subtracts itself (hatchet's Cython row insertion raises on read-only arrays under
+    # newer pandas); the result must be GraphFrame.sub's, nodes of either file included.
+    gf, names = viewer.parse(["time/ms"], RANK0)
+    ours = by_path(
+        viewer.apply_diff_profile(gf, names, base, ["time/ms"], None, None, None), names[0]
+    )
+    a, _ = viewer.parse(["time/ms"], RANK0)
+    b, _ = viewer.parse(["time/ms"], base)
+    for frame in (a, b):
+        frame.inc_metrics = [m for m in names if m.endswith("(inc)")]
+        frame.exc_metrics = [m for m in names if not m.endswith("(inc)")]
+    theirs = by_path(a.sub(b), names[0])
+    assert set(ours) == set(theirs)
+    assert set(by_path(b, names[0])) - set(by_path(a, names[0])) or base == RANK1
+    for path, value in theirs.items():
+        assert (math.isnan(value) and math.isnan(ours[path])) or math.isclose(
+            ours[path], value, abs_tol=1e-12
+        ), path
+
+
 def test_without_hatchet_calls_raise_import_error_naming_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "hatchet", None)  # import hatchet raises ImportError
     for call in (

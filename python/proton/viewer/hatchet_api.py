@@ -269,7 +269,35 @@ def apply_diff_profile(gf, derived_metrics, diff_file, metrics, include, exclude
     exc = [m for m in derived_metrics if not m.endswith("(inc)")]
     for frame in (gf, other):
         frame.inc_metrics, frame.exc_metrics = list(inc), list(exc)
-    return gf.sub(other)
+    return _subtract(gf, other, derived_metrics)
+
+
+def _subtract(gf, other, metrics):
+    """GraphFrame.sub's result, gf - other on the union of their graphs (a node only in other
+    counts 0 in gf; only in gf, 0 in other), without hatchet's Cython row insertion: under
+    newer pandas and numpy it writes into read-only arrays and raises ValueError."""
+    pd = _pandas()
+    a, b = gf.copy(), other.copy()
+    node_map = {}
+    union = a.graph.union(b.graph, node_map)
+    frames = []
+    for f in (a, b):
+        index = list(f.dataframe.index.names)
+        df = f.dataframe.reset_index()
+        df["node"] = [node_map[id(n)] for n in df["node"]]
+        frames.append(df.set_index(index))
+    mine, theirs = frames
+    missing = theirs.loc[theirs.index.difference(mine.index)].copy()
+    for column in missing.columns:  # as GraphFrame.sub: numbers 0, the rest (names) kept
+        if pd.api.types.is_numeric_dtype(missing[column]):
+            missing[column] = 0
+    if len(missing):
+        mine = pd.concat([mine, missing])
+    for metric in metrics:
+        if metric in mine.columns and metric in theirs.columns:
+            mine[metric] = mine[metric] - theirs[metric].reindex(mine.index).fillna(0)
+    a.dataframe, a.graph = mine, union
+    return a
 
 
 __all__ = [
