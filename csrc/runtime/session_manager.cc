@@ -296,6 +296,7 @@ Result<StartResult> SessionManager::start(const SessionOptions &requested) {
   if (liveCount_.load(std::memory_order_relaxed) == 0)
     generation_.fetch_add(1, std::memory_order_relaxed);
   live_[slot].store(sessions_.back().get(), std::memory_order_release);
+  liveSlots_.fetch_or(1u << slot, std::memory_order_release);
   if (options.data == DataKind::kTrace) traceLive_.fetch_add(1, std::memory_order_relaxed);
   countContext(options, 1);
   liveCount_.fetch_add(1, std::memory_order_relaxed);
@@ -444,8 +445,11 @@ Status SessionManager::finalize(std::optional<SessionId> id, std::string_view fo
       continue;
     }
     finalized_[s->id().value] = true;
-    for (auto &slot : live_)
-      if (slot.load(std::memory_order_relaxed) == s) slot.store(nullptr, std::memory_order_release);
+    for (size_t i = 0; i < kMaxLiveSessions; ++i) {
+      if (live_[i].load(std::memory_order_relaxed) != s) continue;
+      live_[i].store(nullptr, std::memory_order_release);
+      liveSlots_.fetch_and(~(1u << i), std::memory_order_release);
+    }
     liveCount_.fetch_sub(1, std::memory_order_relaxed);
     if (s->options().data == DataKind::kTrace) traceLive_.fetch_sub(1, std::memory_order_relaxed);
     countContext(s->options(), -1);

@@ -237,6 +237,36 @@ class SessionManager {
   std::vector<bool> finalized_;
   std::vector<GpuBackend *> backends_;  // per session: the GPU backend it holds, or nullptr
   std::array<std::atomic<Session *>, kMaxLiveSessions> live_{};
+  // Bit i set while live_[i] may hold a session (set after the store, cleared after the
+  // reset): the per-operator and per-launch loops visit these slots only, not all 32.
+  std::atomic<uint32_t> liveSlots_{0};
+  static_assert(kMaxLiveSessions <= 32, "liveSlots_ is one bit per slot");
+  // for (auto &slot : liveSlots()): the slots of live_ whose bit is set.
+  class LiveSlots {
+   public:
+    class Iterator {
+     public:
+      Iterator(std::atomic<Session *> *slots, uint32_t mask) : slots_(slots), mask_(mask) {}
+      std::atomic<Session *> &operator*() const { return slots_[__builtin_ctz(mask_)]; }
+      Iterator &operator++() {
+        mask_ &= mask_ - 1;
+        return *this;
+      }
+      bool operator!=(const Iterator &other) const { return mask_ != other.mask_; }
+
+     private:
+      std::atomic<Session *> *slots_;
+      uint32_t mask_;
+    };
+    LiveSlots(std::atomic<Session *> *slots, uint32_t mask) : slots_(slots), mask_(mask) {}
+    Iterator begin() const { return {slots_, mask_}; }
+    Iterator end() const { return {slots_, 0}; }
+
+   private:
+    std::atomic<Session *> *slots_;
+    uint32_t mask_;
+  };
+  LiveSlots liveSlots() { return {live_.data(), liveSlots_.load(std::memory_order_acquire)}; }
   std::atomic<int> liveCount_{0};
   std::atomic<int> traceLive_{0};
   std::atomic<int> pythonLive_{0};        // live sessions with context="python"

@@ -23,7 +23,7 @@ size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *thr
   bool named = t.launchInFlight;
   if (named && launchName) *launchName = t.launchName;
   size_t n = 0;
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!s || !s->active()) continue;
     NodeId node = contextNode(*s, t, stack);
@@ -89,7 +89,7 @@ void SessionManager::contextNames(std::vector<StringId> &out) {
 void SessionManager::captureContext(CaptureContext &out, bool inLaunch) {
   contextNames(out.names);
   out.notRecording.clear();
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (s && !s->active()) out.notRecording.push_back(s->id());
   }

@@ -53,7 +53,7 @@ void SessionManager::copyTensors(const std::vector<TensorMetric> *tensors, Tenso
   DeviceMetricSink *sink = deviceMetricSink();
   if (!tensors || tensors->empty() || !sink) return;
   bool tree = false, trace = false;
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!s || !s->active()) continue;
     (s->options().data == DataKind::kTrace ? trace : tree) = true;
@@ -75,7 +75,7 @@ void SessionManager::captureContextLocked(const ThreadContext &t, const PythonSt
   if (t.state != StringId{}) out.names.push_back(t.state);
   if (t.stateDetail != StringId{}) out.names.push_back(t.stateDetail);
   out.notRecording.clear();
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (s && !s->active()) out.notRecording.push_back(s->id());
   }
@@ -120,7 +120,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
 }
 
 Status SessionManager::checkLiveMetricTypes(const MetricList &metrics) {
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (s && s->active()) PROTON_RETURN_IF_ERROR(s->checkMetricTypes(metrics));
   }
@@ -143,7 +143,7 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
   // The clock is read only when something will use the time: cpu_timed_scope or trace data.
   uint64_t beginNs = timed || traceLive_.load(std::memory_order_relaxed) ? monotonicNs() : 0;
   t.frames.push_back(ScopeFrame{name, beginNs, timed, metrics, id});
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!s || !s->active()) continue;
     NodeId parent = refreshMirror(*s, t);
@@ -248,7 +248,7 @@ Status SessionManager::checkScopeExit(ThreadContext &t, std::optional<StringId> 
       withEntry.push_back({p.metric.spec, placeholderValue(p.metric.tensor)});
   withEntry.insert(withEntry.end(), exit.begin(), exit.end());
   uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!recordedAt(t, s, depth) || !s->active()) continue;
     bool trace = s->options().data == DataKind::kTrace;
@@ -271,7 +271,7 @@ void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics
   uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
   bool hasTensors = (tensors && !tensors->empty()) || top.entryTensors;
   uint64_t endNs = top.beginNs ? monotonicNs() : 0;
-  for (auto &slot : live_) {
+  for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!recordedAt(t, s, depth)) continue;
     SessionMirror &m = t.mirror(s->id());

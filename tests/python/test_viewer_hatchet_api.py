@@ -156,9 +156,10 @@ def test_apply_diff_profile_subtracts_the_other_file():
 
 
 @pytest.mark.parametrize("base", [RANK1, KERNELS])
-def test_apply_diff_profile_is_hatchets_sub_over_the_union_of_both_graphs(base):
+def test_apply_diff_profile_is_hatchets_sub_with_the_base_only_nodes_negative(base):
     # Proton subtracts itself (hatchet's Cython row insertion raises on read-only arrays under
-    # newer pandas); the result must be GraphFrame.sub's, nodes of either file included.
+    # newer pandas): GraphFrame.sub's values on the nodes of the profile, and on a node only
+    # the base has, minus its value (hatchet leaves NaN there: the node is gone, not unknown).
     gf, names = viewer.parse(["time/ms"], RANK0)
     ours = by_path(
         viewer.apply_diff_profile(gf, names, base, ["time/ms"], None, None, None), names[0]
@@ -169,12 +170,16 @@ def test_apply_diff_profile_is_hatchets_sub_over_the_union_of_both_graphs(base):
         frame.inc_metrics = [m for m in names if m.endswith("(inc)")]
         frame.exc_metrics = [m for m in names if not m.endswith("(inc)")]
     theirs = by_path(a.sub(b), names[0])
-    assert set(ours) == set(theirs)
-    assert set(by_path(b, names[0])) - set(by_path(a, names[0])) or base == RANK1
+    mine, base_values = by_path(a, names[0]), by_path(b, names[0])
+    assert set(ours) == set(theirs) == set(mine) | set(base_values)
+    assert set(base_values) - set(mine)  # both bases have nodes the profile lacks
     for path, value in theirs.items():
-        assert (math.isnan(value) and math.isnan(ours[path])) or math.isclose(
-            ours[path], value, abs_tol=1e-12
-        ), path
+        if path in mine:
+            assert (math.isnan(value) and math.isnan(ours[path])) or math.isclose(
+                ours[path], value, abs_tol=1e-12
+            ), path
+        else:
+            assert math.isclose(ours[path], -base_values[path], abs_tol=1e-12), path
 
 
 def test_without_hatchet_calls_raise_import_error_naming_the_package(monkeypatch):

@@ -273,9 +273,10 @@ def apply_diff_profile(gf, derived_metrics, diff_file, metrics, include, exclude
 
 
 def _subtract(gf, other, metrics):
-    """GraphFrame.sub's result, gf - other on the union of their graphs (a node only in other
-    counts 0 in gf; only in gf, 0 in other), without hatchet's Cython row insertion: under
-    newer pandas and numpy it writes into read-only arrays and raises ValueError."""
+    """gf - other on the union of their graphs, as GraphFrame.sub, without hatchet's Cython
+    row insertion (under newer pandas and numpy it writes into read-only arrays and raises
+    ValueError). A node only in gf keeps its values; a node only in other gets minus its
+    values, as Proton's own viewer (GraphFrame.sub leaves NaN there)."""
     pd = _pandas()
     a, b = gf.copy(), other.copy()
     node_map = {}
