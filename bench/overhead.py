@@ -510,7 +510,7 @@ def print_table(table):
     for key, v in table.items():
         w, e = v["wall"], v["events"]
         if w is None:
-            print(f"{key:34} n/a: {v['error'][:150]}")
+            print(f"{key:34} n/a: {(v.get('error') or 'not run (--stop-after)')[:150]}")
             continue
         line = (
             f"{key:34} {w['median']:7.3f} [{w['ci_lo']:6.3f},{w['ci_hi']:6.3f}] "
