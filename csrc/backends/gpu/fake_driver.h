@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -186,9 +187,11 @@ inline DriverResult streamCreate(Stream *stream, unsigned int flags) {
   ++ownStreams;
   return kSuccess;
 }
-inline std::vector<Stream> syncedStreams;  // the program's streams waited for, in order
-inline Stream unwaitableStream = nullptr;  // waiting for it fails (it joined a capture)
+inline std::vector<Stream> syncedStreams;   // the program's streams waited for, in order
+inline Stream unwaitableStream = nullptr;   // waiting for it fails (it joined a capture)
+inline std::function<void()> onStreamSync;  // run inside every stream wait (a test's probe)
 inline DriverResult streamSync(Stream stream) {
+  if (onStreamSync) onStreamSync();
   modesAtSync.push_back(captureMode);
   if (stream != kOwnStream) syncedStreams.push_back(stream);
   return stream && stream == unwaitableStream ? kCaptureUnsupported : kSuccess;
@@ -332,6 +335,7 @@ inline void reset(Context now) {
   allocationsInGlobalMode = syncMemsets = ownStreams = reductions = legacyCopies = 0;
   contextSyncs = eventsMade = 0;
   modesAtSync.clear();
+  onStreamSync = nullptr;
   syncedStreams.clear();
   syncedEvents.clear();
   recordedEvents.clear();

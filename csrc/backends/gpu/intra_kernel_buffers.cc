@@ -646,10 +646,30 @@ IntraKernelBuffers::Replay IntraKernelBuffers::fileReplay(
 }
 
 void IntraKernelBuffers::noteKernel(uint64_t correlation, uint64_t startNs) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock) {  // a drain holds it, maybe waiting (in the driver) for this thread's CUPTI
+    std::lock_guard kept(keptStartsMu_);
+    keptStarts_.emplace_back(correlation, startNs);
+    return;
+  }
+  applyKeptStartsLocked();
   auto it = byCorrelation_.find(correlation);
   if (it == byCorrelation_.end()) return;
   rings_[it->second.first].slots[it->second.second].startNs = startNs;
+}
+
+void IntraKernelBuffers::applyKeptStartsLocked() {
+  std::vector<std::pair<uint64_t, uint64_t>> starts;
+  {
+    std::lock_guard kept(keptStartsMu_);
+    if (keptStarts_.empty()) return;
+    starts.swap(keptStarts_);
+  }
+  for (const auto &[correlation, startNs] : starts) {
+    auto it = byCorrelation_.find(correlation);
+    if (it != byCorrelation_.end())
+      rings_[it->second.first].slots[it->second.second].startNs = startNs;
+  }
 }
 
 size_t IntraKernelBuffers::wanted(const std::vector<SlotRecord> &slots) {

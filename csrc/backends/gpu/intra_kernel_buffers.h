@@ -127,7 +127,10 @@ class IntraKernelBuffers {
   // The device address of the first slot an executable graph's replays copy out (0: none),
   // which ReplayOrder keys its replays by.
   uint64_t replayKey(GraphExec exec) const;
-  // A kernel record arrived (its start aligns trace slices).
+  // A kernel record arrived (its start aligns trace slices). Never waits for the drains' lock:
+  // CUPTI's record threads call it holding CUPTI's own locks, which a drain's driver calls
+  // (a reduction launch, a stream wait) may take; while a drain runs, the start is kept aside
+  // and set by the next reader of starts.
   void noteKernel(uint64_t correlation, uint64_t startNs);
   // A stream is about to begin a capture, join one (wait for an event) or be destroyed (its
   // API call's enter, on the calling thread): the launches into the rings on it so far are
@@ -153,7 +156,7 @@ class IntraKernelBuffers {
   // synchronisation would end a CUDA graph being captured on another thread.
   void waitForRings(const Driver &driver);
   // Every launch with a trace slot has its kernel record's start (a replay has none to wait for).
-  bool traceStartsKnown() const;
+  bool traceStartsKnown();
 
  private:
   struct SlotRecord {
@@ -265,7 +268,8 @@ class IntraKernelBuffers {
   // mu_ held, ring's context current: every launch that wrote into the ring has finished
   // (false: not known, the context could not be synchronised; the next wait is the context's).
   bool waitForLaunches(const Driver &driver, Ring &ring);
-  bool traceStartsKnownLocked() const;  // mu_ held
+  bool traceStartsKnownLocked();  // mu_ held
+  void applyKeptStartsLocked();   // mu_ held: the starts noteKernel kept aside, set
   // mu_ held: the context a launch on `stream` runs in when none is current (null: unknown).
   Context launchContext(const Driver &driver, uint64_t stream);
   // Where a slot's launch goes: its sessions' kernel nodes, written into `targets`.
@@ -304,6 +308,9 @@ class IntraKernelBuffers {
   void warnTooLarge(const char *symbol, size_t bytes, size_t ringBytes, bool trace);
 
   mutable std::mutex mu_;
+  // Kernel starts (correlation, ns) noted while mu_ was held: never held across anything.
+  std::mutex keptStartsMu_;
+  std::vector<std::pair<uint64_t, uint64_t>> keptStarts_;
   int users_ = 0;
   uint64_t ringBytes_ = uint64_t{256} << 20;
   uint32_t traceUnitBytes_ = instrumentation::kTraceUnitHeaderBytes + 8 * 256;

@@ -72,6 +72,7 @@ bool IntraKernelBuffers::drainRing(
     std::vector<std::pair<uint64_t, std::pair<size_t, size_t>>> &keptCorrelations) {
   Ring &ring = rings_[r];
   if (!waitForLaunches(driver, ring)) return false;
+  applyKeptStartsLocked();  // starts noted during the wait place the slices
   stat("instrumentation_ring_drains").add();
   std::vector<std::pair<uint64_t, size_t>> moved;
   std::vector<SlotRecord> kept = takeInFlight(ring, r, moved);
@@ -174,12 +175,13 @@ void IntraKernelBuffers::waitForRings(const Driver &driver) {
   }
 }
 
-bool IntraKernelBuffers::traceStartsKnown() const {
+bool IntraKernelBuffers::traceStartsKnown() {
   std::lock_guard lock(mu_);
   return traceStartsKnownLocked();
 }
 
-bool IntraKernelBuffers::traceStartsKnownLocked() const {
+bool IntraKernelBuffers::traceStartsKnownLocked() {
+  applyKeptStartsLocked();
   for (const auto &[correlation, at] : byCorrelation_) {
     const SlotRecord &slot = rings_[at.first].slots[at.second];
     if (slot.trace && slot.startNs == 0) return false;

@@ -354,6 +354,38 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
   EXPECT_TRUE(buffers.traceStartsKnown());  // none left
 }
 
+// CUPTI's record thread notes kernel starts holding CUPTI's own locks, which a drain's driver
+// calls may wait for: a start noted while a drain holds the buffers' lock does not wait for
+// it (a device reset hung once on an H200 so), and is set when starts are next read.
+TEST(IntraKernelBuffersDrain, AKernelStartNotedDuringADrainDoesNotWaitForIt) {
+  Summed s(54);
+  auto &[driver, buffers, table, trace, entry] = s;
+  uint32_t correlation = 70;
+  for (Stream stream : {kStreamA, kStreamB}) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(
+        buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
+        IntraKernelBuffers::Alloc::kOk);
+    buffers.bindLaunch(correlation++, &entry, 1, "summed", StringId{});
+    buffers.launchReturned();
+  }
+  bool notedWithoutWaiting = false;
+  std::future<void> noted;  // outlives the drain: a call still waiting then ends after it
+  fake::onStreamSync = [&] {
+    if (noted.valid()) return;
+    // The drain's stream wait, its lock held; the record thread's call must return. Before,
+    // it waited for the lock (the 10 s bound only keeps a regression from hanging the test).
+    noted = std::async(std::launch::async, [&] { buffers.noteKernel(70, 1000); });
+    notedWithoutWaiting = noted.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  };
+  buffers.waitForRings(driver);
+  fake::onStreamSync = nullptr;
+  noted.wait();
+  EXPECT_TRUE(notedWithoutWaiting);
+  buffers.noteKernel(71, 2000);
+  EXPECT_TRUE(buffers.traceStartsKnown());  // 70's start, kept aside, was set
+}
+
 // Another thread's drain can come between a launch being handed its slot and its kernel
 // reaching its stream (its launch call's return): the drain's waits do not cover that kernel.
 // Its slot was read and cleared then, and its bytes handed to the next launches, whose
