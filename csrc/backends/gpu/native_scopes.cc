@@ -174,7 +174,34 @@ void NativeScopes::onLaunch(Function function, Context context, uint32_t context
 
 void NativeScopes::noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
                               StringId launchName) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock) {  // a drain holds it, maybe waiting (in the driver) for this thread's CUPTI
+    KeptRecord k;
+    k.record = record;
+    k.launchName = launchName;
+    k.numEntries = static_cast<uint32_t>(std::min<size_t>(n, LaunchInfo::kMaxEntries));
+    std::copy(filedUnder, filedUnder + k.numEntries, k.entries);
+    std::lock_guard kept(keptMu_);
+    kept_.push_back(k);
+    return;
+  }
+  applyKeptLocked();
+  noteKernelLocked(record, filedUnder, n, launchName);
+}
+
+void NativeScopes::applyKeptLocked() {
+  std::vector<KeptRecord> records;
+  {
+    std::lock_guard kept(keptMu_);
+    if (kept_.empty()) return;
+    records.swap(kept_);
+  }
+  for (const KeptRecord &k : records)
+    noteKernelLocked(k.record, k.entries, k.numEntries, k.launchName);
+}
+
+void NativeScopes::noteKernelLocked(const KernelRecord &record, const LaunchEntry *filedUnder,
+                                    size_t n, StringId launchName) {
   auto it = byCorrelation_.find(record.correlation);
   if (it != byCorrelation_.end()) {
     it->second.startNs = record.startNs;
@@ -314,6 +341,7 @@ void NativeScopes::beforeSync() {
 void NativeScopes::drain(const std::vector<Context> &synced) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
+  applyKeptLocked();
   RelaxedCaptureMode relaxed(*driver_);
   // A kernel launched since the flush began (on another thread), or any kernel of a context the
   // flush did not synchronise, may still be appending: those buffers are not emptied under it.
@@ -419,6 +447,7 @@ void NativeScopes::zeroEvents(const ContextBuffers &b, uint64_t count) {
 void NativeScopes::onContextDestroying(Context context) {
   std::lock_guard lock(mu_);
   if (!driver_) return;
+  applyKeptLocked();
   auto b = std::find_if(contexts_.begin(), contexts_.end(),
                         [&](const ContextBuffers &c) { return c.context == context; });
   if (b != contexts_.end()) {

@@ -66,6 +66,9 @@ class NativeScopes {
   void onGraphLaunch();
   // A kernel record, with the nodes it was filed under (KernelAttributor::RecordObserver): a
   // kernel replayed from a CUDA graph, which no launch callback saw, is found by its name.
+  // Never waits for the drains' lock (CUPTI's record thread calls it holding CUPTI's own
+  // locks, which a drain's driver calls may take): during a drain the record is kept aside,
+  // and the next drain takes it first.
   void noteKernel(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
                   StringId launchName);
   void beforeSync();
@@ -155,6 +158,19 @@ class NativeScopes {
   uint64_t launchesAtFlush_ = 0;  // mu_: launches_ when the flush began
   const Driver *driver_ = nullptr;
   std::mutex mu_;
+  // Records noted while mu_ was held, for the next holder that reads events (keptMu_ is
+  // never held across anything).
+  struct KeptRecord {
+    KernelRecord record;
+    StringId launchName;
+    uint32_t numEntries = 0;
+    LaunchEntry entries[LaunchInfo::kMaxEntries];
+  };
+  std::mutex keptMu_;
+  std::vector<KeptRecord> kept_;
+  void noteKernelLocked(const KernelRecord &record, const LaunchEntry *filedUnder, size_t n,
+                        StringId launchName);  // mu_ held
+  void applyKeptLocked();                      // mu_ held
   // Instrumented module or library -> its global's address (in the context it was seen in).
   std::map<std::pair<const void *, Context>, DevicePtr> modules_;
   std::vector<ContextBuffers> contexts_;

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 
 #include "backends/gpu/fake_driver.h"
 #include "core/session.h"
@@ -163,6 +165,33 @@ TEST(NativeScopes, AKernelLaunchedDuringAFlushKeepsItsEventsForTheNextDrain) {
 // buffer is kept for the next drain as for any launch. (Before, only cuLaunchKernel[Ex]
 // counted: the drain emptied the buffer under the replay, whose events were then counted
 // unattributed or never read.)
+// CUPTI's record thread notes kernel records holding CUPTI's own locks, which a drain's driver
+// calls may wait for: a record noted while a drain holds the lock does not wait for it; the
+// next drain takes it first and files the launch's events.
+TEST(NativeScopes, AKernelRecordNotedDuringADrainDoesNotWaitForItAndTheNextDrainFilesIt) {
+  Native n;
+  n.launch(21);
+  n.append(21, false, 100);
+  n.append(21, true, 140);
+  bool notedWithoutWaiting = false;
+  std::future<void> noted;  // outlives the drain: a call still waiting then ends after it
+  fake::onStreamSync = [&] {
+    if (noted.valid()) return;
+    // The drain's read-back, its lock held (the 10 s bound only keeps a regression from
+    // hanging the test: before, the call waited for the lock).
+    noted = std::async(std::launch::async, [&] { n.finished(21); });
+    notedWithoutWaiting = noted.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  };
+  n.flush([] {}, /*synced=*/false);  // grid 21 had no record when it read: its events stay
+  fake::onStreamSync = nullptr;
+  noted.wait();
+  EXPECT_TRUE(notedWithoutWaiting);
+  EXPECT_EQ(n.bodyCount(), -1.0);  // nothing filed yet (metric's "no value")
+  n.flush();
+  EXPECT_EQ(n.bodyCount(), 1.0);
+  EXPECT_EQ(n.unattributed(), 0u);
+}
+
 TEST(NativeScopes, AGraphLaunchedDuringAFlushKeepsTheBufferForTheNextDrain) {
   Native n;
   n.ran(11, 100, 130);
