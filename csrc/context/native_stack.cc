@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -281,6 +282,58 @@ class Symbolizer {
   std::unordered_map<uintptr_t, std::unique_ptr<Module>> modules_;
 };
 
+// ---- where the interpreter's code lies ----------------------------------------------------
+
+// The executable segments of the modules isInterpreterModule names (libpython, or a python
+// executable with the interpreter linked in), as dladdr names them: an unwind for a joined
+// stack ends at the first of its frames in them (the frames above are the Python stack's).
+struct CodeRanges {
+  static constexpr size_t kMax = 8;
+  uintptr_t begin[kMax] = {}, end[kMax] = {};
+  size_t n = 0;
+  bool contains(uintptr_t pc) const {
+    for (size_t i = 0; i < n; ++i)
+      if (pc >= begin[i] && pc < end[i]) return true;
+    return false;
+  }
+};
+
+CodeRanges interpreterCode() {
+  struct Segment {
+    uintptr_t begin, end;
+  };
+  std::vector<Segment> segments;  // every module's executable segments
+  dl_iterate_phdr(
+      [](dl_phdr_info *info, size_t, void *out) {
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr) &h = info->dlpi_phdr[i];
+          if (h.p_type != PT_LOAD || !(h.p_flags & PF_X)) continue;
+          uintptr_t begin = info->dlpi_addr + h.p_vaddr;
+          static_cast<std::vector<Segment> *>(out)->push_back({begin, begin + h.p_memsz});
+        }
+        return 0;
+      },
+      &segments);
+  CodeRanges ranges;
+  for (const Segment &seg : segments) {  // named as the symbolizer names them: by dladdr
+    Dl_info info{};
+    if (ranges.n == CodeRanges::kMax || !::dladdr(reinterpret_cast<void *>(seg.begin), &info) ||
+        !info.dli_fname)
+      continue;
+    std::string_view file = info.dli_fname;
+    if (size_t slash = file.rfind('/'); slash != std::string_view::npos)
+      file = file.substr(slash + 1);
+    if (!isInterpreterModule(file)) continue;
+    ranges.begin[ranges.n] = seg.begin;
+    ranges.end[ranges.n++] = seg.end;
+  }
+  return ranges;
+}
+
+// Read when this library is loaded, as gMainBase (the interpreter that loads it is there by
+// then; a program that loads an interpreter later unwinds whole stacks, cut by name after).
+const CodeRanges gInterpreterCode = interpreterCode();
+
 // ---- unwinding and the stack cache ---------------------------------------------------------
 
 struct Unwound {
@@ -289,6 +342,7 @@ struct Unwound {
   static constexpr size_t kCapacity = kMaxNativeFrames + 2;
   uintptr_t pcs[kCapacity];
   size_t n = 0;
+  const CodeRanges *stopAt = nullptr;  // the unwind ends at its first frame in these
   bool truncated() const { return n == kCapacity; }
   size_t end() const { return std::min(n, kCapacity - 1); }  // one past the last frame kept
 };
@@ -300,7 +354,9 @@ _Unwind_Reason_Code collect(_Unwind_Context *ctx, void *arg) {
   if (ip == 0) return _URC_END_OF_STACK;
   // A return address points after the call: look up the call itself. A signal frame's
   // address is the interrupted instruction.
-  u->pcs[u->n++] = beforeInsn ? ip : ip - 1;
+  uintptr_t pc = beforeInsn ? ip : ip - 1;
+  u->pcs[u->n++] = pc;
+  if (u->stopAt && u->stopAt->contains(pc)) return _URC_END_OF_STACK;
   return u->n == Unwound::kCapacity ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
@@ -388,9 +444,10 @@ thread_local CacheEntry tlsCache[kCacheSize];
 
 }  // namespace
 
-const PythonStack *captureNativeStack() noexcept {
+const PythonStack *captureNativeStack(bool toInterpreter) noexcept {
   try {
     Unwound u;
+    if (toInterpreter && gInterpreterCode.n) u.stopAt = &gInterpreterCode;
     _Unwind_Backtrace(&collect, &u);
     if (u.n == 0) return nullptr;
     uint64_t hash = hashPcs(u, 0xcbf29ce484222325ull, 0x100000001b3ull);
@@ -411,6 +468,12 @@ std::string nativeFrameName(uintptr_t returnAddress) {
   std::lock_guard lock(s.mu);
   return s.symbols.name(p);
 }
+
+bool isInterpreterModule(std::string_view file) {
+  return file.substr(0, 9) == "libpython" || file.substr(0, 6) == "python";
+}
+
+bool nativeStacksStopAtInterpreter() { return gInterpreterCode.n > 0; }
 
 void lockNativeStacksForFork() { shared().mu.lock(); }
 void unlockNativeStacksAfterFork(bool inChild) { releaseAfterFork(shared().mu, inChild); }

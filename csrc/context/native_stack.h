@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "context/python_context.h"
 
@@ -41,8 +42,17 @@ namespace proton {
 
 constexpr size_t kMaxNativeFrames = 128;
 
-// nullptr only when nothing could be unwound at all.
-const PythonStack *captureNativeStack() noexcept;
+// nullptr only when nothing could be unwound at all. toInterpreter: the unwind ends at the
+// innermost frame in the Python interpreter's code, kept (isInterpreterModule); for stacks of
+// which only the C/C++ frames below the interpreter are used (belowInterpreter), it saves
+// unwinding the interpreter's frames and those above them.
+const PythonStack *captureNativeStack(bool toInterpreter = false) noexcept;
+
+// Whether a module (its file's name, no directory) is the Python interpreter: libpython, or
+// a python executable.
+bool isInterpreterModule(std::string_view file);
+// Whether the interpreter's code was found when Proton was loaded (unwinds can stop there).
+bool nativeStacksStopAtInterpreter();
 
 // The frame name of the call whose return address is `returnAddress` ("main (app+0x1a2b)");
 // "?? (module+0xoffset)" when no symbol covers it, "?? (0xaddress)" outside any module.

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "context/native_stack.h"
 #include "core/check.h"
 #include "core/string_table.h"
 
@@ -114,8 +115,7 @@ size_t callerDepth(const PythonStack *stack) {
 bool isInterpreterFrame(std::string_view frame) {
   size_t open = frame.rfind(" (");
   if (open == std::string_view::npos) return false;
-  std::string_view module = frame.substr(open + 2);
-  return module.substr(0, 9) == "libpython" || module.substr(0, 6) == "python";
+  return isInterpreterModule(frame.substr(open + 2));
 }
 
 const PythonStack *belowInterpreter(const PythonStack *native) {

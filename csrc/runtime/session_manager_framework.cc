@@ -47,7 +47,7 @@ const char *stackKindName(StackKind kind) {
 }  // namespace
 
 const PythonStack *SessionManager::captureJoinedStack() const noexcept {
-  const PythonStack *native = belowInterpreter(captureNativeStack());
+  const PythonStack *native = belowInterpreter(captureNativeStack(/*toInterpreter=*/true));
   if (!pythonNativeLive()) return native;
   return joinStacks(capturePythonStack(), native);
 }

@@ -57,6 +57,37 @@ def _path_to(node, name, above=()):
     return None
 
 
+def test_python_native_unwinds_only_below_the_interpreter_however_deep_the_python_stack():
+    # 60 levels of calls through __call__ (C slots between the interpreter's frames, as
+    # nn.Module calls are) are some 200 native frames: unwound whole, the stack hit the
+    # 128-frame cap (native_stacks_truncated). The unwind ends at the interpreter instead.
+    class Layer:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __call__(self):
+            return self.inner()
+
+    def entered_here():
+        with proton.scope("deep"):
+            pass
+
+    call = entered_here
+    for _ in range(60):
+        call = Layer(call)
+    s = proton.start("deep", context="python,native")
+    call()
+    root = proton.data.get(s)[0]
+    above = _path_to(root, "deep")
+    assert dict(root["proton_metadata"]["stats"])["native_stacks_truncated"] == 0
+    assert (
+        above[-1].endswith("@entered_here")
+        and sum(f.startswith(__file__) and f.endswith("@__call__") for f in above) == 60
+    )
+    assert all("+0x" not in f for f in above), above
+    proton.finalize(s)
+
+
 def test_python_native_files_scopes_under_python_frames_not_the_interpreters_c_frames():
     s = proton.start("pn", context="python,native")
 
