@@ -72,6 +72,33 @@ def test_a_scope_inside_a_module_lands_under_its_module_path_with_its_time():
     proton.finalize(s)
 
 
+def test_module_and_operator_frames_of_each_phase_go_into_that_phases_tree():
+    # Frames' nodes are cached per thread: a new phase (a new tree) or a new session must not
+    # get the nodes of the one before.
+    class Counted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(2, 2)
+
+        def forward(self, x, n):
+            with proton.scope("work", metrics={"n": n}):
+                return self.inner(x)
+
+    counted, x = Counted(), torch.randn(1, 2)
+    for first in (1, 7):  # a second session after the first: its own tree
+        s = proton.start("phases", context="torch")
+        with torch.no_grad():
+            counted(x, first)
+            proton.data.advance_phase(s)
+            counted(x, 2)
+            counted(x, 3)
+        for phase, expected in ((0, first), (1, 2 + 3)):
+            work = find(proton.data.get(s, phase)[0], "Counted", "work")
+            assert work["metrics"]["n"] == expected, (phase, work)
+            assert node_names(find(work, "inner (Linear)")) == ["aten::linear"]
+        proton.finalize(s)
+
+
 def test_backward_nodes_go_under_the_forward_module_then_backward_operator():
     model, x = MLP(), torch.randn(3, 4)
     s = proton.start("torchbwd", context="torch")
