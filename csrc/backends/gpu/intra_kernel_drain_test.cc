@@ -63,6 +63,16 @@ struct Summed {
         tree{SessionId{session}, instrumentation()},
         entry{&tree, kRootNode, PhaseId{0}, false} {}
   ~Summed() { buffers.removeUser(); }
+  // A trace launch of 4096 bytes on `stream`, returned from its call, whose kernel record has
+  // not come yet.
+  void traceLaunch(uint64_t correlation, Stream stream) {
+    uint64_t ptr = 0;
+    ASSERT_EQ(
+        buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
+        IntraKernelBuffers::Alloc::kOk);
+    buffers.bindLaunch(correlation, &entry, 1, "summed", StringId{});
+    buffers.launchReturned();
+  }
 
   Driver driver;
   IntraKernelBuffers buffers;
@@ -322,15 +332,8 @@ TEST(IntraKernelBuffersDrain, WhatCannotBeWaitedForFallsBackToTheContext) {
 TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRecords) {
   Summed s(54);
   auto &[driver, buffers, table, trace, entry] = s;
-  uint32_t correlation = 70;
-  for (Stream stream : {kStreamA, kStreamB}) {
-    uint64_t ptr = 0;
-    ASSERT_EQ(
-        buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
-        IntraKernelBuffers::Alloc::kOk);
-    buffers.bindLaunch(correlation++, &entry, 1, "summed", StringId{});
-    buffers.launchReturned();
-  }
+  s.traceLaunch(70, kStreamA);
+  s.traceLaunch(71, kStreamB);
   EXPECT_FALSE(buffers.traceStartsKnown());
   // A third launch failed: no kernel record will come for it.
   uint64_t failed = 0;
@@ -360,15 +363,8 @@ TEST(IntraKernelBuffersDrain, AFullTraceRingWaitsForItsStreamsThenForItsKernelRe
 TEST(IntraKernelBuffersDrain, AKernelStartNotedDuringADrainDoesNotWaitForIt) {
   Summed s(54);
   auto &[driver, buffers, table, trace, entry] = s;
-  uint32_t correlation = 70;
-  for (Stream stream : {kStreamA, kStreamB}) {
-    uint64_t ptr = 0;
-    ASSERT_EQ(
-        buffers.allocate(driver, 4096, /*trace=*/true, reinterpret_cast<uint64_t>(stream), &ptr),
-        IntraKernelBuffers::Alloc::kOk);
-    buffers.bindLaunch(correlation++, &entry, 1, "summed", StringId{});
-    buffers.launchReturned();
-  }
+  s.traceLaunch(70, kStreamA);
+  s.traceLaunch(71, kStreamB);
   bool notedWithoutWaiting = false;
   std::future<void> noted;  // outlives the drain: a call still waiting then ends after it
   fake::onStreamSync = [&] {
