@@ -518,9 +518,12 @@ TEST(SessionManagerTest, TraceDataRecordsScopeEventsWithTheirCallStack) {
   exit("outer");
   Result<std::string> json = mgr().serialize(s.id, PhaseId{0}, "");
   ASSERT_TRUE(json.isOk());
-  EXPECT_NE(json.value().find("\"args\":{\"call_stack\":[\"ROOT\",\"outer\",\"inner\"]}"),
+  // Scopes are numbered in the order they are written: the inner one ends first.
+  EXPECT_NE(
+      json.value().find("\"args\":{\"call_stack\":[\"ROOT\",\"outer\",\"inner\"],\"scope_id\":0}"),
+      std::string::npos);
+  EXPECT_NE(json.value().find("\"args\":{\"call_stack\":[\"ROOT\",\"outer\"],\"scope_id\":1}"),
             std::string::npos);
-  EXPECT_NE(json.value().find("\"args\":{\"call_stack\":[\"ROOT\",\"outer\"]}"), std::string::npos);
 }
 
 TEST(SessionManagerTest, NewThreadInheritsTheMainThreadStack) {

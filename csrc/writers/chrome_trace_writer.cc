@@ -12,7 +12,11 @@
 //                     {"ph": "X", "name": "gemm", "cat": "kernel", ..., "pid": "GPU 0",
 //                      "tid": "Stream 7", "args": {"call_stack": [...]}},
 //                     {"ph": "X", "name": "step", "cat": "scope", ..., "pid": "CPU",
-//                      "tid": "Thread 1234", "args": {"call_stack": ["ROOT", "step"]}},
+//                      "tid": "Thread 1234", "args": {"call_stack": ["ROOT", "step"],
+//                                                     "scope_id": 0}},
+//                     {"ph": "X", "name": "load: <bytes, 64>", "cat": "metric", ...,
+//                      "args": {"call_stack": [...], "scope_id": 1,
+//                               "metrics": {"bytes": "64"}, "bytes": 64}},  metrics given
 //                     {"ph": "X", "name": "iter_0", "cat": "graph", ..., "pid": "GPU 0",
 //                      "tid": "Graph: Stream 7"},  a scope captured with a replayed graph
 //                     {"ph": "s"/"f", "name": "launch->kernel", "bp": "e", "id": n, ...} ],
@@ -28,6 +32,7 @@
 // (MHz) is the SM clock the CTA's slices measured (cycles over nanoseconds). Times are
 // microseconds from the earliest event (layout "triton": displayTimeUnit "ns", as Triton's).
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <string_view>
@@ -49,6 +54,30 @@ std::string laneProcess(const Lane &lane) {
 std::string laneThread(const Lane &lane) {
   return lane.kind == Lane::Kind::kCpuThread ? "Thread " + std::to_string(lane.id)
                                              : "Stream " + std::to_string(lane.id);
+}
+
+// A metric value as triton.profiler's traces write it: ints in decimal, floats with six
+// decimals ("1.000000"), strings as they are, lists as "[a,b]" (six significant digits).
+std::string metricText(const MetricValue &value) {
+  switch (metricTypeOf(value)) {
+    case MetricType::kInt:
+      return std::to_string(std::get<int64_t>(value));
+    case MetricType::kFloat:
+      return std::to_string(std::get<double>(value));
+    case MetricType::kString:
+      return std::get<std::string>(value);
+    case MetricType::kList: {
+      std::string out = "[";
+      char buf[32];
+      for (double d : std::get<std::vector<double>>(value)) {
+        std::snprintf(buf, sizeof(buf), "%g", d);
+        if (out.size() > 1) out.push_back(',');
+        out.append(buf);
+      }
+      return out + "]";
+    }
+  }
+  return {};
 }
 
 // One CTA of one launch: what its warp slices' shared args are made of.
@@ -220,10 +249,46 @@ class ChromeTraceEmitter {
     closeSlice();
   }
 
+  // A CPU scope that carries metrics is a "metric" slice named as triton.profiler names it,
+  // "<scope>: <name, value>, ...", with the values as strings in args.metrics (and typed, as
+  // args of their own); one without is a "scope" slice. Each CPU slice has a scope_id.
   void emitSlice(const TraceEvent &ev) {
-    openSlice(v_.strings.view(ev.name), ev.lane.kind == Lane::Kind::kGpuStream ? "kernel" : "scope",
+    const bool gpu = ev.lane.kind == Lane::Kind::kGpuStream;
+    std::vector<const NamedMetric *> metrics;
+    if (!gpu && ev.flexSlot != UINT32_MAX) {
+      for (const NamedMetric &m : v_.phase.eventMetrics(ev.flexSlot).entries) metrics.push_back(&m);
+      std::sort(metrics.begin(), metrics.end(), [&](const NamedMetric *a, const NamedMetric *b) {
+        return v_.strings.view(a->spec.name) < v_.strings.view(b->spec.name);
+      });
+    }
+    std::string name(v_.strings.view(ev.name));
+    if (!metrics.empty()) {
+      name += ": ";
+      for (size_t i = 0; i < metrics.size(); ++i) {
+        if (i) name += ", ";
+        name += "<" + std::string(v_.strings.view(metrics[i]->spec.name)) + ", " +
+                metricText(metrics[i]->value) + ">";
+      }
+    }
+    openSlice(name,
+              gpu               ? "kernel"
+              : metrics.empty() ? "scope"
+                                : "metric",
               ev.beginNs, ev.endNs, laneProcess(ev.lane), laneThread(ev.lane));
     callStack(ev.context);
+    if (!gpu) {
+      e_.key("scope_id");
+      e_.unsignedInteger(nextScopeId_++);
+    }
+    if (!metrics.empty()) {
+      e_.key("metrics");
+      e_.beginMap(metrics.size());
+      for (const NamedMetric *m : metrics) {
+        e_.key(v_.strings.view(m->spec.name));
+        e_.string(metricText(m->value));
+      }
+      e_.endMap();
+    }
     userMetrics(ev);
     closeSlice();
   }
@@ -291,10 +356,8 @@ class ChromeTraceEmitter {
     e_.string(laneProcess(lane));
     e_.key("tid");
     e_.string(laneThread(lane));
-    if (ph[0] == 'f') {
-      e_.key("bp");
-      e_.string("e");
-    }
+    e_.key("bp");
+    e_.string("e");
     e_.endMap();
   }
 
@@ -306,6 +369,7 @@ class ChromeTraceEmitter {
   const ProfileView &v_;
   JsonEncoder &e_;
   uint64_t origin_;
+  uint64_t nextScopeId_ = 0;
 };
 
 }  // namespace

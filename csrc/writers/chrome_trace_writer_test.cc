@@ -120,10 +120,36 @@ TEST(ChromeTraceWriterTest, TimesAreMicrosecondsFromTheEarliestLaunch) {
       std::string::npos)
       << out;
   EXPECT_NE(out.find("{\"ph\":\"s\",\"name\":\"launch->kernel\",\"cat\":\"flow\",\"id\":1,"
-                     "\"ts\":0.0,\"pid\":\"CPU\",\"tid\":\"Thread 11\"}"),
+                     "\"ts\":0.0,\"pid\":\"CPU\",\"tid\":\"Thread 11\",\"bp\":\"e\"}"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("\"ph\":\"M\""), std::string::npos) << out;
+}
+
+TEST(ChromeTraceWriterTest, AScopeWithMetricsIsAMetricSliceNamedAsTritonNamesIt) {
+  PhaseData phase{PhaseId{0}};
+  NodeId load = phase.tree.child(kRootNode, S("load"));
+  FlexMetrics m;
+  m.add({MetricSpec::parse("tag"), std::string("fp8")});
+  m.add({MetricSpec::parse("bytes"), int64_t{64}});
+  m.add({MetricSpec::parse("vec"), std::vector<double>{0.0, 2.5}});
+  m.add({MetricSpec::parse("flops"), 1.5});
+  TraceEvent ev{S("load"), load, Lane{Lane::Kind::kCpuThread, 0, 9}, 1000, 3000};
+  ev.flexSlot = phase.addEventMetrics(m);
+  phase.addEvent(ev);
+  ProfileMetadata meta;
+  DeviceTable d;
+  std::string out = write({phase, meta, d, StringTable::global()});
+  // Names sorted; floats with six decimals, lists in six significant digits; the typed values
+  // follow as args of their own, in the order given.
+  EXPECT_NE(out.find("{\"ph\":\"X\",\"name\":\"load: <bytes, 64>, <flops, 1.500000>, <tag, fp8>, "
+                     "<vec, [0,2.5]>\",\"cat\":\"metric\",\"ts\":0.0,\"dur\":2.0,\"pid\":\"CPU\","
+                     "\"tid\":\"Thread 9\",\"args\":{\"call_stack\":[\"ROOT\",\"load\"],"
+                     "\"scope_id\":0,\"metrics\":{\"bytes\":\"64\",\"flops\":\"1.500000\","
+                     "\"tag\":\"fp8\",\"vec\":\"[0,2.5]\"},\"tag\":\"fp8\",\"bytes\":64,"
+                     "\"vec\":[0.0,2.5],\"flops\":1.5}}"),
+            std::string::npos)
+      << out;
 }
 
 // A launch of "mm" (kernel slice on stream 7) whose CTA 3 ran warps 4 and 0 on SM 5, and whose

@@ -140,14 +140,19 @@ def test_trace_slices_carry_tensor_values_and_graph_replays(tmp_path):
                 g.replay()
     proton.finalize()
     events = json.loads((tmp_path / "trace.chrome_trace").read_text())["traceEvents"]
-    slices = [e for e in events if e["ph"] == "X" and e["cat"] == "scope"]
-    assert [e["args"]["t"] for e in slices if e["name"] == "no_kernel"] == [3]
-    replays = [
-        e for e in slices if e["name"] == "inside" and "<captured_at>" in e["args"]["call_stack"]
+    # Scopes with metrics are "metric" slices named "<scope>: <name, value>", as Triton's.
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] in ("scope", "metric")]
+    no_kernel = [e for e in slices if e["args"]["call_stack"] == ["ROOT", "no_kernel"]]
+    assert [(e["name"], e["cat"], e["args"]["t"]) for e in no_kernel] == [
+        ("no_kernel: <t, 3>", "metric", 3)
     ]
-    assert sorted(e["args"]["t"] for e in replays) == [10, 20]
+    replays = [e for e in slices if "<captured_at>" in e["args"]["call_stack"]]
+    assert sorted((e["name"], e["args"]["t"]) for e in replays) == [
+        ("inside: <t, 10>", 10),
+        ("inside: <t, 20>", 20),
+    ]
     assert all(e["args"]["call_stack"][:3] == ["ROOT", "replay", "<captured_at>"] for e in replays)
-    assert sum(e["name"] == "replay" for e in slices) == 2
+    assert sum(e["name"] == "replay" and e["cat"] == "scope" for e in slices) == 2
 
 
 def test_periodic_flushing_writes_tensor_values_with_their_phase(tmp_path):

@@ -192,7 +192,10 @@ def test_options_mirror_start(program):
     assert result.returncode == 0, result.stderr
     with open(program / "traced.chrome_trace") as f:
         trace = json.load(f)
-    assert {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"} == {"outer", "inner"}
+    assert {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"} == {
+        "outer: <n, 1>",
+        "inner: <n, 2>",
+    }
     (program / "seen.json").unlink()
     result = proton_cli("-d", "bogus", "prog.py", cwd=program)
     assert result.returncode == 2

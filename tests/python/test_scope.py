@@ -417,7 +417,7 @@ def test_trace_entry_and_exit_metrics_of_different_types_raise_and_keep_the_stac
     proton.finalize(s)
     trace = json.loads((tmp_path / "t.chrome_trace").read_text())
     (event,) = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert (event["name"], event["args"]["a"]) == ("s", 3)
+    assert (event["name"], event["args"]["a"]) == ("s: <a, 3>", 3)
 
 
 def test_one_metric_dict_with_a_name_in_two_types_raises(tmp_path):

@@ -138,10 +138,12 @@ def test_trace_scope_with_metrics_and_no_kernel_is_a_slice_with_its_metrics(tmp_
     proton.exit_scope("manual", metrics={"b": 2})
     proton.finalize(s)
     trace = json.loads((tmp_path / "t.chrome_trace").read_text())
-    slices = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X"}
+    slices = {e["args"]["call_stack"][-1]: e for e in trace["traceEvents"] if e["ph"] == "X"}
     assert set(slices) == {"step", "inner", "manual"}
+    assert slices["step"]["name"] == "step: <t, 5>, <tokens, 128>"
+    assert slices["manual"]["args"]["metrics"] == {"a": "[1,2]", "b": "2"}
     assert (slices["step"]["args"]["tokens"], slices["step"]["args"]["t"]) == (128, 5)
     assert slices["step"]["args"]["call_stack"] == ["ROOT", "step"]
     assert slices["inner"]["args"]["call_stack"] == ["ROOT", "step", "inner"]
     assert (slices["manual"]["args"]["a"], slices["manual"]["args"]["b"]) == ([1.0, 2.0], 2)
-    assert slices["step"]["cat"] == "scope"
+    assert (slices["step"]["cat"], slices["inner"]["cat"]) == ("metric", "scope")

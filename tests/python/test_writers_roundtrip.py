@@ -116,14 +116,17 @@ def test_trace_data_writes_a_chrome_trace_with_nested_scopes(tmp_path):
     tid = threading.get_native_id()
 
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert [(e["name"], e["args"]) for e in slices] == [
-        ("c", {"call_stack": ["ROOT", "a", "b", "c"], "f": 0.5}),
-        ("b", {"call_stack": ["ROOT", "a", "b"]}),
-        ("b", {"call_stack": ["ROOT", "a", "b"]}),
-        ("a", {"call_stack": ["ROOT", "a"], "n": 1}),
+    # A scope with metrics is a "metric" slice, named and given args as triton.profiler
+    # writes them; its typed values follow. Scopes are numbered in the order written.
+    c_args = {"call_stack": ["ROOT", "a", "b", "c"], "metrics": {"f": "0.500000"}, "f": 0.5}
+    a_args = {"call_stack": ["ROOT", "a"], "metrics": {"n": "1"}, "n": 1}
+    assert [(e["name"], e["cat"], e["args"]) for e in slices] == [
+        ("c: <f, 0.500000>", "metric", {**c_args, "scope_id": 0}),
+        ("b", "scope", {"call_stack": ["ROOT", "a", "b"], "scope_id": 1}),
+        ("b", "scope", {"call_stack": ["ROOT", "a", "b"], "scope_id": 2}),
+        ("a: <n, 1>", "metric", {**a_args, "scope_id": 3}),
     ]
     for e in slices:
-        assert e["cat"] == "scope"
         # Lanes are named by their pid and tid, strings as in triton.profiler's traces.
         assert (e["pid"], e["tid"]) == ("CPU", f"Thread {tid}")
         assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
