@@ -175,11 +175,14 @@ TraceLayout traceLayoutOf(const SessionOptions &options) {
 Status checkMode(const SessionOptions &options) {
   const ModeSpec &mode = options.mode;
   if (mode.name.empty() || mode.name == "pcsampling") return {};
-  if (mode.name == "mma")
+  // triton.profiler's "mma" runs the same compiler passes as its "default" (the mode object
+  // feeds only the buffer, metric and sampling options): so does Proton's, for instrumentation.
+  if (mode.name == "mma") {
+    if (options.backend == BackendKind::kInstrumentation) return {};
     return invalidArgument(
-        "[PROTON] mode='mma' (triton.profiler's scopes put around MMA regions by its compiler) "
-        "is not implemented by Proton: put proton.language scopes around the region and use "
-        "mode='default' with backend='instrumentation'.");
+        "[PROTON] mode='mma' is an intra-kernel instrumentation mode: use it with "
+        "backend='instrumentation'.");
+  }
   if (mode.name == "periodic_flushing") return periodicFormat(options).status();
   std::string backend = options.backend == BackendKind::kAuto
                             ? std::string(

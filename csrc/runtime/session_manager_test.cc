@@ -137,8 +137,10 @@ TEST(SessionManagerTest, UnavailableOptionsAreRefused) {
   EXPECT_EQ(mgr().start(o).status().message(),
             "[PROTON] mode='default' is not supported by the default backend (cupti on an NVIDIA "
             "GPU, CPU scopes only elsewhere) in this build of Proton.");
-  o.mode.name = "mma";  // triton.profiler's compiler-placed MMA scopes: refused, not ignored
-  EXPECT_EQ(mgr().start(o).status().code(), StatusCode::kInvalidArgument);
+  o.mode.name = "mma";  // an instrumentation mode: refused with any other backend
+  EXPECT_EQ(mgr().start(o).status().message(),
+            "[PROTON] mode='mma' is an intra-kernel instrumentation mode: use it with "
+            "backend='instrumentation'.");
   if (!probeCudaRuntime().available) {
     // Sampling needs a GPU: an error, never a silent CPU-only profile.
     o.mode.name = "pcsampling";

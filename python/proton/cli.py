@@ -53,7 +53,8 @@ options (as proton.start):
                          rocprofiler (AMD: accepted, not built into this version)
   -c, --context CONTEXT  shadow (default), python, or native (unwound C/C++ call stacks)
   -d, --data DATA        tree (default) or trace
-  -m, --mode MODE        pcsampling[:interval=N], periodic_flushing[:format=F], default (mma: refused)
+  -m, --mode MODE        pcsampling[:interval=N], periodic_flushing[:format=F], default or mma
+                         (with -b instrumentation)
   -k, --hook HOOK        triton
   -h, --help             show this help
 A -m whose value is not a mode names the module to run; after `--`, -m is always a module.

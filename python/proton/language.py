@@ -7,6 +7,10 @@
         pl.enter_scope("mma")
         acc = tl.dot(a, b, acc)
         pl.exit_scope("mma")
+        event = pl.allocate_event("store")  # an event: a slice between start and end
+        pl.start_event(event)
+        tl.store(c_ptrs, acc)
+        pl.end_event(event)
 
 Names are compile-time strings. While a session with backend="instrumentation" is live,
 each call compiles to a marker (an inline-assembly no-op naming the scope) that Proton's PTX
@@ -172,7 +176,39 @@ class _Scope:
         return False
 
 
+def _event_name(event, semantic, call: str):
+    """The name of an event from allocate_event, or None (with a warning) for any other value:
+    an event handed to another function arrives as a plain value, its name unknown."""
+    if not _instrumenting(semantic):
+        return None
+    name = getattr(event, "proton_event_name", None)
+    if name is None:
+        warnings.warn(
+            f"[PROTON] pl.{call} got a value that is not an event allocated in this function "
+            "(events passed to another function, such as warp-specialized partitions, are not "
+            "linked): not recorded",
+            stacklevel=4,
+        )
+    return name
+
+
+def _event_class():
+    core = _triton_core()
+
+    class Event(core.tensor):
+        """allocate_event's value: Triton's int32 placeholder, carrying the event's name."""
+
+        def __init__(self, handle, type, name):
+            super().__init__(handle, type)
+            self.proton_event_name = name
+
+    return Event
+
+
 def _define():
+    global _Event
+    _Event = _event_class()
+
     @_builtin
     def enter_scope(name, _semantic=None):
         """Opens the scope `name` (a constant string) for the calling warp."""
@@ -188,17 +224,44 @@ def _define():
         """`with pl.scope("name"):` in a kernel: enter_scope and exit_scope around the block."""
         return _Scope(name, _semantic)
 
-    return enter_scope, exit_scope, scope
+    @_builtin
+    def allocate_event(name, _semantic=None):
+        """An event named `name` (a constant string), for start_event and end_event: what
+        triton.profiler.language calls an async event. It is an int32 value in the kernel
+        (0 when no instrumentation session is live, as Triton's)."""
+        if not _instrumenting(_semantic):
+            return 0
+        zero = _semantic.to_tensor(0)
+        return _Event(zero.handle, zero.type, _name(name))
+
+    @_builtin
+    def start_event(event, _semantic=None):
+        """Starts the event: its slice runs from here to the next end_event of it. Start and
+        end must run in one warp, in the function that allocated the event; the slice is
+        recorded as a scope of the event's name is."""
+        name = _event_name(event, _semantic, "start_event")
+        if name is not None:
+            _enter(name, _semantic)
+
+    @_builtin
+    def end_event(event, _semantic=None):
+        """Ends the event started by the last start_event of it."""
+        name = _event_name(event, _semantic, "end_event")
+        if name is not None:
+            _exit(name, _semantic)
+
+    return enter_scope, exit_scope, scope, allocate_event, start_event, end_event
 
 
 try:
-    enter_scope, exit_scope, scope = _define()
+    enter_scope, exit_scope, scope, allocate_event, start_event, end_event = _define()
 except ImportError:  # no Triton: the names exist, and say what is missing when used
 
     def _missing(*_args, **_kwargs):
         raise ImportError("[PROTON] proton.language needs Triton: pip install triton")
 
     enter_scope = exit_scope = scope = _missing
+    allocate_event = start_event = end_event = _missing
 
 # A kernel that uses these names must also compile inside torch.compile (Inductor's copy of it).
 from . import _inductor_source  # noqa: E402

@@ -179,7 +179,9 @@ class Default(InstrumentationMode):
 
 @dataclass(frozen=True)
 class MMA(InstrumentationMode):
-    """Intra-kernel instrumentation of MMA regions (same fields as Default)."""
+    """triton.profiler's "mma" instrumentation mode (same fields as Default). In Triton it runs
+    the same compiler passes as Default, and so it does here: put `proton.language` scopes
+    around the MMA regions to time them."""
 
     name: str = field(default="mma", init=False)
 

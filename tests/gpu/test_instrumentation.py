@@ -325,6 +325,47 @@ def test_gluon_kernel_scopes_count_exactly():
     assert torch.equal(out, torch.ones_like(out))
 
 
+@triton.jit
+def event_kernel(x, out, TILES: tl.constexpr, N: tl.constexpr):
+    # triton.profiler.language's async events, started and ended in one warp: a slice from
+    # each start to the next end, TILES per warp.
+    offs = tl.program_id(0) * N + tl.arange(0, N)
+    event = pl.allocate_event("copy")
+    pl.start_event(event)
+    v = tl.load(x + offs)
+    for t in tl.range(1, TILES):
+        pl.end_event(event)
+        tl.store(out + (t - 1) * 4 * N + offs, v)
+        pl.start_event(event)
+        v = tl.load(x + t * 4 * N + offs)
+    pl.end_event(event)
+    tl.store(out + (TILES - 1) * 4 * N + offs, v)
+
+
+def test_events_started_and_ended_in_a_warp_are_slices_counted_per_start():
+    x = torch.arange(3 * 4 * 128, device="cuda", dtype=torch.float32)
+    out = torch.empty_like(x)
+
+    def run():
+        event_kernel[(4,)](x, out, TILES=3, N=128, num_warps=4)
+        torch.cuda.synchronize()
+
+    profile("events", run)
+    kernel = find(load_hatchet("events.hatchet")[0], "event_kernel")
+    assert kernel is not None
+    copy = find(kernel, "copy")
+    assert copy["metrics"]["count"] == 4 * 4 * 3 and copy["metrics"]["cycles"] > 0, dump(kernel)
+    assert torch.equal(out, x)
+    profile("events_trace", run, data="trace")
+    events = json.load(open("events_trace.chrome_trace"))["traceEvents"]
+    slices = [e for e in events if is_warp(e) and e["name"] == "copy"]
+    per_warp = {}
+    for e in slices:
+        assert e["dur"] > 0
+        per_warp[(e["pid"], e["tid"])] = per_warp.get((e["pid"], e["tid"]), 0) + 1
+    assert len(per_warp) == 4 * 4 and set(per_warp.values()) == {3}
+
+
 def _named_by_metadata(grid, kernel, args):
     return {"name": f"vadd_{args['n']}", "bytes": 12 * args["n"]}
 

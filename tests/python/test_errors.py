@@ -191,16 +191,14 @@ def test_backend_cupti_without_a_gpu_raises_backend_unavailable_with_the_reason(
     assert _C.live_sessions() == []
 
 
-@pytest.mark.parametrize("backend", [None, "instrumentation"])
-def test_mode_mma_is_refused_with_config_error_naming_what_to_do_instead(backend):
-    # triton.profiler's "mma" mode puts scopes around MMA regions in its compiler; Proton has
-    # no such pass, and accepting the mode to run "default" would say what it does not do.
+def test_mode_mma_outside_instrumentation_is_refused_naming_its_backend():
+    # "mma" is triton.profiler's intra-kernel mode (its compiler runs the default passes for
+    # it); with any other backend it means nothing, and is refused rather than ignored.
     with pytest.raises(proton.ConfigError) as info:
-        proton.start("mma", mode=proton.mode.MMA(), backend=backend)
+        proton.start("mma", mode=proton.mode.MMA())
     assert str(info.value) == (
-        "[PROTON] mode='mma' (triton.profiler's scopes put around MMA regions by its compiler) "
-        "is not implemented by Proton: put proton.language scopes around the region and use "
-        "mode='default' with backend='instrumentation'."
+        "[PROTON] mode='mma' is an intra-kernel instrumentation mode: use it with "
+        "backend='instrumentation'."
     )
     assert _C.live_sessions() == []
 

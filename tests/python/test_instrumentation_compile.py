@@ -28,12 +28,27 @@ def scoped_kernel(x, out, N: tl.constexpr):
     tl.store(out + offs, v)
 
 
-def compile_for_hopper(config):
+@triton.jit
+def event_kernel(x, out, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    event = pl.allocate_event("copy")
+    pl.start_event(event)
+    v = tl.load(x + offs)
+    for i in range(3):
+        pl.end_event(event)
+        tl.store(out + i * N + offs, v)
+        pl.start_event(event)
+        v = tl.load(x + (i + 1) * N + offs)
+    pl.end_event(event)
+    tl.store(out + 3 * N + offs, v)
+
+
+def compile_for_hopper(config, fn=None):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     src = ASTSource(
-        scoped_kernel,
+        fn or scoped_kernel,
         signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
         constexprs={"N": 256},
     )
@@ -109,6 +124,19 @@ def test_scopes_compile_into_recording_code_with_their_table(session):
     # Per CTA: its warps' records (granularity "warp": every warp), 16 + 16 * 3 bytes each.
     assert kernel.metadata.profile_scratch_size == kernel.metadata.num_warps * 64
     assert triton.knobs.compilation.instrumentation_mode == session
+
+
+def test_an_event_started_and_ended_in_a_loop_compiles_as_a_scope_of_its_name(session):
+    # triton.profiler.language's async events, started and ended in one warp: each start and
+    # end is a scope boundary of the event's name, in source order (a slice per iteration).
+    kernel = compile_for_hopper(session, event_kernel)
+    ptx = kernel.asm["ptx"]
+    # (The compiler may unroll the loop: as many starts as ends, none unmatched or crossing.)
+    starts, ends = ptx.count("// @proton:E:"), ptx.count("// @proton:X:")
+    assert starts == ends >= 2
+    assert "// @proton:U:" not in ptx and "// @proton:C:" not in ptx
+    assert table_paths(kernel.metadata.proton_instrumentation.split("\t")) == ["", "copy"]
+    assert len(kernel.asm["cubin"]) > 0
 
 
 def test_cta_sums_take_shared_memory_past_the_kernels_own_and_one_record_per_cta(
