@@ -195,19 +195,30 @@ def _event_name(event, semantic, call: str):
 def _event_class():
     core = _triton_core()
 
-    class Event(core.tensor):
-        """allocate_event's value: Triton's int32 placeholder, carrying the event's name."""
+    class EventType(core.dtype):
+        """int32, carrying the event's name: Triton rebuilds values from their type when it
+        enters a loop or a branch, so the name travels in the type."""
 
-        def __init__(self, handle, type, name):
-            super().__init__(handle, type)
+        def __init__(self, name):
+            super().__init__("int32")
             self.proton_event_name = name
 
-    return Event
+        def _unflatten_ir(self, handles, cursor):
+            return Event(handles[cursor], self), cursor + 1
+
+    class Event(core.tensor):
+        """allocate_event's value: Triton's int32 placeholder, of an EventType."""
+
+        def __init__(self, handle, type):
+            super().__init__(handle, type)
+            self.proton_event_name = type.proton_event_name
+
+    return Event, EventType
 
 
 def _define():
-    global _Event
-    _Event = _event_class()
+    global _Event, _EventType
+    _Event, _EventType = _event_class()
 
     @_builtin
     def enter_scope(name, _semantic=None):
@@ -231,8 +242,7 @@ def _define():
         (0 when no instrumentation session is live, as Triton's)."""
         if not _instrumenting(_semantic):
             return 0
-        zero = _semantic.to_tensor(0)
-        return _Event(zero.handle, zero.type, _name(name))
+        return _Event(_semantic.to_tensor(0).handle, _EventType(_name(name)))
 
     @_builtin
     def start_event(event, _semantic=None):

@@ -34,7 +34,7 @@ def event_kernel(x, out, N: tl.constexpr):
     event = pl.allocate_event("copy")
     pl.start_event(event)
     v = tl.load(x + offs)
-    for i in range(3):
+    for i in tl.range(3):  # Triton rebuilds the event from its type inside the loop
         pl.end_event(event)
         tl.store(out + i * N + offs, v)
         pl.start_event(event)
