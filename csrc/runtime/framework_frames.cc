@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "context/forward_ops.h"
+#include "context/shadow_context.h"
 #include "core/string_table.h"
 #include "runtime/session_manager.h"
 
@@ -15,31 +16,36 @@ namespace {
 
 constexpr std::string_view kBackwardPrefix = "backward: ";
 
-// Per thread: how many frames each open operator (or module) pushed, innermost last, so
-// that an exit pops what its enter pushed even when a session started or ended in between.
-struct OpenFrames {
+// Per thread, in one thread-local (each one costs a call in a shared library): how many
+// frames each open operator (or module) pushed, innermost last, so that an exit pops what its
+// enter pushed even when a session started or ended in between; the operator names seen; and
+// the thread's ThreadContext.
+struct FrameworkThread {
+  struct NameSlot {
+    const char *address = nullptr;
+    StringId id;
+    std::string_view text;
+  };
   std::vector<uint8_t> pushed;
-  OpenFrames() { pushed.reserve(64); }
+  std::array<NameSlot, 1024> names{};
+  ThreadContext *context = &ThreadContext::current();
+  FrameworkThread() { pushed.reserve(64); }
 };
 
-OpenFrames &openFrames() {
-  thread_local OpenFrames open;
-  return open;
+FrameworkThread &frameworkThread() {
+  thread_local FrameworkThread thread;
+  return thread;
 }
 
 // Operator names interned by their address, checked against the text (a named range may
-// reuse a buffer): no lock and no allocation for a name seen before.
-StringId internOpName(const char *name) {
-  struct Slot {
-    const char *address = nullptr;
-    StringId id;
-  };
-  thread_local std::array<Slot, 1024> cache{};
-  size_t h = (reinterpret_cast<uintptr_t>(name) >> 3) & (cache.size() - 1);
-  Slot &slot = cache[h];
-  if (slot.address == name && StringTable::global().view(slot.id) == std::string_view(name))
-    return slot.id;
-  slot = Slot{name, StringTable::global().intern(name)};
+// reuse a buffer): no lock and no allocation for a name seen before. The interned text is
+// kept in the slot (the table's strings never move), so the check takes no lock either.
+StringId internOpName(FrameworkThread &thread, const char *name) {
+  size_t h = (reinterpret_cast<uintptr_t>(name) >> 3) & (thread.names.size() - 1);
+  FrameworkThread::NameSlot &slot = thread.names[h];
+  if (slot.address == name && slot.text == std::string_view(name)) return slot.id;
+  StringId id = StringTable::global().intern(name);
+  slot = {name, id, StringTable::global().view(id)};
   return slot.id;
 }
 
@@ -57,34 +63,37 @@ StringId backwardName(StringId forward) {
   return slot.backward;
 }
 
-uint8_t push(StringId name, FrameworkFrame kind, bool withDepth = false) {
-  return SessionManager::global().enterFramework(name, static_cast<uint8_t>(kind), withDepth) ? 1
-                                                                                              : 0;
+uint8_t push(FrameworkThread &thread, StringId name, FrameworkFrame kind, bool withDepth = false) {
+  return SessionManager::global().enterFramework(*thread.context, name, static_cast<uint8_t>(kind),
+                                                 withDepth)
+             ? 1
+             : 0;
 }
 
 void enterOp(const char *name, int kind, int64_t sequence, uint64_t thread,
              uint64_t forwardThread) noexcept {
-  OpenFrames &open = openFrames();
+  FrameworkThread &open = frameworkThread();
   SessionManager &m = SessionManager::global();
   if (!m.frameworkLive() || kind == PROTON_OP_SKIP || !name) {
     open.pushed.push_back(0);
     return;
   }
   try {
-    StringId id = internOpName(name);
+    StringId id = internOpName(open, name);
     uint8_t n = 0;
     if (kind == PROTON_OP_BACKWARD) {
       ForwardOp op;
       if (ForwardOps::global().find(forwardThread, sequence, op)) {
         if (op.modulePath)
-          for (StringId f : op.modulePath->frames) n += push(f, FrameworkFrame::kBackwardModule);
+          for (StringId f : op.modulePath->frames)
+            n += push(open, f, FrameworkFrame::kBackwardModule);
         id = op.name;
       }
-      n += push(backwardName(id), FrameworkFrame::kBackward);
+      n += push(open, backwardName(id), FrameworkFrame::kBackward);
     } else {
       if (kind == PROTON_OP_FORWARD && sequence >= 0)
         ForwardOps::global().record(thread, sequence, m.currentModulePath(), id);
-      n += push(id, FrameworkFrame::kOperator);
+      n += push(open, id, FrameworkFrame::kOperator);
     }
     open.pushed.push_back(n);
   } catch (...) {
@@ -93,12 +102,12 @@ void enterOp(const char *name, int kind, int64_t sequence, uint64_t thread,
 }
 
 void exitOp() noexcept {
-  OpenFrames &open = openFrames();
+  FrameworkThread &open = frameworkThread();
   if (open.pushed.empty()) return;
   uint8_t n = open.pushed.back();
   open.pushed.pop_back();
   try {
-    for (uint8_t i = 0; i < n; ++i) SessionManager::global().exitFramework();
+    for (uint8_t i = 0; i < n; ++i) SessionManager::global().exitFramework(*open.context);
   } catch (...) {
   }
 }
@@ -111,24 +120,24 @@ const proton_framework_api kApi{PROTON_FRAMEWORK_API_VERSION, sizeof(proton_fram
 const proton_framework_api *frameworkApi() { return &kApi; }
 
 void enterModuleFrame(StringId name) {
-  OpenFrames &open = openFrames();
+  FrameworkThread &open = frameworkThread();
   if (!SessionManager::global().frameworkLive()) {
     open.pushed.push_back(0);
     return;
   }
-  open.pushed.push_back(push(name, FrameworkFrame::kModule, /*withDepth=*/true));
+  open.pushed.push_back(push(open, name, FrameworkFrame::kModule, /*withDepth=*/true));
 }
 
 void exitModuleFrame() { exitOp(); }
 
 void enterFrames(const StringId *names, size_t n) {
-  OpenFrames &open = openFrames();
+  FrameworkThread &open = frameworkThread();
   if (!SessionManager::global().frameworkLive() || n > 255) {
     open.pushed.push_back(0);
     return;
   }
   uint8_t pushed = 0;
-  for (size_t i = 0; i < n; ++i) pushed += push(names[i], FrameworkFrame::kOperator);
+  for (size_t i = 0; i < n; ++i) pushed += push(open, names[i], FrameworkFrame::kOperator);
   open.pushed.push_back(pushed);
 }
 

@@ -160,9 +160,10 @@ class SessionManager {
   // kind: FrameworkFrame. withDepth: the frame was entered from Python (a module's hook), so
   // it splices between the Python frames open now.
   // False when no session records framework frames (nothing pushed).
-  bool enterFramework(StringId name, uint8_t kind, bool withDepth);
+  // `t` is the calling thread's ThreadContext::current(), looked up once by the caller.
+  bool enterFramework(ThreadContext &t, StringId name, uint8_t kind, bool withDepth);
   // Pops the innermost framework frame (and any scope the user left open above it).
-  void exitFramework();
+  void exitFramework(ThreadContext &t);
   // The calling thread's open module frames, as one interned list (nullptr: none).
   const PythonStack *currentModulePath();
 

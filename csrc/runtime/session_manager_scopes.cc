@@ -267,7 +267,9 @@ void SessionManager::exitScopeLocked(ThreadContext &t, const MetricList &metrics
                                      const std::vector<TensorMetric> *tensors, uint64_t *scopeId,
                                      MetricTarget *treeTargets, size_t &numTree,
                                      MetricTarget *traceTargets, size_t &numTrace) {
-  const ScopeFrame top = t.frames.back();
+  // A reference: nothing below pushes or pops a frame before the pop at the end (a copy of
+  // the frame, with its two shared pointers, stalled on store forwarding per operator).
+  const ScopeFrame &top = t.frames.back();
   uint32_t depth = static_cast<uint32_t>(t.frames.size() - 1);
   bool hasTensors = (tensors && !tensors->empty()) || top.entryTensors;
   uint64_t endNs = top.beginNs ? monotonicNs() : 0;
