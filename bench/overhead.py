@@ -28,7 +28,9 @@ Training loops (`--training`, issue 41): `train_mlp`, an eager MLP training step
 torch.compile'd nn.TransformerEncoder (6 layers, d_model 512, bf16, batch 16 x 256) trained
 with fused AdamW (tests/gpu/torch_models.py), under context="python", "torch",
 "python,torch" and "python,native", next to torch.profiler with CPU and CUDA activity and
-with_stack=True, with_modules=True (`torch_profiler_stack`) and CUDA activity alone. Each
+with_stack=True, with_modules=True (`torch_profiler_stack`) and CUDA activity alone, and
+`torch_floor`: kernel tracing plus PyTorch's RecordFunction and module hooks calling
+functions that return at once (what context="torch" costs before Proton handles a frame). Each
 process also profiles 1000 steps in one session and reports the profile's size
 (`bytes_1000`; torch.profiler's is measured on 100 steps and scaled, its traces of 1000
 steps take minutes to write).
@@ -54,6 +56,7 @@ PC_WORKLOADS = ["matmul", "trimm"]
 PC_CONFIGS = ["proton_shadow", "proton_pcsampling", "triton_pcsampling"]
 TRAINING_WORKLOADS = ["train_mlp", "train_transformer"]
 TRAINING_CONFIGS = [
+    "torch_floor",
     "proton_python",
     "proton_torch",
     "proton_python_torch",
@@ -252,6 +255,71 @@ def loaded_cupti():
         return []
 
 
+_NOOP_TABLE_SOURCE = """
+#include <stdint.h>
+void proton_bench_enter_op(const char *n, int k, int64_t s, uint64_t t, uint64_t f) {
+  (void)n; (void)k; (void)s; (void)t; (void)f;
+}
+void proton_bench_exit_op(void) {}
+"""
+
+
+def torch_floor_profiler(path):
+    """What context="torch" costs before Proton does anything with a frame: kernel tracing
+    (context="shadow"), PyTorch's RecordFunction calling Proton's operator observer, whose
+    table points at functions that return at once, and global module hooks that return at
+    once. proton_torch minus this is the cost of Proton's own framework frames."""
+    import ctypes
+
+    import proton
+    import torch
+    import torch.nn.modules.module as modules
+    from proton.frameworks import pytorch as adapter
+
+    build = tempfile.mkdtemp(prefix="proton_floor_")
+    source = os.path.join(build, "noop.c")
+    with open(source, "w") as f:
+        f.write(_NOOP_TABLE_SOURCE)
+    lib_path = os.path.join(build, "noop.so")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", source, "-o", lib_path], check=True)
+    noop = ctypes.CDLL(lib_path)
+
+    class Table(ctypes.Structure):
+        _fields_ = [
+            ("version", ctypes.c_uint32),
+            ("size", ctypes.c_uint32),
+            ("enter_op", ctypes.c_void_p),
+            ("exit_op", ctypes.c_void_p),
+        ]
+
+    table = Table(
+        1,
+        ctypes.sizeof(Table),
+        ctypes.cast(noop.proton_bench_enter_op, ctypes.c_void_p).value,
+        ctypes.cast(noop.proton_bench_exit_op, ctypes.c_void_p).value,
+    )
+    observer = ctypes.CDLL(adapter._observer_library(torch))
+    observer.proton_torch_observer_install.argtypes = [ctypes.c_void_p]
+    handles = []
+
+    def start():
+        proton.start(path, context="shadow", backend="cupti")
+        if observer.proton_torch_observer_install(ctypes.addressof(table)) != 0:
+            raise RuntimeError("the observer refused the no-op table")
+        handles.append(modules.register_module_forward_pre_hook(lambda m, a: None))
+        handles.append(modules.register_module_forward_hook(lambda m, a, o: None, always_call=True))
+
+    def stop():
+        observer.proton_torch_observer_remove()
+        for h in handles:
+            h.remove()
+        handles.clear()
+        proton.finalize()
+
+    stop.keep = (noop, table)  # alive while the observer may call through the table
+    return start, stop, proton.scope
+
+
 def make_profiler(config, workload, path):
     """(start, stop) callables for the configuration, or None when it cannot run."""
     hook = "triton" if workload == "hooked" else None
@@ -263,6 +331,8 @@ def make_profiler(config, workload, path):
         # The floor plus CUPTI calling launch callbacks that return at once.
         os.environ["PROTON_CUPTI_LAUNCH_CALLBACKS"] = "empty"
         config = "proton_shadow"
+    if config == "torch_floor":
+        return torch_floor_profiler(path)
     if config in CONTEXTS:
         import proton
 
