@@ -217,12 +217,18 @@ def test_scalar_scope_metrics_given_in_a_capture_count_at_every_replay(data):
         assert root["proton_metadata"]["stats"]["tensor_metrics_dropped"] == 0
         return
     events = json.load(open("scalar_replay.chrome_trace"))["traceEvents"]
-    replays = [e for e in events if e["name"] == "captured" and "bytes" in e["args"]]
+
+    # A scope with metrics is a "metric" slice named "<scope>: <name, value>, ...".
+    def scope(e):
+        return e.get("args", {}).get("call_stack", [None])[-1]
+
+    replays = [e for e in events if scope(e) == "captured" and "bytes" in e["args"]]
     assert [e["args"]["bytes"] for e in replays] == [8, 8, 8], events
+    assert {e["name"] for e in replays} == {"captured: <bytes, 8>, <note, x>"}
     assert all(
         e["args"]["call_stack"][-3:] == ["test0", "<captured_at>", "captured"] for e in replays
     )
-    exits = [e for e in events if e["name"] == "exited" and "flops" in e["args"]]
+    exits = [e for e in events if scope(e) == "exited" and "flops" in e["args"]]
     assert [e["args"]["flops"] for e in exits] == [2.5, 2.5, 2.5], events
 
 
