@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <string>
+#include <vector>
 
 #include "backends/capture_registry.h"
 #include "backends/kernel_attributor.h"
@@ -111,6 +112,39 @@ TEST_F(PythonContextTest, EachStackGetsItsOwnNodeAndRepeatsFindTheSameOne) {
   EXPECT_NE(scoped, first);
   ASSERT_TRUE(mgr().exitScope(S("inner"), {}).isOk());
   EXPECT_EQ(launch(python_).node, first);
+}
+
+TEST_F(PythonContextTest, HundredsOfLaunchSitesInTurnEachKeepTheirNode) {
+  // A compiled model's step: one launch site per line of its wrapper, every step, with and
+  // without a scope open (the cache of where launches went holds them all, or misses; either
+  // way each launch is filed at its own path).
+  std::vector<const PythonStack *> sites;
+  std::vector<std::string> lines;
+  for (int i = 0; i < 600; ++i) {
+    lines.push_back("wrapper.py:" + std::to_string(i) + "@call");
+    sites.push_back(stackOf({"main.py:3@<module>", lines.back().c_str()}));
+  }
+  std::vector<NodeId> first(sites.size()), scoped(sites.size());
+  for (int step = 0; step < 3; ++step) {
+    for (size_t i = 0; i < sites.size(); ++i) {
+      fakeStack = sites[i];
+      NodeId node = launch(python_).node;
+      if (step == 0) {
+        first[i] = node;
+        EXPECT_EQ(launchPath(python_), "/main.py:3@<module>/" + lines[i]);
+      }
+      EXPECT_EQ(node, first[i]);
+    }
+    ASSERT_TRUE(mgr().enterScope(S("loss"), false, nullptr).isOk());
+    for (size_t i = 0; i < sites.size(); i += 7) {
+      fakeStack = sites[i];
+      NodeId node = launch(python_).node;
+      if (step == 0) scoped[i] = node;
+      EXPECT_NE(node, first[i]);
+      EXPECT_EQ(node, scoped[i]);
+    }
+    ASSERT_TRUE(mgr().exitScope(S("loss"), {}).isOk());
+  }
 }
 
 TEST_F(PythonContextTest, ScopeMetricsLandWhereTheScopeWasEntered) {

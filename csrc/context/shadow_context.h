@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "context/backward_borrow.h"
@@ -75,7 +76,12 @@ struct MirrorEntry {
 };
 
 // Where launches were filed in a context="python" session, by (stack, open scopes, state):
-// direct-mapped, checked against the mirror's epoch.
+// direct-mapped, checked against the mirror's epoch. A step of a compiled model launches from
+// hundreds of sites (one line of Inductor's wrapper each), and with operator frames each
+// site's key changes with its operator: 1024 entries keep a step's sites (16 missed on
+// nearly every launch, and a miss walks the whole stack). Allocated at a thread's first
+// launch in the session (no memory where nothing launches); a copy (a thread started with
+// the context) starts empty; without memory, nothing is cached.
 struct PythonNodeCache {
   struct Entry {
     const PythonStack *stack = nullptr;
@@ -84,8 +90,30 @@ struct PythonNodeCache {
     uint64_t epoch = 0;
     NodeId node;
   };
-  static constexpr size_t kSize = 16;
-  std::array<Entry, kSize> entries{};
+  static constexpr size_t kSize = 1024;
+
+  PythonNodeCache() = default;
+  PythonNodeCache(const PythonNodeCache &) {}
+  PythonNodeCache &operator=(const PythonNodeCache &) {
+    entries_.reset();
+    return *this;
+  }
+  PythonNodeCache(PythonNodeCache &&) = default;
+  PythonNodeCache &operator=(PythonNodeCache &&) = default;
+
+  // The slot of `key`, or null when the table could not be allocated.
+  Entry *slot(uint64_t key) {
+    if (PROTON_UNLIKELY(!entries_)) {
+      entries_.reset(new (std::nothrow) std::array<Entry, kSize>());
+      if (!entries_) return nullptr;
+    }
+    return &(*entries_)[(key * 0x9e3779b97f4a7c15ull) >> (64 - kBits)];
+  }
+
+ private:
+  static constexpr unsigned kBits = 10;
+  static_assert(size_t{1} << kBits == kSize);
+  std::unique_ptr<std::array<Entry, kSize>> entries_;
 };
 
 struct SessionMirror {

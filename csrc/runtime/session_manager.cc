@@ -491,17 +491,14 @@ NodeId SessionManager::pythonContextNode(Session &s, ThreadContext &t, const Pyt
   uint64_t scopes = m.entries.empty() ? 0 : m.entries.back().pathHash;
   uint64_t key =
       reinterpret_cast<uintptr_t>(stack) ^ (scopes * 31) ^ (uint64_t(t.state.value) << 7);
-  key ^= key >> 17;
-  PythonNodeCache::Entry &c = m.launches.entries[key % PythonNodeCache::kSize];
   // Launches inside a launch metadata function (state detail set) are rare: not cached.
-  bool cacheable = t.stateDetail == StringId{};
-  if (PROTON_LIKELY(cacheable && c.stack == stack && c.scopes == scopes && c.state == t.state &&
-                    c.epoch == m.epoch))
-    return c.node;
+  PythonNodeCache::Entry *c = t.stateDetail == StringId{} ? m.launches.slot(key) : nullptr;
+  if (PROTON_LIKELY(c && c->stack == stack && c->scopes == scopes && c->state == t.state &&
+                    c->epoch == m.epoch))
+    return c->node;
   NodeId node = resolvePythonPath(s, m.phase, stack, m.entries.data(), m.entries.size(), t.state,
                                   t.stateDetail);
-  if (node != kNoNode && cacheable)
-    c = PythonNodeCache::Entry{stack, scopes, t.state, m.epoch, node};
+  if (node != kNoNode && c) *c = PythonNodeCache::Entry{stack, scopes, t.state, m.epoch, node};
   return node;
 }
 
