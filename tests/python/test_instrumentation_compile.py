@@ -139,6 +139,55 @@ def test_an_event_started_and_ended_in_a_loop_compiles_as_a_scope_of_its_name(se
     assert len(kernel.asm["cubin"]) > 0
 
 
+def test_an_event_in_a_gluon_kernel_compiles_as_a_scope_of_its_name(session):
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+    from triton.backends.compiler import GPUTarget
+
+    @gluon.jit
+    def gluon_event_kernel(x, out, N: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        offs = gl.arange(0, N, layout=layout)
+        event = pl.allocate_event("copy")
+        pl.start_event(event)
+        v = gl.load(x + offs)
+        for t in range(1, 3):
+            pl.end_event(event)
+            gl.store(out + offs, v)
+            pl.start_event(event)
+            v = gl.load(x + t * N + offs)
+        pl.end_event(event)
+        gl.store(out + offs, v)
+
+    src = gluon._runtime.GluonASTSource(
+        gluon_event_kernel,
+        signature={"x": "*fp32", "out": "*fp32", "N": "constexpr"},
+        constexprs={"N": 128},
+    )
+    options = {"num_warps": 4, "instrumentation_mode": session}
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    ptx = kernel.asm["ptx"]
+    starts, ends = ptx.count("// @proton:E:"), ptx.count("// @proton:X:")
+    assert starts == ends >= 2
+    assert "// @proton:U:" not in ptx and "// @proton:C:" not in ptx
+    assert table_paths(kernel.metadata.proton_instrumentation.split("\t")) == ["", "copy"]
+
+
+@triton.jit
+def plain_value_event_kernel(x, out, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    pl.start_event(0)  # not from allocate_event: an event handed over from elsewhere
+    tl.store(out + offs, tl.load(x + offs))
+
+
+def test_an_event_that_is_not_allocated_in_the_function_is_not_recorded_and_warns(session):
+    with pytest.warns(UserWarning, match="not an event allocated in this function"):
+        kernel = compile_for_hopper(session, plain_value_event_kernel)
+    ptx = kernel.asm["ptx"]
+    assert "// @proton:E:" not in ptx and "// @proton:X:" not in ptx
+    assert len(kernel.asm["cubin"]) > 0
+
+
 def test_cta_sums_take_shared_memory_past_the_kernels_own_and_one_record_per_cta(
     monkeypatch, tmp_path
 ):
