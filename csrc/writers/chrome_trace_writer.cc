@@ -261,14 +261,12 @@ class ChromeTraceEmitter {
         return v_.strings.view(a->spec.name) < v_.strings.view(b->spec.name);
       });
     }
+    std::vector<std::string> texts;
     std::string name(v_.strings.view(ev.name));
-    if (!metrics.empty()) {
-      name += ": ";
-      for (size_t i = 0; i < metrics.size(); ++i) {
-        if (i) name += ", ";
-        name += "<" + std::string(v_.strings.view(metrics[i]->spec.name)) + ", " +
-                metricText(metrics[i]->value) + ">";
-      }
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      texts.push_back(metricText(metrics[i]->value));
+      name += i ? ", <" : ": <";
+      name += std::string(v_.strings.view(metrics[i]->spec.name)) + ", " + texts.back() + ">";
     }
     openSlice(name,
               gpu               ? "kernel"
@@ -283,9 +281,9 @@ class ChromeTraceEmitter {
     if (!metrics.empty()) {
       e_.key("metrics");
       e_.beginMap(metrics.size());
-      for (const NamedMetric *m : metrics) {
-        e_.key(v_.strings.view(m->spec.name));
-        e_.string(metricText(m->value));
+      for (size_t i = 0; i < metrics.size(); ++i) {
+        e_.key(v_.strings.view(metrics[i]->spec.name));
+        e_.string(texts[i]);
       }
       e_.endMap();
     }

@@ -177,48 +177,36 @@ class _Scope:
 
 
 def _event_name(event, semantic, call: str):
-    """The name of an event from allocate_event, or None (with a warning) for any other value:
-    an event handed to another function arrives as a plain value, its name unknown."""
+    """The name of an event from allocate_event (its type carries it), or None (with a
+    warning) for any other value."""
     if not _instrumenting(semantic):
         return None
-    name = getattr(event, "proton_event_name", None)
+    name = getattr(getattr(event, "type", None), "proton_event_name", None)
     if name is None:
         warnings.warn(
-            f"[PROTON] pl.{call} got a value that is not an event allocated in this function "
-            "(events passed to another function, such as warp-specialized partitions, are not "
-            "linked): not recorded",
+            f"[PROTON] pl.{call} got a value that is not an event from pl.allocate_event: "
+            "not recorded",
             stacklevel=4,
         )
     return name
 
 
-def _event_class():
+def _event_type():
     core = _triton_core()
 
     class EventType(core.dtype):
         """int32, carrying the event's name: Triton rebuilds values from their type when it
-        enters a loop or a branch, so the name travels in the type."""
+        enters a loop or a branch, or calls a function, so the name travels in the type."""
 
         def __init__(self, name):
             super().__init__("int32")
             self.proton_event_name = name
 
-        def _unflatten_ir(self, handles, cursor):
-            return Event(handles[cursor], self), cursor + 1
-
-    class Event(core.tensor):
-        """allocate_event's value: Triton's int32 placeholder, of an EventType."""
-
-        def __init__(self, handle, type):
-            super().__init__(handle, type)
-            self.proton_event_name = type.proton_event_name
-
-    return Event, EventType
+    return EventType
 
 
 def _define():
-    global _Event, _EventType
-    _Event, _EventType = _event_class()
+    EventType = _event_type()
 
     @_builtin
     def enter_scope(name, _semantic=None):
@@ -242,7 +230,7 @@ def _define():
         (0 when no instrumentation session is live, as Triton's)."""
         if not _instrumenting(_semantic):
             return 0
-        return _Event(_semantic.to_tensor(0).handle, _EventType(_name(name)))
+        return _triton_core().tensor(_semantic.to_tensor(0).handle, EventType(_name(name)))
 
     @_builtin
     def start_event(event, _semantic=None):

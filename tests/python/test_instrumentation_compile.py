@@ -181,7 +181,7 @@ def plain_value_event_kernel(x, out, N: tl.constexpr):
 
 
 def test_an_event_that_is_not_allocated_in_the_function_is_not_recorded_and_warns(session):
-    with pytest.warns(UserWarning, match="not an event allocated in this function"):
+    with pytest.warns(UserWarning, match="not an event from pl.allocate_event"):
         kernel = compile_for_hopper(session, plain_value_event_kernel)
     ptx = kernel.asm["ptx"]
     assert "// @proton:E:" not in ptx and "// @proton:X:" not in ptx
