@@ -17,7 +17,7 @@
 namespace proton::bindings {
 namespace {
 
-constexpr const char *kMetadataStateName = "__proton_launch_metadata";
+constexpr const char *kMetadataStateName = SessionManager::kMetadataScopeName;
 
 // How one entry of an evaluated launch-metadata dict is filed (what triton.profiler's hook
 // keeps): numbers become metrics, a tensor a tensor metric; Triton's own keys and anything
@@ -130,12 +130,13 @@ const MetricList &launchMetrics(nb::handle data, std::vector<TensorMetric> &tens
   return list;
 }
 
-void pushLaunchMetadata(nb::handle name, nb::handle data) {
+// kernel: the launched kernel's own name, whose metadata `data` is (0: unknown).
+void pushLaunchMetadata(nb::handle name, nb::handle data, StringId kernel = StringId{}) {
   if (!SessionManager::global().profilingOn()) return;
   thread_local std::vector<TensorMetric> tensors;
   const MetricList &list = launchMetrics(data, tensors);
   SessionManager::global().pushLaunchMetadata(internName(name), list,
-                                              tensors.empty() ? nullptr : &tensors);
+                                              tensors.empty() ? nullptr : &tensors, kernel);
 }
 
 // Set while this thread evaluates a launch-metadata function: kernels it launches get no
@@ -216,7 +217,7 @@ void enterLaunchMetadata(nb::handle metadata) {
     nb::object name = nameOf(data);
     setContextVar(launchHook.opNameVar, name.ptr());
     restore();
-    if (PyUnicode_Check(name.ptr()) && passesFilter(name)) pushLaunchMetadata(name, data);
+    if (PyUnicode_Check(name.ptr()) && passesFilter(name)) pushLaunchMetadata(name, data, detail);
   } catch (...) {
     if (evaluatingMetadata) restore();
     throw;
@@ -255,9 +256,12 @@ void bindContext(nb::module_ &m) {
   m.def("python_stack_key", &cpythonStackKey,
         "An id of the calling thread's interned stack: equal stacks, equal ids (for tests).");
 
-  m.def("push_launch_metadata", &pushLaunchMetadata, nb::arg("name"), nb::arg("data").none(),
-        "The next kernel this thread launches is named `name` and gets the metrics of `data` "
-        "(an evaluated launch-metadata dict, see launch_metrics_of).");
+  m.def(
+      "push_launch_metadata",
+      [](nb::handle name, nb::handle data) { pushLaunchMetadata(name, data); }, nb::arg("name"),
+      nb::arg("data").none(),
+      "The next kernel this thread launches is named `name` and gets the metrics of `data` "
+      "(an evaluated launch-metadata dict, see launch_metrics_of).");
   // Takes (and ignores) Triton's launch metadata, so that it can be the exit hook itself.
   m.def(
       "pop_launch_metadata", [](nb::handle) { SessionManager::global().popLaunchMetadata(); },

@@ -313,6 +313,60 @@ TEST_F(CuptiGraphsTest, KernelsLaunchedInsideLaunchMetadataGoUnderTheLaunchedKer
   EXPECT_FALSE(exists(s, {"tri", "probed_kernel"}));
 }
 
+// Proton's copy of tensor metric values is a kernel filed as <metric> under
+// __proton_launch_metadata (and the launched kernel's name, for launch metadata), as
+// triton.profiler files its copy kernel: below a scope being entered, outside the thread's
+// state tag, consuming no launch metadata; captured, it is filed at each replay.
+TEST_F(CuptiGraphsTest, MetricCopyKernelIsFiledAsMetricUnderTheMetadataFrame) {
+  Session &s = start("metric_copy");
+  using Placement = SessionManager::MetricCopyPlacement;
+  enter("tri");
+  {
+    // hooks.launch evaluated foo's metadata; its tensors are copied after the state is left.
+    mgr().pushLaunchMetadata(S("foo_test"), {NamedMetric{MetricSpec::parse("flops"), 1.0}});
+    Placement placement(StringId{}, S("foo"));
+    launch(1);
+  }
+  launch(2);  // foo itself: the metadata is still its own
+  mgr().popLaunchMetadata();
+  {
+    StateTag previous = mgr().exchangeState({S("__proton_launch_metadata"), S("foo")});
+    Placement placement(StringId{}, S("foo"));  // under a state: not nested twice
+    launch(3);
+    mgr().exchangeState(previous);
+  }
+  {
+    Placement placement(S("c"), StringId{});  // scope c's values, copied before c opens
+    launch(4);
+  }
+  enter("a");
+  {
+    Placement placement(S("c"), StringId{});  // the same, captured into a graph
+    launch(5, {105});
+  }
+  exit("a");
+  exit("tri");
+  instantiate({{205, 105}});
+  enter("test0");
+  replay(10);
+  replay(11);
+  exit("test0");
+  for (uint32_t corr : {1u, 3u, 4u}) deliver(kernelRecord(corr, "proton_metric_copy", 0, 10));
+  deliver(kernelRecord(2, "foo", 0, 10));
+  for (uint32_t corr : {10u, 11u}) deliver(kernelRecord(corr, "proton_metric_copy", 0, 10, 205));
+
+  EXPECT_EQ(countAt(s, {"tri", "__proton_launch_metadata", "foo", "<metric>"}), 2u);
+  EXPECT_FALSE(exists(s, {"tri", "__proton_launch_metadata", "foo", "__proton_launch_metadata"}));
+  EXPECT_EQ(countAt(s, {"tri", "foo_test"}), 1u);
+  EXPECT_EQ(doubleAt(s, {"tri", "foo_test"}, "flops"), 1.0);
+  EXPECT_EQ(countAt(s, {"tri", "c", "__proton_launch_metadata", "<metric>"}), 1u);
+  EXPECT_EQ(countAt(s, {"test0", "<captured_at>", "tri", "a", "c", "__proton_launch_metadata",
+                        "<metric>"}),
+            2u);
+  EXPECT_FALSE(exists(s, {"tri", "proton_metric_copy"}));
+  EXPECT_EQ(countAt(s, {"tri", "a", "c", "__proton_launch_metadata", "<metric>"}), 0u);
+}
+
 // A launch that failed gets neither its record slot nor its launch metadata's metrics.
 TEST_F(CuptiGraphsTest, FailedLaunchWithMetadataAddsNoMetricsAndIsNotPending) {
   Session &s = start("failed");

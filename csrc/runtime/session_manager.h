@@ -133,6 +133,25 @@ class SessionManager {
   // For a graph node created now on this thread: contextNames, the sessions that do not record
   // now, and (inLaunch: created by the launch in progress) that launch's metadata.
   void captureContext(CaptureContext &out, bool inLaunch);
+
+  // The frame launch metadata is evaluated under (the state hooks.launch enters, with the
+  // kernel's name below it), and the name of Proton's kernel that copies tensor metric values.
+  static constexpr const char *kMetadataScopeName = "__proton_launch_metadata";
+  static constexpr const char *kMetricCopyKernelName = "<metric>";
+  // While it lives, a kernel the calling thread launches is Proton's copy of tensor metric
+  // values (DeviceMetricSink::copy and recordCaptured), and is filed as
+  // <context>[/scope]/__proton_launch_metadata[/kernel]/<metric>, as triton.profiler files
+  // its copy kernel: `scope` is a scope being entered whose values are copied before it
+  // opens (0: none), `kernel` the kernel whose launch metadata gave them (0: a scope's).
+  // The thread's own state tag is left out. Takes the thread's lock briefly; the caller
+  // holds none.
+  class MetricCopyPlacement {
+   public:
+    MetricCopyPlacement(StringId scope, StringId kernel);
+    ~MetricCopyPlacement();
+    MetricCopyPlacement(const MetricCopyPlacement &) = delete;
+    MetricCopyPlacement &operator=(const MetricCopyPlacement &) = delete;
+  };
   bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
   bool pythonLive() const { return pythonLive_.load(std::memory_order_relaxed) > 0; }
   bool nativeLive() const { return nativeLive_.load(std::memory_order_relaxed) > 0; }
@@ -171,8 +190,11 @@ class SessionManager {
   // <context>/<name> instead of <context>/<kernel name>, and metrics are added to that node
   // (tree data) once, at launch. pop cancels it if no launch consumed it.
   // Tensor metrics (optional) are copied now, before the kernel runs.
+  // metadataKernel: the kernel's own name, under which its metadata was evaluated (the
+  // frame below __proton_launch_metadata where the tensors' copy is filed; 0: none).
   void pushLaunchMetadata(StringId name, const MetricList &metrics,
-                          const std::vector<TensorMetric> *tensors = nullptr);
+                          const std::vector<TensorMetric> *tensors = nullptr,
+                          StringId metadataKernel = StringId{});
   void popLaunchMetadata();
   // The calling thread's metadata for its next launch, when there is one (pushed, not yet
   // consumed or popped): what the next kernel would get. For tests and diagnostics.
@@ -200,7 +222,12 @@ class SessionManager {
   // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
   NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
   NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);
-  void copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out);
+  // launchContext for Proton's copy of tensor metric values (t.metricCopy): n entries so far.
+  void metricCopyContext(ThreadContext &t, const PythonStack *stack, LaunchEntry *out, size_t max,
+                         size_t &n);
+  // `entering`: the scope the tensors are given to, not open yet (0: an open one's).
+  void copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out,
+                   StringId entering = StringId{});
   Status enterScopeLocked(ThreadContext &t, const PythonStack *stack, StringId name, bool timed,
                           const std::shared_ptr<const MetricList> &metrics, uint64_t *scopeId,
                           const std::vector<TensorMetric> *tensors, MetricTarget *treeTargets,

@@ -49,9 +49,11 @@ void bindTensors(std::vector<PendingTensor> &copies, const MetricTarget *targets
 
 }  // namespace
 
-void SessionManager::copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out) {
+void SessionManager::copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out,
+                                 StringId entering) {
   DeviceMetricSink *sink = deviceMetricSink();
   if (!tensors || tensors->empty() || !sink) return;
+  MetricCopyPlacement placement(entering, StringId{});
   bool tree = false, trace = false;
   for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
@@ -93,7 +95,7 @@ Status SessionManager::enterScope(StringId name, bool timed,
   const bool replayed = metrics && !metrics->empty() && sink && sink->threadCapturing();
   if (replayed) PROTON_RETURN_IF_ERROR(checkLiveMetricTypes(*metrics));
   TensorCopies copies;
-  copyTensors(tensors, copies);  // before the thread's lock: a copy may wait for a flush
+  copyTensors(tensors, copies, name);  // before the thread's lock: a copy may wait for a flush
   CaptureContext captured;
   bool hasTensors = tensors && !tensors->empty();
   MetricTarget treeTargets[kMaxLiveSessions];
@@ -113,8 +115,10 @@ Status SessionManager::enterScope(StringId name, bool timed,
       captureContextLocked(t, stackLive() ? stack : nullptr, captured);
   }
   bindTensors(copies.tree, treeTargets, numTree);
-  if (sink && hasTensors)
+  if (sink && hasTensors && !copies.captured.empty()) {
+    MetricCopyPlacement placement(StringId{}, StringId{});  // the scope is open now
     for (const TensorMetric *m : copies.captured) sink->recordCaptured(*m, captured, name);
+  }
   if (replayed) sink->recordCapturedScalars(*metrics, std::move(captured), name);
   return {};
 }
@@ -217,8 +221,10 @@ Status SessionManager::exitScope(std::optional<StringId> name, const MetricList 
   bindTensors(copies.tree, treeTargets, numTree);
   bindTensors(copies.trace, traceTargets, numTrace);
   if (entryTensors) bindTensors(*entryTensors, traceTargets, numTrace);
-  if (sink)
+  if (sink && !copies.captured.empty()) {
+    MetricCopyPlacement placement(scopeName, StringId{});  // closed now: its copy goes under it
     for (const TensorMetric *m : copies.captured) sink->recordCaptured(*m, captured, scopeName);
+  }
   if (replayed) sink->recordCapturedScalars(metrics, std::move(captured), scopeName);
   return {};
 }
@@ -335,6 +341,21 @@ void SessionManager::exitState() {
   t.resetIfStale(generation());
   t.state = StringId{};
   t.stateDetail = StringId{};
+}
+
+SessionManager::MetricCopyPlacement::MetricCopyPlacement(StringId scope, StringId kernel) {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.metricCopy = true;
+  t.metricCopyScope = scope;
+  t.metricCopyKernel = kernel;
+}
+
+SessionManager::MetricCopyPlacement::~MetricCopyPlacement() {
+  ThreadContext &t = ThreadContext::current();
+  std::lock_guard guard(t.lock);
+  t.metricCopy = false;
+  t.metricCopyScope = t.metricCopyKernel = StringId{};
 }
 
 StateTag SessionManager::exchangeState(StateTag tag) {

@@ -1,7 +1,11 @@
 #include "backends/cupti/cuda_driver.h"
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "backends/cupti/cupti_graphs.h"
 
@@ -27,8 +31,82 @@ static_assert(static_cast<int>(gpu::CaptureMode::kGlobal) == CU_STREAM_CAPTURE_M
 static_assert(gpu::kStreamNonBlocking == CU_STREAM_NON_BLOCKING &&
               gpu::kEventDisableTiming == CU_EVENT_DISABLE_TIMING);
 
+// Proton's copy of tensor metric values: `bytes` bytes from `from` to `to`, a byte a thread per
+// step of a grid-stride loop (values are a few bytes; a vector metric a few thousand).
+// Written as PTX by hand (ISA 7.0, sm_70 on, as tree_reduce's); the driver compiles it once
+// per context.
+//   .entry proton_metric_copy(.u64 to, .u64 from, .u64 bytes)
+constexpr const char *kMetricCopyPtx = R"PTX(
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry proton_metric_copy(
+	.param .u64 proton_metric_copy_param_0,
+	.param .u64 proton_metric_copy_param_1,
+	.param .u64 proton_metric_copy_param_2
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b16 	%rs<2>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<10>;
+
+	ld.param.u64 	%rd1, [proton_metric_copy_param_0];
+	ld.param.u64 	%rd2, [proton_metric_copy_param_1];
+	ld.param.u64 	%rd3, [proton_metric_copy_param_2];
+	cvta.to.global.u64 	%rd1, %rd1;
+	cvta.to.global.u64 	%rd2, %rd2;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	mov.u32 	%r3, %tid.x;
+	mov.u32 	%r4, %nctaid.x;
+	mul.wide.u32 	%rd4, %r1, %r2;
+	cvt.u64.u32 	%rd5, %r3;
+	add.s64 	%rd4, %rd4, %rd5;
+	mul.wide.u32 	%rd6, %r4, %r2;
+$L__loop:
+	setp.ge.u64 	%p1, %rd4, %rd3;
+	@%p1 bra 	$L__done;
+	add.s64 	%rd7, %rd2, %rd4;
+	ld.global.u8 	%rs1, [%rd7];
+	add.s64 	%rd8, %rd1, %rd4;
+	st.global.u8 	[%rd8], %rs1;
+	add.s64 	%rd4, %rd4, %rd6;
+	bra.uni 	$L__loop;
+$L__done:
+	ret;
+}
+)PTX";
+constexpr unsigned kMetricCopyThreads = 128, kMetricCopyMaxBlocks = 64;
+
 std::atomic<const CudaDriverApi *> gCuda{nullptr};  // the process's CUDA driver
 const CudaDriverApi &cuda() { return *gCuda.load(std::memory_order_acquire); }
+
+// proton_metric_copy in the current context, loaded at its first copy there (in relaxed
+// capture mode: a graph may be captured meanwhile, on any thread). A context that could not
+// load it is remembered, and its copies are the caller's memcpy.
+CUresult metricCopyFunction(CUfunction *function) {
+  static std::mutex mu;
+  static std::vector<std::pair<CUcontext, CUfunction>> loaded;  // null: failed there
+  CUcontext context = nullptr;
+  if (CUresult rc = cuda().ctxGetCurrent(&context); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard lock(mu);
+  for (const auto &[c, f] : loaded)
+    if (c == context) {
+      *function = f;
+      return f ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+    }
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool relaxed = cuda().exchangeCaptureMode && cuda().exchangeCaptureMode(&mode) == CUDA_SUCCESS;
+  CUmodule module = nullptr;
+  CUresult rc = cuda().moduleLoadData(&module, kMetricCopyPtx);
+  if (rc == CUDA_SUCCESS) rc = cuda().moduleGetFunction(function, module, "proton_metric_copy");
+  if (relaxed) cuda().exchangeCaptureMode(&mode);
+  if (rc != CUDA_SUCCESS) *function = nullptr;
+  loaded.emplace_back(context, *function);
+  return rc;
+}
 
 // One side's value as the other's: a handle keeps its address (kLegacyStream is
 // CU_STREAM_LEGACY), an enum or a device address its value.
@@ -153,6 +231,18 @@ gpu::Driver make() {
     InternalLaunchGuard internal;  // not a kernel of the user's: filed in no session
     return cuda().launchKernel(as<CUfunction>(f), gx, gy, gz, bx, by, bz, shared, cu(s), args,
                                extra);
+  };
+  d.copyKernelAsync = [](gpu::DevicePtr to, gpu::DevicePtr from, size_t bytes,
+                         gpu::Stream s) -> int {
+    CUfunction function = nullptr;
+    if (CUresult rc = metricCopyFunction(&function); rc != CUDA_SUCCESS) return rc;
+    unsigned long long n = bytes;
+    void *args[] = {&to, &from, &n};
+    size_t blocks = (bytes + kMetricCopyThreads - 1) / kMetricCopyThreads;
+    unsigned grid = static_cast<unsigned>(std::clamp<size_t>(blocks, 1, kMetricCopyMaxBlocks));
+    // Not an InternalLaunchGuard launch: the core files it as <metric>.
+    return cuda().launchKernel(function, grid, 1, 1, kMetricCopyThreads, 1, 1, 0, cu(s), args,
+                               nullptr);
   };
   d.funcGetModule = [](gpu::Module *m, gpu::Function f) -> int {
     return cuda().funcGetModule(out<CUmodule>(m), as<CUfunction>(f));

@@ -1,7 +1,9 @@
 // The vendor-neutral driver table (backends/gpu/gpu_driver.h) over the CUDA driver: each entry
 // calls the libcuda function of the same name (cupti_loader.h's CudaDriverApi), converting
 // handles and enums, which keep their values. Proton's tree reduction is tree_reduce.cu's PTX,
-// and its launches are Proton's own (InternalLaunchGuard): filed in no session.
+// and its launches are Proton's own (InternalLaunchGuard): filed in no session. Its copy of
+// tensor metric values (copyKernelAsync) is a PTX kernel too, whose launches are filed (as
+// <metric>, where SessionManager::MetricCopyPlacement puts them).
 //
 //   const gpu::Driver *driver = cudaDriver(loadCudaDriver().value());
 //   IntraKernelBuffers::global().setDriver(driver);

@@ -61,11 +61,24 @@ CUresult getFunction(CUfunction *function, CUmodule module, const char *name) {
       module == reinterpret_cast<CUmodule>(0xA0D) ? reinterpret_cast<CUfunction>(0xF0) : nullptr;
   return CUDA_SUCCESS;
 }
-CUresult launch(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                CUstream stream, void **, void **) {
+unsigned gGrid = 0, gBlock = 0;
+uint64_t gArgs[3] = {};
+int gLoads = 0;
+CUstreamCaptureMode gModeAtLoad = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult launch(CUfunction, unsigned gridX, unsigned, unsigned, unsigned blockX, unsigned, unsigned,
+                unsigned, CUstream stream, void **args, void **) {
   gLaunchInternal = InternalLaunchGuard::active();
   gStream = stream;
+  gGrid = gridX;
+  gBlock = blockX;
+  if (args)
+    for (int i = 0; i < 3; ++i) std::memcpy(&gArgs[i], args[i], 8);
   return CUDA_SUCCESS;
+}
+CUresult countedLoad(CUmodule *module, const void *image) {
+  ++gLoads;
+  gModeAtLoad = gModeIn;  // the mode the last exchange asked for
+  return loadData(module, image);
 }
 
 TEST(CudaDriver, CallsTheCudaDriverWithTheSameHandlesAndValues) {
@@ -128,6 +141,36 @@ TEST(CudaDriver, CallsTheCudaDriverWithTheSameHandlesAndValues) {
   driver.launchKernel(reduce, 1, 1, 1, 256, 1, 1, 0, own, nullptr, nullptr);
   EXPECT_TRUE(gLaunchInternal);  // Proton's own: its launch callback files it nowhere
   EXPECT_FALSE(InternalLaunchGuard::active());
+}
+
+// Tensor metric values are copied by proton_metric_copy, loaded once per context, launched as
+// a kernel its launch callback files (<metric>), one byte a thread, at most 64 blocks.
+TEST(CudaDriver, CopiesMetricValuesWithItsCopyKernelLoadedOncePerContext) {
+  static CudaDriverApi cuda;
+  cuda.ctxGetCurrent = current;
+  cuda.exchangeCaptureMode = exchange;
+  cuda.moduleLoadData = countedLoad;
+  cuda.moduleGetFunction = getFunction;
+  cuda.launchKernel = launch;
+  const gpu::Driver &driver = *cudaDriver(&cuda);
+  ASSERT_NE(driver.copyKernelAsync, nullptr);
+  const auto own = reinterpret_cast<gpu::Stream>(0x9100);
+  gLoads = 0;
+  EXPECT_EQ(driver.copyKernelAsync(0x2000, 0x1000, 8, own), gpu::kSuccess);
+  EXPECT_NE(gImage.find(".entry proton_metric_copy"), std::string::npos);
+  EXPECT_EQ(gFunctionName, "proton_metric_copy");
+  EXPECT_EQ(gModeAtLoad, CU_STREAM_CAPTURE_MODE_RELAXED);  // loaded in relaxed capture mode
+  EXPECT_FALSE(gLaunchInternal);                           // filed: the core names it <metric>
+  EXPECT_EQ(gStream, reinterpret_cast<CUstream>(0x9100));
+  EXPECT_EQ(gArgs[0], 0x2000u);
+  EXPECT_EQ(gArgs[1], 0x1000u);
+  EXPECT_EQ(gArgs[2], 8u);
+  EXPECT_EQ(gGrid, 1u);
+  EXPECT_EQ(gBlock, 128u);
+  EXPECT_EQ(driver.copyKernelAsync(0x3000, 0x1000, 1 << 20, own), gpu::kSuccess);
+  EXPECT_EQ(gGrid, 64u);
+  EXPECT_EQ(gArgs[2], 1u << 20);
+  EXPECT_EQ(gLoads, 1);  // the context's function is kept
 }
 
 }  // namespace

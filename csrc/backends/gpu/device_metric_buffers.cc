@@ -71,9 +71,11 @@ bool DeviceMetricBuffers::allocate(Context context, DevicePtr *out, size_t bytes
 }
 
 bool DeviceMetricBuffers::enqueueCopy(Context context, DevicePtr dst, DevicePtr src, size_t bytes,
-                                      Stream stream) {
+                                      Stream stream, bool filed) {
   if (driver_->ctxPushCurrent(context) != kSuccess) return false;
-  bool ok = driver_->memcpyDtoDAsync(dst, src, bytes, stream) == kSuccess;
+  bool ok = filed && driver_->copyKernelAsync &&
+            driver_->copyKernelAsync(dst, src, bytes, stream) == kSuccess;
+  if (!ok) ok = driver_->memcpyDtoDAsync(dst, src, bytes, stream) == kSuccess;
   Context popped;
   driver_->ctxPopCurrent(&popped);
   return ok;
@@ -117,7 +119,7 @@ DeviceMetricSink::Handle DeviceMetricBuffers::copy(const DeviceTensor &tensor) {
       if (!ring) break;
       if (takeSlot(*ring, bytes, &offset)) {
         if (!enqueueCopy(context, ring->base + offset, tensor.dataPtr, tensor.bytes(),
-                         reinterpret_cast<Stream>(tensor.stream)))
+                         reinterpret_cast<Stream>(tensor.stream), /*filed=*/true))
           break;
         Handle handle = next_++;
         Record &r = records_[handle];
@@ -205,8 +207,10 @@ void DeviceMetricBuffers::recordCaptured(const TensorMetric &metric, CaptureCont
   captured->sliceName = sliceName;
   captured->ring = index;
   captured->slot = ring->arena.back() + ring->arenaUsed;
-  // Captured, not run: the copy becomes a memcpy node of the graph.
-  if (!enqueueCopy(owner, captured->slot, metric.tensor.dataPtr, metric.tensor.bytes(), stream)) {
+  // Captured, not run: the copy becomes a node of the graph (Proton's copy kernel, filed at
+  // each replay under the capture's context, as it would be now).
+  if (!enqueueCopy(owner, captured->slot, metric.tensor.dataPtr, metric.tensor.bytes(), stream,
+                   /*filed=*/true)) {
     dropped().add();
     return;
   }
@@ -350,8 +354,9 @@ void DeviceMetricBuffers::onGraphLaunched(GraphExec exec, Stream stream, const L
     Ring &ring = rings_[c->ring];
     size_t bytes = aligned(r.tensor.bytes());
     if (!takeSlot(ring, bytes, &r.offset) ||
-        !enqueueCopy(ring.context, ring.base + r.offset, c->slot, r.tensor.bytes(), stream)) {
-      dropped().add();  // no flush from inside a launch callback
+        !enqueueCopy(ring.context, ring.base + r.offset, c->slot, r.tensor.bytes(), stream,
+                     /*filed=*/false)) {  // the replay's copy node was the one filed
+      dropped().add();                    // no flush from inside a launch callback
       continue;
     }
     r.ring = c->ring;

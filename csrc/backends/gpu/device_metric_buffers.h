@@ -3,7 +3,7 @@
 // flush; nothing waits for the GPU when a value is given.
 //
 //   buffers.setDriver(driver, flushFn);          // backend start
-//   Handle h = buffers.copy(tensor);             // scope entry: memcpyDtoDAsync into a slot
+//   Handle h = buffers.copy(tensor);             // scope entry: copied into a slot
 //   buffers.bind(h, spec, targets, n);           // where it is filed
 //   buffers.beforeSync();                        // backend flush, before it synchronises
 //   buffers.drain(synced);                       // ... and after: reads back what it covered
@@ -18,7 +18,12 @@
 // that began the capture, CaptureWatch) are tied to the graph the same way and added, on the
 // host, at each replay: no copy is captured for them.
 //
-// CUDA graphs. A value given on a stream being captured becomes a memcpy node writing into
+// Copies. A value is copied by Proton's copy kernel (Driver::copyKernelAsync), a launch the
+// core files as <metric> under __proton_launch_metadata, as triton.profiler files its own copy
+// kernel: the profiler's GPU work shows where it was asked for. A driver without the kernel
+// copies with memcpyDtoDAsync, filed nowhere.
+//
+// CUDA graphs. A value given on a stream being captured becomes a copy node writing into
 // its capture slot (the copy into the arena is what is captured). Each graph launch
 // (cuGraphLaunch, seen by the launch callback after it returned) then enqueues, on the
 // launch's stream, one plain copy from each capture slot of that executable graph into a
@@ -140,7 +145,10 @@ class DeviceMetricBuffers final : public DeviceMetricSink {
   // mu_ held, relaxed capture mode: the values of ring i below `upTo` read back and filed (or
   // kept on the host until bound); false: some are left (given past upTo).
   bool readRing(size_t i, size_t upTo);
-  bool enqueueCopy(Context context, DevicePtr dst, DevicePtr src, size_t bytes, Stream stream);
+  // filed: by Proton's copy kernel where the driver has it (a launch the core files as
+  // <metric>), else, and when it fails, by memcpyDtoDAsync (filed nowhere).
+  bool enqueueCopy(Context context, DevicePtr dst, DevicePtr src, size_t bytes, Stream stream,
+                   bool filed);
   // mu_ held: a slot of the ring, or false when full.
   bool takeSlot(Ring &ring, size_t bytes, size_t *offset);
   void file(const Record &record, const uint8_t *bytes);  // mu_ held

@@ -80,6 +80,32 @@ TEST(DeviceMetricBuffers, ADrainReadsBackOnItsOwnStreamInRelaxedCaptureMode) {
   EXPECT_EQ(fake::captureMode, CaptureMode::kGlobal);  // restored
 }
 
+// Values are copied by the driver's copy kernel where it has one (a launch the core files as
+// <metric>), and by a plain copy where that kernel fails; the values read back are the same.
+size_t kernelCopies = 0;
+bool kernelCopyFails = false;
+DriverResult kernelCopy(DevicePtr to, DevicePtr from, size_t bytes, Stream stream) {
+  ++kernelCopies;
+  if (kernelCopyFails) return fake::kLaunchFailed;
+  return fake::copyAsync(to, from, bytes, stream);
+}
+
+TEST(DeviceMetricBuffers, ValuesAreCopiedByTheCopyKernelOrAPlainCopyWhereItFails) {
+  Buffers b;
+  b.driver.copyKernelAsync = kernelCopy;
+  kernelCopies = 0;
+  kernelCopyFails = false;
+  b.give(3, 0);
+  EXPECT_EQ(kernelCopies, 1u);
+  EXPECT_EQ(fake::asyncCopies, 1u);  // the kernel's own (the fake copies through copyAsync)
+  kernelCopyFails = true;
+  b.give(4, 1);
+  EXPECT_EQ(kernelCopies, 2u);
+  EXPECT_EQ(fake::asyncCopies, 2u);  // the plain copy, after the kernel failed
+  b.flush();
+  EXPECT_EQ(b.tokens(), 7.0);
+}
+
 // A value given after the flush synchronised the contexts may not have landed yet: the drain
 // leaves it on the device for the next one, and the ring starts over once nothing is left.
 TEST(DeviceMetricBuffers, AValueGivenAfterTheSynchronisationIsReadByTheNextDrain) {

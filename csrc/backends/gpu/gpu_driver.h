@@ -105,6 +105,14 @@ struct Driver {
                                unsigned sharedBytes, Stream stream, void **args,
                                void **extra) = nullptr;
 
+  // Proton's copy of tensor metric values: `bytes` bytes from `from` to `to`, by a kernel of
+  // Proton's own (cupti: proton_metric_copy) launched on `stream` in the current context, and
+  // filed like the user's launches: the core names it <metric> where the calling thread's
+  // context places it (SessionManager::MetricCopyPlacement). Optional; the caller copies with
+  // memcpyDtoDAsync when it is missing or fails.
+  DriverResult (*copyKernelAsync)(DevicePtr to, DevicePtr from, size_t bytes,
+                                  Stream stream) = nullptr;
+
   // A kernel's code and its globals (native scopes): the module a kernel belongs to, or the
   // library (optional both) where it is a library's, and the address and size of a global.
   DriverResult (*funcGetModule)(Module *module, Function function) = nullptr;
