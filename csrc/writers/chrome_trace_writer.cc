@@ -17,12 +17,15 @@
 //                     {"ph": "X", "name": "load: <bytes, 64>", "cat": "metric", ...,
 //                      "args": {"call_stack": [...], "scope_id": 1,
 //                               "metrics": {"bytes": "64"}, "bytes": 64}},  metrics given
-//                     {"ph": "X", "name": "iter_0", "cat": "graph", ..., "pid": "GPU 0",
+//                     {"ph": "X", "name": "iter_0", "cat": "scope", ..., "pid": "GPU 0",
 //                      "tid": "Graph: Stream 7"},  a scope captured with a replayed graph
 //                     {"ph": "s"/"f", "name": "launch->kernel", "bp": "e", "id": n, ...} ],
 //    "otherData": {"proton_metadata": {...}}}
 //
-// Every pid and tid is a string naming its lane, so no metadata event is needed. Warp slices
+// Every pid and tid is a string naming its lane; layout "full" also names each CPU, stream and
+// graph lane with "M" events (process_name, thread_name: {"ph": "M", "name": "thread_name",
+// "pid": "GPU 0", "tid": "Graph: Stream 7", "args": {"name": "Graph: Stream 7"}}), after the
+// slices and flows. A flow starts at the innermost CPU slice open at its launch. Warp slices
 // of scopes come first, ordered by launch, SM, CTA, warp and start, as triton.profiler orders
 // them, then ("full") each warp's kernel-wide slice in the same order; a
 // warp slice's call_stack is its launch's context down to the kernel (its scopes are in
@@ -34,6 +37,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -122,8 +126,10 @@ class ChromeTraceEmitter {
       for (const TraceEvent &ev : events())
         if (ev.lane.kind != Lane::Kind::kWarp) emitSlice(ev);
       emitGraphScopes();
+      indexCpuScopes();
       for (const TraceEvent &ev : events())
         if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) emitFlow(ev);
+      emitLaneNames();
     }
     e_.endArray();
     e_.key("otherData");
@@ -146,8 +152,10 @@ class ChromeTraceEmitter {
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
   // Opens an "X" event up to its args map; the caller writes the args and closes both maps.
+  // laneName: the lane gets a thread_name metadata event (layout "full", lanes not of warps).
   void openSlice(std::string_view name, std::string_view category, uint64_t beginNs, uint64_t endNs,
-                 const std::string &pid, const std::string &tid) {
+                 const std::string &pid, const std::string &tid, bool laneName = false) {
+    if (laneName) lanes_.emplace(pid, tid);
     e_.beginMap(0);
     e_.key("ph");
     e_.string("X");
@@ -272,7 +280,7 @@ class ChromeTraceEmitter {
               gpu               ? "kernel"
               : metrics.empty() ? "scope"
                                 : "metric",
-              ev.beginNs, ev.endNs, laneProcess(ev.lane), laneThread(ev.lane));
+              ev.beginNs, ev.endNs, laneProcess(ev.lane), laneThread(ev.lane), /*laneName=*/true);
     callStack(ev.context);
     if (!gpu) {
       e_.key("scope_id");
@@ -292,9 +300,10 @@ class ChromeTraceEmitter {
   }
 
   // Each replay of a CUDA graph (its kernels share the graph launch's correlation) gets, per
-  // frame of the context it was captured in (the names below <captured_at>), one range from
-  // the first of its kernels under that frame to the last, on the lane "Graph: Stream <s>" of
-  // the replay's GPU: the scopes captured with the graph, as triton.profiler draws them.
+  // frame of the context it was captured in (<captured_at> and the names below it), one
+  // "scope" range from the first of its kernels under that frame to the last, on the lane
+  // "Graph: Stream <s>" of the replay's GPU: the scopes captured with the graph, as
+  // triton.profiler draws them (with no metrics: the values are the replay's kernels').
   void emitGraphScopes() {
     struct Range {
       uint64_t beginNs = UINT64_MAX, endNs = 0;
@@ -311,15 +320,15 @@ class ChromeTraceEmitter {
       bool captured = false;
       for (NodeId n = tree.node(ev.context).parent; n != kNoNode && n != kRootNode;
            n = tree.node(n).parent) {
+        frames.push_back(n);
         if (v_.strings.view(tree.node(n).name) == "<captured_at>") {
           captured = true;
           break;
         }
-        frames.push_back(n);
       }
       if (!captured) continue;
-      for (NodeId frame : frames) {
-        auto key = std::make_pair(ev.correlation, frame.value);
+      for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {  // outermost first
+        auto key = std::make_pair(ev.correlation, frame->value);
         auto [it, fresh] = ranges.try_emplace(key);
         if (fresh) order.push_back(key);
         Range &r = it->second;
@@ -331,8 +340,9 @@ class ChromeTraceEmitter {
     for (const auto &key : order) {
       const Range &r = ranges[key];
       NodeId frame{key.second};
-      openSlice(v_.strings.view(tree.node(frame).name), "graph", r.beginNs, r.endNs,
-                laneProcess(r.lane), "Graph: Stream " + std::to_string(r.lane.id));
+      openSlice(v_.strings.view(tree.node(frame).name), "scope", r.beginNs, r.endNs,
+                laneProcess(r.lane), "Graph: Stream " + std::to_string(r.lane.id),
+                /*laneName=*/true);
       callStack(frame);
       closeSlice();
     }
@@ -359,15 +369,91 @@ class ChromeTraceEmitter {
     e_.endMap();
   }
 
+  // A flow starts where triton.profiler starts it: at the beginning of the innermost CPU slice
+  // open on the launching thread at the launch (the slice it binds to), or at the launch when
+  // none is open.
   void emitFlow(const TraceEvent &ev) {
-    flowEnd("s", ev.launchNs, Lane{Lane::Kind::kCpuThread, 0, ev.launchThread}, ev.correlation);
+    flowEnd("s", flowStart(ev.launchThread, ev.launchNs),
+            Lane{Lane::Kind::kCpuThread, 0, ev.launchThread}, ev.correlation);
     flowEnd("f", ev.beginNs, ev.lane, ev.correlation);
+  }
+
+  // Each thread's CPU slices by start (outer first at equal starts), with the index of the
+  // innermost slice enclosing each (-1: none), for flowStart.
+  struct CpuSlices {
+    std::vector<std::pair<uint64_t, uint64_t>> spans;  // (begin, end)
+    std::vector<int64_t> parent;
+  };
+  void indexCpuScopes() {
+    for (const TraceEvent &ev : events())
+      if (ev.lane.kind == Lane::Kind::kCpuThread)
+        cpu_[ev.lane.id].spans.emplace_back(ev.beginNs, ev.endNs);
+    for (auto &[thread, slices] : cpu_) {
+      auto &spans = slices.spans;
+      std::sort(spans.begin(), spans.end(), [](const auto &a, const auto &b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      slices.parent.assign(spans.size(), -1);
+      std::vector<int64_t> open;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        while (!open.empty() && spans[open.back()].second < spans[i].first) open.pop_back();
+        if (!open.empty()) slices.parent[i] = open.back();
+        open.push_back(static_cast<int64_t>(i));
+      }
+    }
+  }
+  // Slices on one thread nest, so one that encloses `at` and starts before the last slice
+  // starting by `at` also encloses that slice: it is among its ancestors.
+  uint64_t flowStart(uint64_t thread, uint64_t at) const {
+    auto it = cpu_.find(thread);
+    if (it == cpu_.end()) return at;
+    const auto &spans = it->second.spans;
+    auto after = std::upper_bound(spans.begin(), spans.end(), at,
+                                  [](uint64_t t, const auto &span) { return t < span.first; });
+    int64_t i = static_cast<int64_t>(after - spans.begin()) - 1;
+    while (i >= 0 && spans[i].second < at) i = it->second.parent[i];
+    return i >= 0 ? spans[i].first : at;
+  }
+
+  // Layout "full": every CPU, stream and graph lane is also named by metadata events
+  // (process_name, thread_name) carrying its pid and tid strings, for readers that look
+  // lanes up by them.
+  void emitLaneNames() {
+    std::string lastProcess;
+    for (const auto &[pid, tid] : lanes_) {
+      if (pid != lastProcess) {
+        laneName("process_name", pid, nullptr);
+        lastProcess = pid;
+      }
+      laneName("thread_name", pid, &tid);
+    }
+  }
+  void laneName(const char *kind, const std::string &pid, const std::string *tid) {
+    e_.beginMap(0);
+    e_.key("ph");
+    e_.string("M");
+    e_.key("name");
+    e_.string(kind);
+    e_.key("pid");
+    e_.string(pid);
+    if (tid) {
+      e_.key("tid");
+      e_.string(*tid);
+    }
+    e_.key("args");
+    e_.beginMap(1);
+    e_.key("name");
+    e_.string(tid ? *tid : pid);
+    e_.endMap();
+    e_.endMap();
   }
 
   const ProfileView &v_;
   JsonEncoder &e_;
   uint64_t origin_;
   uint64_t nextScopeId_ = 0;
+  std::set<std::pair<std::string, std::string>> lanes_;  // (pid, tid) named by metadata events
+  std::map<uint64_t, CpuSlices> cpu_;                    // by thread id
 };
 
 }  // namespace

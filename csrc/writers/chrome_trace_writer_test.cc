@@ -123,7 +123,12 @@ TEST(ChromeTraceWriterTest, TimesAreMicrosecondsFromTheEarliestLaunch) {
                      "\"ts\":0.0,\"pid\":\"CPU\",\"tid\":\"Thread 11\",\"bp\":\"e\"}"),
             std::string::npos)
       << out;
-  EXPECT_EQ(out.find("\"ph\":\"M\""), std::string::npos) << out;
+  // Each lane also named by metadata events, after the slices and flows.
+  EXPECT_NE(out.find("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":\"GPU 2\",\"args\":"
+                     "{\"name\":\"GPU 2\"}},{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":"
+                     "\"GPU 2\",\"tid\":\"Stream 3\",\"args\":{\"name\":\"Stream 3\"}}]"),
+            std::string::npos)
+      << out;
 }
 
 TEST(ChromeTraceWriterTest, AScopeWithMetricsIsAMetricSliceNamedAsTritonNamesIt) {
@@ -295,22 +300,61 @@ TEST(ChromeTraceWriterTest, ScopesCapturedWithAGraphAreRangesOfEachReplayOnAGrap
   DeviceTable d;
   std::string out = write({phase, m, d, StringTable::global()});
   auto range = [](const char *name, const char *ts, const char *dur, const char *stack) {
-    return std::string("{\"ph\":\"X\",\"name\":\"") + name + "\",\"cat\":\"graph\",\"ts\":" + ts +
+    return std::string("{\"ph\":\"X\",\"name\":\"") + name + "\",\"cat\":\"scope\",\"ts\":" + ts +
            ",\"dur\":" + dur +
            ",\"pid\":\"GPU 0\",\"tid\":\"Graph: Stream 7\",\"args\":{\"call_stack\":[" + stack +
            "]}}";
   };
+  const char *atStack = "\"ROOT\",\"test0\",\"<captured_at>\"";
   const char *iterStack = "\"ROOT\",\"test0\",\"<captured_at>\",\"iter\"";
   const char *innerStack = "\"ROOT\",\"test0\",\"<captured_at>\",\"iter\",\"inner\"";
   std::string expected =
-      range("iter", "1.0", "2.0", iterStack) + "," + range("inner", "2.5", "0.5", innerStack) +
-      "," + range("iter", "4.0", "3.0", iterStack) + "," + range("inner", "5.0", "2.0", innerStack);
+      range("<captured_at>", "1.0", "2.0", atStack) + "," + range("iter", "1.0", "2.0", iterStack) +
+      "," + range("inner", "2.5", "0.5", innerStack) + "," +
+      range("<captured_at>", "4.0", "3.0", atStack) + "," + range("iter", "4.0", "3.0", iterStack) +
+      "," + range("inner", "5.0", "2.0", innerStack);
   EXPECT_NE(out.find(expected), std::string::npos) << out;
   size_t graphSlices = 0;
-  for (size_t p = out.find("\"cat\":\"graph\""); p != std::string::npos;
-       p = out.find("\"cat\":\"graph\"", p + 1))
+  for (size_t p = out.find("\"tid\":\"Graph: Stream 7\""); p != std::string::npos;
+       p = out.find("\"tid\":\"Graph: Stream 7\"", p + 1))
     ++graphSlices;
-  EXPECT_EQ(graphSlices, 4u) << out;  // the eager kernel's scope is a CPU scope, not a range
+  // The eager kernel's scope is a CPU scope, not a range; the lane is named once.
+  EXPECT_EQ(graphSlices, 6u + 1u) << out;
+  EXPECT_NE(out.find("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":\"GPU 0\",\"tid\":"
+                     "\"Graph: Stream 7\",\"args\":{\"name\":\"Graph: Stream 7\"}}"),
+            std::string::npos)
+      << out;
+}
+
+// A flow starts at the beginning of the innermost CPU slice open on the launching thread at
+// the launch (the slice it binds to, as triton.profiler starts it), or at the launch when
+// none is open.
+TEST(ChromeTraceWriterTest, AFlowStartsAtTheInnermostCpuSliceOpenAtTheLaunch) {
+  PhaseData phase{PhaseId{0}};
+  NodeId outer = phase.tree.child(kRootNode, S("outer"));
+  NodeId first = phase.tree.child(outer, S("first"));
+  NodeId second = phase.tree.child(outer, S("second"));
+  Lane cpu{Lane::Kind::kCpuThread, 0, 11};
+  Lane stream{Lane::Kind::kGpuStream, 0, 3};
+  phase.addEvent(TraceEvent{S("outer"), outer, cpu, 1000, 9000});
+  phase.addEvent(TraceEvent{S("first"), first, cpu, 2000, 3000});
+  phase.addEvent(TraceEvent{S("second"), second, cpu, 5000, 6000});
+  // Launched inside "second", between the two (in "outer" only), and after "outer".
+  for (auto [launch, id] : {std::pair{5500u, 1u}, {4000u, 2u}, {9500u, 3u}}) {
+    TraceEvent k{S("k"), outer, stream, 10000 + id * 1000, 10500 + id * 1000};
+    k.launchNs = launch;
+    k.launchThread = 11;
+    k.correlation = id;
+    phase.addEvent(k);
+  }
+  ProfileMetadata m;
+  DeviceTable d;
+  std::string out = write({phase, m, d, StringTable::global()});
+  for (auto [id, ts] : {std::pair{1, "4.0"}, {2, "0.0"}, {3, "8.5"}})
+    EXPECT_NE(out.find("{\"ph\":\"s\",\"name\":\"launch->kernel\",\"cat\":\"flow\",\"id\":" +
+                       std::to_string(id) + ",\"ts\":" + ts),
+              std::string::npos)
+        << id << " " << out;
 }
 
 }  // namespace

@@ -247,8 +247,15 @@ def test_a_trace_draws_the_scopes_captured_with_a_graph_at_each_replay():
             g.replay()
     proton.finalize()
     events = json.load(open("graph_trace.chrome_trace"))["traceEvents"]
-    ranges = [e for e in events if e.get("cat") == "graph"]
-    assert [e["name"] for e in ranges] == ["iter_0", "inner"] * 3, ranges
+    graph_lanes = [
+        e["tid"]
+        for e in events
+        if e["ph"] == "M" and e["name"] == "thread_name" and e["tid"].startswith("Graph: Stream ")
+    ]
+    assert len(graph_lanes) == 1, events  # the lane is named by a metadata event too
+    ranges = [e for e in events if e["ph"] == "X" and e["tid"] == graph_lanes[0]]
+    assert all(r["cat"] == "scope" for r in ranges), ranges
+    assert [e["name"] for e in ranges] == ["<captured_at>", "iter_0", "inner"] * 3, ranges
     kernels = [
         e for e in events if e.get("cat") == "kernel" and "<captured_at>" in e["args"]["call_stack"]
     ]
@@ -256,13 +263,13 @@ def test_a_trace_draws_the_scopes_captured_with_a_graph_at_each_replay():
     for r in ranges:
         assert r["pid"] == "GPU 0" and r["tid"].startswith("Graph: Stream ")
         assert r["args"]["call_stack"][:3] == ["ROOT", "test0", "<captured_at>"]
-        # Each range covers exactly the replay's kernels under it: 2 for iter_0, 1 for inner.
+        # Each range covers exactly the replay's kernels under it: 1 for inner, else 2.
         inside = [
             k
             for k in kernels
             if r["ts"] <= k["ts"] and k["ts"] + k["dur"] <= r["ts"] + r["dur"] + 1e-3
         ]
-        assert len(inside) == (2 if r["name"] == "iter_0" else 1), (r, kernels)
+        assert len(inside) == (1 if r["name"] == "inner" else 2), (r, kernels)
 
 
 # Defect 3, graphs on several streams: the capture forks onto a second stream and joins back;
@@ -417,8 +424,16 @@ def test_flushes_leave_captures_alone_on_other_threads_and_their_own(tmp_path, c
     assert find(root, "given")["metrics"]["tokens"] == gives * (gives + 1) // 2
 
     # Every replay's 50 kernels, under the thread's scope; the main thread's replay's one.
+    # Not torch.full's fills nor Proton's copy of each value given (<metric>).
     def not_fills(node):
-        return sum(c for name, c in kernels_under(node) if "FillFunctor<long>" not in name)
+        return sum(
+            c
+            for name, c in kernels_under(node)
+            if "FillFunctor<long>" not in name and name != "<metric>"
+        )
+
+    metric_copies = [c for name, c in kernels_under(find(root, "given")) if name == "<metric>"]
+    assert sum(metric_copies) == gives
 
     assert not_fills(find(root, "capturer")) == 40 * 50, dump(root)
     noop = 1 if contexts == "second_context" else 0  # the kernel launched in the second context
