@@ -231,6 +231,13 @@ def test_files_outside_the_program_are_library_frames_when_the_profile_says_wher
         (f"{CWD}/pkg/model.py", "pkg/model.py", False),
         (f"{CWD}/scripts/run.py", "run.py", False),  # the script's directory is deeper
         ("/elsewhere/x.py", "/elsewhere/x.py", True),
+        # torch.compile's generated code, even where the program runs in its directory
+        (
+            f"{CWD}/torchinductor_u/kp/ckpl.py",
+            "torchinductor_u/kp/ckpl.py",
+            True,
+        ),
+        ("/tmp/torchinductor_root/ab/cd.py", "torchinductor_root/ab/cd.py", True),
     ],
 )
 def test_short_path(path, shown, library):

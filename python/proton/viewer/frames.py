@@ -18,7 +18,11 @@ the program's working directory or its script's directory (the profile's metadat
 `working_directory` and `script`; older files lack them) relative to the deepest of
 them. Anything else stays as it is.
 
-Library frames: those in site-packages, dist-packages or the standard library, the
+Code torch.compile generates (a file under a `torchinductor_<user>/` directory, Inductor's
+cache) is shown from that directory on.
+
+Library frames: those in site-packages, dist-packages, the standard library or Inductor's
+cache, the
 interpreter's own (`<frozen importlib._bootstrap>`, `<string>`, ...; not `<stdin>` or an
 IPython cell), and, when the profile says where the program lives, every file outside its
 working directory and script directory. A run of library frames, one calling the next, is
@@ -57,6 +61,9 @@ _PACKAGES = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
 _STDLIB = re.compile(r"[/\\](?:lib[/\\](?:python|pypy)\d[\d.]*t?|Lib)[/\\]", re.IGNORECASE)
 # Pseudo-files of code the user typed: the user's own, not the interpreter's.
 _OWN_PSEUDO = ("<stdin>", "<ipython-input-", "<console>", "<input>")
+# Code torch.compile generates (Inductor's cache, torchinductor_<user>/ in the temporary
+# directory or TORCHINDUCTOR_CACHE_DIR): a library's, wherever the program runs.
+_GENERATED = re.compile(r"(?:^|[/\\])(torchinductor_[^/\\]*[/\\].*)")
 
 
 def roots(metadata: dict) -> list:
@@ -86,6 +93,9 @@ def short_path(path: str, own_roots=()) -> tuple:
         pass
     if stdlib is not None:
         return path[stdlib.end() :], True
+    generated = _GENERATED.search(path)
+    if generated is not None:
+        return generated.group(1), True
     best = None
     for root in own_roots:
         if root == "/" or path.startswith(root + "/"):
