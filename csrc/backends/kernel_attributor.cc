@@ -122,7 +122,7 @@ void KernelAttributor::add(const KernelRecord &r) {
     if (s.options().data == DataKind::kTrace) {
       if (!timed) continue;  // a slice needs both ends (counted above)
       TraceEvent event;
-      event.name = name;
+      event.name = frame;  // as the tree names it: launch metadata's name, <metric>
       event.context = node;
       event.lane = Lane{Lane::Kind::kGpuStream, static_cast<uint32_t>(r.device), r.stream};
       event.beginNs = r.startNs;

@@ -22,18 +22,19 @@
 //                     {"ph": "s"/"f", "name": "launch->kernel", "bp": "e", "id": n, ...} ],
 //    "otherData": {"proton_metadata": {...}}}
 //
-// Every pid and tid is a string naming its lane; layout "full" also names each CPU, stream and
-// graph lane with "M" events (process_name, thread_name: {"ph": "M", "name": "thread_name",
-// "pid": "GPU 0", "tid": "Graph: Stream 7", "args": {"name": "Graph: Stream 7"}}), after the
-// slices and flows. A flow starts at the innermost CPU slice open at its launch. Warp slices
-// of scopes come first, ordered by launch, SM, CTA, warp and start, as triton.profiler orders
-// them, then ("full") each warp's kernel-wide slice in the same order; a
-// warp slice's call_stack is its launch's context down to the kernel (its scopes are in
-// scope_path). Per CTA: Init Time (ns) and Post Final Time (ns) are the start of its first
-// slice and the end of its last, in ns from the trace's origin; Finalization Time (ns) is 0,
-// since a CTA's records leave with its last scope's exit and are not timed apart; Frequency
-// (MHz) is the SM clock the CTA's slices measured (cycles over nanoseconds). Times are
-// microseconds from the earliest event (layout "triton": displayTimeUnit "ns", as Triton's).
+// Every pid and tid is a string naming its lane; layout "full" also names each graph lane
+// with "M" events, as triton.profiler does (process_name, thread_name: {"ph": "M", "name":
+// "thread_name", "pid": "GPU 0", "tid": "Graph: Stream 7", "args": {"name": "Graph: Stream
+// 7"}}), after the slices and flows. A flow starts at the innermost CPU slice open at its
+// launch. A kernel slice is named as the tree names the kernel (launch metadata's name). Warp
+// slices of scopes come first, ordered by launch, SM, CTA, warp and start, as triton.profiler
+// orders them, then ("full") each warp's kernel-wide slice in the same order; a warp slice's
+// call_stack is its launch's context down to the kernel (its scopes are in scope_path). Per CTA:
+// Init Time (ns) and Post Final Time (ns) are the start of its first slice and the end of its last,
+// in ns from the trace's origin; Finalization Time (ns) is 0, since a CTA's records leave with its
+// last scope's exit and are not timed apart; Frequency (MHz) is the SM clock the CTA's slices
+// measured (cycles over nanoseconds). Times are microseconds from the earliest event (layout
+// "triton": displayTimeUnit "ns", as Triton's).
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -152,7 +153,7 @@ class ChromeTraceEmitter {
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
   // Opens an "X" event up to its args map; the caller writes the args and closes both maps.
-  // laneName: the lane gets a thread_name metadata event (layout "full", lanes not of warps).
+  // laneName: the lane gets a thread_name metadata event (layout "full", graph lanes).
   void openSlice(std::string_view name, std::string_view category, uint64_t beginNs, uint64_t endNs,
                  const std::string &pid, const std::string &tid, bool laneName = false) {
     if (laneName) lanes_.emplace(pid, tid);
@@ -280,7 +281,7 @@ class ChromeTraceEmitter {
               gpu               ? "kernel"
               : metrics.empty() ? "scope"
                                 : "metric",
-              ev.beginNs, ev.endNs, laneProcess(ev.lane), laneThread(ev.lane), /*laneName=*/true);
+              ev.beginNs, ev.endNs, laneProcess(ev.lane), laneThread(ev.lane));
     callStack(ev.context);
     if (!gpu) {
       e_.key("scope_id");
@@ -415,9 +416,10 @@ class ChromeTraceEmitter {
     return i >= 0 ? spans[i].first : at;
   }
 
-  // Layout "full": every CPU, stream and graph lane is also named by metadata events
-  // (process_name, thread_name) carrying its pid and tid strings, for readers that look
-  // lanes up by them.
+  // Layout "full": each graph lane is also named by metadata events (process_name,
+  // thread_name) carrying its pid and tid strings, as triton.profiler names it, for readers
+  // that look it up by them. Other lanes are not: triton.profiler's traces have no metadata
+  // event for them, and scripts count their events.
   void emitLaneNames() {
     std::string lastProcess;
     for (const auto &[pid, tid] : lanes_) {

@@ -186,13 +186,27 @@ def test_trace_slices_carry_tensor_values_and_graph_replays(tmp_path):
     assert [(e["name"], e["cat"], e["args"]["t"]) for e in no_kernel] == [
         ("no_kernel: <t, 3>", "metric", 3)
     ]
-    replays = [e for e in slices if "<captured_at>" in e["args"]["call_stack"]]
+    replays = [
+        e for e in slices if "<captured_at>" in e["args"]["call_stack"] and e["pid"] == "CPU"
+    ]
     assert sorted((e["name"], e["args"]["t"]) for e in replays) == [
         ("inside: <t, 10>", 10),
         ("inside: <t, 20>", 20),
     ]
     assert all(e["args"]["call_stack"][:3] == ["ROOT", "replay", "<captured_at>"] for e in replays)
     assert sum(e["name"] == "replay" and e["cat"] == "scope" for e in slices) == 2
+    # Each replay runs the captured copy of t: a <metric> kernel under the scope it was given
+    # to, drawn with the scopes captured with the graph on its Graph lane.
+    copies = [e for e in events if e.get("cat") == "kernel" and e["name"] == "<metric>"]
+    replayed = ["ROOT", "replay", "<captured_at>", "inside", "__proton_launch_metadata"]
+    assert sorted(e["args"]["call_stack"] for e in copies) == [
+        ["ROOT", "no_kernel", "__proton_launch_metadata", "<metric>"],
+        [*replayed, "<metric>"],
+        [*replayed, "<metric>"],
+    ], copies
+    replay_lane = next(e["tid"] for e in copies if "<captured_at>" in e["args"]["call_stack"])
+    graph_lane = [e for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
+    assert [e["tid"] for e in graph_lane] == ["Graph: " + replay_lane], graph_lane
 
 
 def test_periodic_flushing_writes_tensor_values_with_their_phase(tmp_path):
