@@ -379,15 +379,16 @@ class ChromeTraceEmitter {
     flowEnd("f", ev.beginNs, ev.lane, ev.correlation);
   }
 
-  // Each thread's CPU slices by start (outer first at equal starts), with the index of the
-  // innermost slice enclosing each (-1: none), for flowStart.
+  // Each thread's CPU slices of some length by start (outer first at equal starts), with the
+  // index of the innermost slice enclosing each (-1: none), for flowStart.
   struct CpuSlices {
     std::vector<std::pair<uint64_t, uint64_t>> spans;  // (begin, end)
     std::vector<int64_t> parent;
   };
   void indexCpuScopes() {
+    // Not zero-length slices: those of values a graph replay recorded are at its launch.
     for (const TraceEvent &ev : events())
-      if (ev.lane.kind == Lane::Kind::kCpuThread)
+      if (ev.lane.kind == Lane::Kind::kCpuThread && ev.endNs > ev.beginNs)
         cpu_[ev.lane.id].spans.emplace_back(ev.beginNs, ev.endNs);
     for (auto &[thread, slices] : cpu_) {
       auto &spans = slices.spans;

@@ -339,6 +339,7 @@ TEST(ChromeTraceWriterTest, AFlowStartsAtTheInnermostCpuSliceOpenAtTheLaunch) {
   phase.addEvent(TraceEvent{S("outer"), outer, cpu, 1000, 9000});
   phase.addEvent(TraceEvent{S("first"), first, cpu, 2000, 3000});
   phase.addEvent(TraceEvent{S("second"), second, cpu, 5000, 6000});
+  phase.addEvent(TraceEvent{S("value"), second, cpu, 5500, 5500});  // a replay's value: no span
   // Launched inside "second", between the two (in "outer" only), and after "outer".
   for (auto [launch, id] : {std::pair{5500u, 1u}, {4000u, 2u}, {9500u, 3u}}) {
     TraceEvent k{S("k"), outer, stream, 10000 + id * 1000, 10500 + id * 1000};
