@@ -51,6 +51,10 @@ struct TraceEvent {
   uint64_t correlation = 0;
   uint64_t cycles = 0;      // warp slices only: the scope's cycles (an arg)
   NodeId kernel = kNoNode;  // warp slices only: the launch's kernel node
+  // Warp slices only: one end of an event started in one warp and ended in another (nonzero:
+  // the link both ends share; linkEnd: this is the end).
+  uint64_t link = 0;
+  bool linkEnd = false;
 };
 
 class PhaseData {

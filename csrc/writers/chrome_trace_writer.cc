@@ -8,6 +8,9 @@
 //                               "Post Final Time (ns)": .., "Finalization Time (ns)": 0,
 //                               "Frequency (MHz)": .., "sm": 5, "cycles": 900,
 //                               "scope_path": ["load"]}},
+//                     an event started in one warp and ended in another: two such slices of
+//                     zero length, "bind_id": n and "flow_out": true on the start's,
+//                     "flow_in": true on the end's (Chrome's flow events bound to slices),
 //                     then (layout "full" only) kernel slices, CPU scopes and flows:
 //                     {"ph": "X", "name": "gemm", "cat": "kernel", ..., "pid": "GPU 0",
 //                      "tid": "Stream 7", "args": {"call_stack": [...]}},
@@ -154,8 +157,10 @@ class ChromeTraceEmitter {
 
   // Opens an "X" event up to its args map; the caller writes the args and closes both maps.
   // laneName: the lane gets a thread_name metadata event (layout "full", graph lanes).
+  // link: a cross-warp event's end (bind_id, flow_out on its start, flow_in on its end).
   void openSlice(std::string_view name, std::string_view category, uint64_t beginNs, uint64_t endNs,
-                 const std::string &pid, const std::string &tid, bool laneName = false) {
+                 const std::string &pid, const std::string &tid, bool laneName = false,
+                 const TraceEvent *link = nullptr) {
     if (laneName) lanes_.emplace(pid, tid);
     e_.beginMap(0);
     e_.key("ph");
@@ -172,6 +177,12 @@ class ChromeTraceEmitter {
     e_.string(pid);
     e_.key("tid");
     e_.string(tid);
+    if (link && link->link) {
+      e_.key("bind_id");
+      e_.unsignedInteger(link->link);
+      e_.key(link->linkEnd ? "flow_in" : "flow_out");
+      e_.boolean(true);
+    }
     e_.key("args");
     e_.beginMap(0);
   }
@@ -232,7 +243,7 @@ class ChromeTraceEmitter {
     openSlice(
         v_.strings.view(ev.name), kernel, ev.beginNs, ev.endNs,
         kernel + " Core" + std::to_string(ev.sm) + " CTA" + std::to_string(Lane::ctaOf(ev.lane.id)),
-        "warp " + std::to_string(Lane::warpOf(ev.lane.id)));
+        "warp " + std::to_string(Lane::warpOf(ev.lane.id)), /*laneName=*/false, &ev);
     callStack(ev.kernel);
     e_.key("Init Time (ns)");
     e_.unsignedInteger(cta.firstNs - origin_);

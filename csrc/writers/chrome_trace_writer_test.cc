@@ -258,6 +258,36 @@ TEST(ChromeTraceWriterTest, TritonLayoutWritesOnlyTheWarpSlicesOfScopes) {
       << out;
 }
 
+// An event started in warp 4 and ended in warp 0: two zero-length warp slices sharing a
+// bind_id, flow_out on the start's and flow_in on the end's (Chrome's flow events bound to
+// slices), in both layouts.
+TEST(ChromeTraceWriterTest, ACrossWarpEventIsTwoSlicesBoundByAFlow) {
+  for (TraceLayout layout : {TraceLayout::kTriton, TraceLayout::kFull}) {
+    WarpSample s;
+    NodeId kernel = s.phase.tree.child(s.phase.tree.child(kRootNode, S("step")), S("mm"));
+    NodeId ws = s.phase.tree.child(kernel, S("ws"));
+    for (auto [warp, at, end] : {std::tuple{4u, 2600u, false}, {0u, 2800u, true}}) {
+      TraceEvent e{S("ws"), ws, Lane{Lane::Kind::kWarp, 0, Lane::warpLaneId(3, warp)}, at, at};
+      e.sm = 5;
+      e.kernel = kernel;
+      e.launchNs = 1000;
+      e.link = 17;
+      e.linkEnd = end;
+      s.phase.addEvent(e);
+    }
+    std::string out = write(s.view(layout));
+    const std::string ts = layout == TraceLayout::kTriton ? "1.1" : "2.1";  // from 1500 / 500
+    EXPECT_NE(out.find("{\"ph\":\"X\",\"name\":\"ws\",\"cat\":\"mm\",\"ts\":" + ts +
+                       ",\"dur\":0.0,\"pid\":\"mm Core5 CTA3\",\"tid\":\"warp 4\",\"bind_id\":17,"
+                       "\"flow_out\":true,\"args\":"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("\"tid\":\"warp 0\",\"bind_id\":17,\"flow_in\":true,\"args\":"),
+              std::string::npos)
+        << out;
+  }
+}
+
 TEST(ChromeTraceWriterTest, FullLayoutPutsKernelWideWarpSlicesAfterTritonsOnes) {
   WarpSample s;
   s.addKernelWideSlice();

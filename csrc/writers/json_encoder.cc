@@ -119,4 +119,9 @@ void JsonEncoder::null() {
   sink_.append("null");
 }
 
+void JsonEncoder::boolean(bool v) {
+  separate();
+  sink_.append(v ? "true" : "false");
+}
+
 }  // namespace proton

@@ -31,6 +31,7 @@ class JsonEncoder {
   void unsignedInteger(uint64_t v);
   void floating(double v);
   void null();
+  void boolean(bool v);
 
  private:
   void separate();

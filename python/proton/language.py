@@ -120,12 +120,38 @@ def _marker(kind: str, path: list, semantic) -> None:
     )
 
 
-def _enter(name, semantic) -> None:
+def _enter(name, semantic, kind="E") -> None:
     if not _instrumenting(semantic):
         return
     stack = _stack(semantic)
     stack.append(_name(name))
-    _marker("E", stack, semantic)
+    _marker(kind, stack, semantic)
+    if kind == "S":  # where an end in other code (another partition) finds the event
+        _event_paths(semantic)[stack[-1]] = list(stack)
+
+
+def _event_paths(semantic) -> dict:
+    """Event name -> the scope path of its start, for the kernel `semantic` compiles."""
+    paths = getattr(_stacks, "events", None)
+    if paths is None:
+        paths = _stacks.events = {}
+    key = id(semantic.builder)
+    entry = paths.get(key)
+    if entry is None or entry[0] is not semantic.builder:
+        entry = paths[key] = (semantic.builder, {})
+    return entry[1]
+
+
+def _end_event(name, semantic) -> None:
+    """An event's end: the exit of its scope when it is open here (started in this code);
+    otherwise an end of an event started in other code (a warp-specialized partition), which
+    a trace links to the start across warps."""
+    if not _instrumenting(semantic):
+        return
+    if name in _stack(semantic):
+        _exit(name, semantic)
+        return
+    _marker("F", _event_paths(semantic).get(name, [name]), semantic)
 
 
 def _exit(name, semantic) -> None:
@@ -234,19 +260,20 @@ def _define():
 
     @_builtin
     def start_event(event, _semantic=None):
-        """Starts the event: its slice runs from here to the next end_event of it. Start and
-        end must run in one warp, in the function that allocated the event; the slice is
-        recorded as a scope of the event's name is."""
+        """Starts the event: its slice runs from here to the next end_event of it. Started and
+        ended in one warp's code, it is recorded as a scope of the event's name is; ended in
+        other code (a warp-specialized partition), a trace links each warp's start to another
+        warp's end (see docs/intra-kernel.md)."""
         name = _event_name(event, _semantic, "start_event")
         if name is not None:
-            _enter(name, _semantic)
+            _enter(name, _semantic, "S")
 
     @_builtin
     def end_event(event, _semantic=None):
         """Ends the event started by the last start_event of it."""
         name = _event_name(event, _semantic, "end_event")
         if name is not None:
-            _exit(name, _semantic)
+            _end_event(name, _semantic)
 
     return enter_scope, exit_scope, scope, allocate_event, start_event, end_event
 

@@ -366,6 +366,60 @@ def test_events_started_and_ended_in_a_warp_are_slices_counted_per_start():
     assert len(per_warp) == 4 * 4 and set(per_warp.values()) == {3}
 
 
+@pytest.mark.parametrize("layout", ["full", "triton"])
+def test_an_event_started_in_one_partition_and_ended_in_another_is_linked_per_warp(layout):
+    # Gluon's warp_specialize, as Triton's test_gluon_warp_specialized_event: the producer's 4
+    # warps start the event, the consumer's 4 warps (the default partition) end it. Each
+    # start is linked to one end in another warp: two zero-length slices sharing a bind_id,
+    # flow_out on the start, flow_in on the end; nothing is counted as unmatched.
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+    hopper = pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("warp_specialize needs Hopper or newer")
+    mbarrier = hopper.mbarrier
+
+    @gluon.jit
+    def consumer(barrier, event):
+        mbarrier.wait(barrier, phase=0)
+        pl.end_event(event)
+
+    @gluon.jit
+    def producer(barrier, event):
+        pl.start_event(event)
+        mbarrier.arrive(barrier, count=1)
+
+    @gluon.jit
+    def ws_event_kernel():
+        barrier = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(barrier, count=1)
+        event = pl.allocate_event("warp_specialized")
+        gl.warp_specialize([(consumer, (barrier, event)), (producer, (barrier, event))], [4], [24])
+
+    def run():
+        ws_event_kernel[(1,)](num_warps=4)
+        torch.cuda.synchronize()
+
+    profile(f"ws_{layout}", run, data="trace", mode=proton.mode.Default(trace_layout=layout))
+    with open(f"ws_{layout}.chrome_trace") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    linked = [e for e in events if e["name"] == "warp_specialized"]
+    links = {}
+    for e in linked:
+        assert e["ph"] == "X" and e["dur"] == 0, e
+        links.setdefault(e["bind_id"], []).append(e)
+    assert len(links) == 4, linked
+    for ends in links.values():
+        assert len(ends) == 2, ends
+        start = next(e for e in ends if e.get("flow_out"))
+        end = next(e for e in ends if e.get("flow_in"))
+        assert start["tid"] != end["tid"] and start["ts"] <= end["ts"], ends
+    assert sorted(e["tid"] for e in linked) == [f"warp {w}" for w in range(8)]
+    stats = dict(trace["otherData"]["proton_metadata"]["stats"])
+    assert stats.get("instrumentation_unmatched_scopes", 0) == 0, stats
+
+
 def _named_by_metadata(grid, kernel, args):
     return {"name": f"vadd_{args['n']}", "bytes": 12 * args["n"]}
 

@@ -144,7 +144,7 @@ def test_the_copy_records_its_scopes_when_compiled_for_a_session(wrapper):
     assert ptx.count("// @proton:E:") == 2 and ptx.count("// @proton:X:") == 2
     table = compiled.metadata.proton_instrumentation.split("\t")
     assert bytes.fromhex(table[1]).decode() == "user_kernel"
-    assert [bytes.fromhex(p).decode() for p in table[15 + int(table[14]) :]] == [
+    assert [bytes.fromhex(p).decode() for p in table[16 + int(table[15]) :]] == [
         "",
         "load",
         "double",

@@ -72,10 +72,16 @@ def session(monkeypatch, tmp_path):
 
 
 def table_paths(fields):
-    """The scope paths of a kernel's table (ptx_rewrite.cc's encodeTable, v2): after 15 fixed
+    """The scope paths of a kernel's table (ptx_rewrite.cc's encodeTable, v3): after 16 fixed
     fields and the names of the scopes whose markers were dropped."""
-    assert fields[0] == "v2"
-    return [bytes.fromhex(p).decode() for p in fields[15 + int(fields[14]) :]]
+    assert fields[0] == "v3"
+    return [bytes.fromhex(p).decode() for p in fields[16 + int(fields[15]) :]]
+
+
+def event_scopes(fields):
+    """The scope ids a kernel's table marks as events (its bit mask, field 14)."""
+    mask = int(fields[14])
+    return [i for i in range(64) if mask >> i & 1]
 
 
 # Proton's registers in the rewritten PTX, whatever the rewrite names them.
@@ -132,10 +138,13 @@ def test_an_event_started_and_ended_in_a_loop_compiles_as_a_scope_of_its_name(se
     kernel = compile_for_hopper(session, event_kernel)
     ptx = kernel.asm["ptx"]
     # (The compiler may unroll the loop: as many starts as ends, none unmatched or crossing.)
-    starts, ends = ptx.count("// @proton:E:"), ptx.count("// @proton:X:")
+    starts, ends = ptx.count("// @proton:S:"), ptx.count("// @proton:X:")
     assert starts == ends >= 2
     assert "// @proton:U:" not in ptx and "// @proton:C:" not in ptx
-    assert table_paths(kernel.metadata.proton_instrumentation.split("\t")) == ["", "copy"]
+    assert "// @proton:F:" not in ptx  # every end where its start is
+    fields = kernel.metadata.proton_instrumentation.split("\t")
+    assert table_paths(fields) == ["", "copy"]
+    assert event_scopes(fields) == [1]
     assert len(kernel.asm["cubin"]) > 0
 
 
@@ -167,10 +176,63 @@ def test_an_event_in_a_gluon_kernel_compiles_as_a_scope_of_its_name(session):
     options = {"num_warps": 4, "instrumentation_mode": session}
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
     ptx = kernel.asm["ptx"]
-    starts, ends = ptx.count("// @proton:E:"), ptx.count("// @proton:X:")
+    starts, ends = ptx.count("// @proton:S:"), ptx.count("// @proton:X:")
     assert starts == ends >= 2
     assert "// @proton:U:" not in ptx and "// @proton:C:" not in ptx
     assert table_paths(kernel.metadata.proton_instrumentation.split("\t")) == ["", "copy"]
+
+
+def test_an_event_started_in_one_partition_and_ended_in_another_compiles_as_a_link(
+    monkeypatch, tmp_path
+):
+    # Gluon's warp_specialize: the producer partition starts the event, the consumer ends it.
+    # In trace data the end is an exit of the event's scope, which the decoder links to a start
+    # in another warp (the table marks the scope as an event); nothing is unmatched at compile
+    # time.
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = pytest.importorskip("triton.experimental.gluon.language")
+    hopper = pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    from triton.backends.compiler import GPUTarget
+
+    mbarrier = hopper.mbarrier
+
+    @gluon.jit
+    def consumer(barrier, event):
+        mbarrier.wait(barrier, phase=0)
+        pl.end_event(event)
+
+    @gluon.jit
+    def producer(barrier, event):
+        pl.start_event(event)
+        mbarrier.arrive(barrier, count=1)
+
+    @gluon.jit
+    def ws_kernel():
+        barrier = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(barrier, count=1)
+        event = pl.allocate_event("warp_specialized")
+        gl.warp_specialize([(consumer, (barrier, event)), (producer, (barrier, event))], [4], [24])
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    mode = _mode.Default()
+    instrumentation.prepare(mode, "trace")
+    instrumentation.activate(12346, mode, "trace")
+    try:
+        config = instrumentation.config_string(mode, "trace")
+        src = gluon._runtime.GluonASTSource(ws_kernel, signature={}, constexprs={})
+        options = {"num_warps": 4, "instrumentation_mode": config}
+        try:
+            kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+        except TypeError as e:  # an older Gluon's warp_specialize signature
+            pytest.skip(f"this Triton's gl.warp_specialize differs: {e}")
+    finally:
+        instrumentation.deactivate(12346)
+    ptx = kernel.asm["ptx"]
+    assert ptx.count("// @proton:S:") == 1 and ptx.count("// @proton:F:") == 1
+    assert "// @proton:U:" not in ptx
+    fields = kernel.metadata.proton_instrumentation.split("\t")
+    assert table_paths(fields) == ["", "warp_specialized"]
+    assert event_scopes(fields) == [1]
 
 
 @triton.jit

@@ -1,6 +1,7 @@
 #include "backends/instrumentation/intra_decoder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -306,6 +307,7 @@ struct IntraDecoder::TraceTally {
   std::vector<ScopeSums> sums;
   std::vector<uint64_t> lastUnitSeen;
   Losses losses;
+  std::vector<Half> halves;  // of cross-warp events, for linkEvents
 };
 
 struct IntraDecoder::TraceSlot {
@@ -384,8 +386,10 @@ uint64_t IntraDecoder::countTraceSlices(const TraceSlotView &slot, size_t part,
   Losses ignored;
   for (const Unit &u : parsed.units)
     if (parsed.ctaHeader(u.cta))
-      walkTraceUnit(parsed.interned->table, u.header, slot.stride, ignored,
-                    [&](uint32_t, uint64_t, uint64_t) { ++slices; });
+      walkTraceUnit(
+          parsed.interned->table, u.header, slot.stride, ignored,
+          [&](uint32_t, uint64_t, uint64_t) { ++slices; },
+          [&](uint32_t, uint64_t, bool) { ++slices; });  // a link's half is a slice
   return slices;
 }
 
@@ -418,6 +422,7 @@ void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launc
   beginSlices(launch, table.paths.size());
   for (size_t u = 0; u < parsed.units.size(); ++u)
     fileTraceUnit(*parsed.interned, parsed.units[u], u, slot.stride, clock, launch, tally);
+  linkEvents(*parsed.interned, tally.halves, launch, tally.losses);
   // Crossing exits show in the events; an unmatched exit has none: the table's count of them
   // stands for it, once per launch.
   noteLosses(table, {tally.losses.unmatched + table.staticUnmatched, tally.losses.crossing,
@@ -426,9 +431,10 @@ void IntraDecoder::fileTrace(const TraceSlotView &slot, const IntraLaunch &launc
   fileSums(*parsed.interned, tally.sums, 1, launch);
 }
 
-template <typename OnClose>
+template <typename OnClose, typename OnHalf>
 void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, uint32_t stride,
-                                 Losses &losses, OnClose &&onClose) {
+                                 Losses &losses, OnClose &&onClose, OnHalf &&onHalf) {
+  auto isEvent = [&](uint32_t id) { return id < 64 && (table.eventScopes >> id & 1); };
   const auto [returned, written, c0, c1] = unitPart(h);
   uint32_t kept = std::min(written, table.capacity);
   // The places read back: all of them, or (a shorter stride) as many as any unit wrote; a
@@ -462,7 +468,9 @@ void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, uint
     auto open =
         std::find_if(stack.rbegin(), stack.rend(), [&](const Open &o) { return o.id == id; });
     if (open == stack.rend()) {
-      if (excused < lost)
+      if (isEvent(id))
+        onHalf(id, at, /*end=*/true);  // started in another warp
+      else if (excused < lost)
         ++excused;  // its enter may have been written over
       else
         ++losses.unmatched;
@@ -484,7 +492,12 @@ void IntraDecoder::walkTraceUnit(const ScopeTable &table, const uint8_t *h, uint
       marker(tag, at);
     }
   }
-  losses.unmatched += stack.size() - 1;  // still open when the warp returned
+  for (size_t i = 1; i < stack.size(); ++i) {  // still open when the warp returned
+    if (isEvent(stack[i].id))
+      onHalf(stack[i].id, stack[i].clock, /*end=*/false);  // ended in another warp
+    else
+      ++losses.unmatched;
+  }
   onClose(0, c0, c1);
 }
 
@@ -499,21 +512,55 @@ void IntraDecoder::fileTraceUnit(const InternedTable &interned, const Unit &unit
     return;
   }
   uint32_t smid = load<uint32_t>(ctaHeader), shiftCycles = load<uint32_t>(ctaHeader + 4);
-  walkTraceUnit(table, unit.header, stride, tally.losses,
-                [&](uint32_t id, uint64_t begin, uint64_t end) {
-                  uint64_t cycles = end > begin ? end - begin : 0;
-                  cycles -= std::min<uint64_t>(cycles, shiftCycles);
-                  ScopeSums &sum = tally.sums[id];
-                  sum.cycles += cycles;
-                  sum.count += 1;
-                  if (tally.lastUnitSeen[id] != index) {
-                    tally.lastUnitSeen[id] = index;
-                    sum.warps += 1;
-                  }
-                  addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
-                           unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
-                           clock.ns(ctaHeader, end), cycles);
-                });
+  walkTraceUnit(
+      table, unit.header, stride, tally.losses,
+      [&](uint32_t id, uint64_t begin, uint64_t end) {
+        uint64_t cycles = end > begin ? end - begin : 0;
+        cycles -= std::min<uint64_t>(cycles, shiftCycles);
+        ScopeSums &sum = tally.sums[id];
+        sum.cycles += cycles;
+        sum.count += 1;
+        if (tally.lastUnitSeen[id] != index) {
+          tally.lastUnitSeen[id] = index;
+          sum.warps += 1;
+        }
+        addSlice(launch, interned.paths[id], id, interned.sliceNames[id], unit.cta,
+                 unit.unit * table.unitWarps, smid, clock.ns(ctaHeader, begin),
+                 clock.ns(ctaHeader, end), cycles);
+      },
+      [&](uint32_t id, uint64_t at, bool end) {
+        tally.halves.push_back(
+            Half{unit.cta, unit.unit * table.unitWarps, smid, id, clock.ns(ctaHeader, at), end});
+      });
+}
+
+void IntraDecoder::linkEvents(const InternedTable &interned, std::vector<Half> &halves,
+                              const IntraLaunch &launch, Losses &losses) {
+  if (halves.empty()) return;
+  static std::atomic<uint64_t> nextLink{1};  // unique in every trace of the process
+  std::sort(halves.begin(), halves.end(), [](const Half &a, const Half &b) {
+    return std::tie(a.cta, a.scope, a.end, a.warp, a.ns) <
+           std::tie(b.cta, b.scope, b.end, b.warp, b.ns);
+  });
+  for (size_t i = 0; i < halves.size();) {
+    // One event of one CTA: its starts [i, mid), its ends [mid, j).
+    size_t mid = i, j = i;
+    while (j < halves.size() && halves[j].cta == halves[i].cta &&
+           halves[j].scope == halves[i].scope) {
+      if (!halves[j].end) mid = j + 1;
+      ++j;
+    }
+    size_t pairs = std::min(mid - i, j - mid);
+    losses.unmatched += (mid - i) + (j - mid) - 2 * pairs;
+    for (size_t k = 0; k < pairs; ++k) {
+      uint64_t link = nextLink.fetch_add(1, std::memory_order_relaxed);
+      for (const Half &h : {halves[i + k], halves[mid + k]})
+        addSlice(launch, interned.paths[h.scope], h.scope, interned.sliceNames[h.scope], h.cta,
+                 h.warp, h.sm, h.ns, h.ns, 0, link, h.end);
+    }
+    i = j;
+  }
+  halves.clear();
 }
 
 void IntraDecoder::beginSlices(const IntraLaunch &launch, size_t scopes) {
@@ -525,7 +572,8 @@ void IntraDecoder::beginSlices(const IntraLaunch &launch, size_t scopes) {
 
 void IntraDecoder::addSlice(const IntraLaunch &launch, const std::vector<StringId> &path,
                             size_t scope, StringId name, uint32_t cta, uint32_t warp, uint32_t sm,
-                            uint64_t beginNs, uint64_t endNs, uint64_t cycles) {
+                            uint64_t beginNs, uint64_t endNs, uint64_t cycles, uint64_t link,
+                            bool linkEnd) {
   for (size_t t = 0; t < launch.numTargets; ++t) {
     const IntraTarget &target = launch.targets[t];
     Session &s = *target.session;
@@ -556,6 +604,8 @@ void IntraDecoder::addSlice(const IntraLaunch &launch, const std::vector<StringI
     event.cycles = cycles;
     event.kernel = target.kernelNode;
     event.launchNs = launch.kernelStartNs;
+    event.link = link;
+    event.linkEnd = linkEnd;
     batches_[t].push_back(event);
   }
 }

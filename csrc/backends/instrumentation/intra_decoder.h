@@ -159,10 +159,22 @@ class IntraDecoder {
   // layout (those two counted in the stats where countLosses).
   bool readTraceSlot(const TraceSlotView &slot, TraceSlot &out, bool countLosses) const;
   // Walks one unit's kept events in order: onClose(scope id, begin clock, end clock) for each
-  // scope execution, its kernel scope last; what it cannot pair goes into `losses`.
-  template <typename OnClose>
+  // scope execution, its kernel scope last; onHalf(scope id, clock, end) for an event's start
+  // left open at the return, or its end with no start in the unit (a half of a cross-warp
+  // event, for linkEvents); what it cannot pair goes into `losses`.
+  template <typename OnClose, typename OnHalf>
   static void walkTraceUnit(const ScopeTable &table, const uint8_t *header, uint32_t stride,
-                            Losses &losses, OnClose &&onClose);
+                            Losses &losses, OnClose &&onClose, OnHalf &&onHalf);
+  // An event's start in one warp and its end in another (Gluon's warp_specialize): within a
+  // CTA, the starts of one event ordered by (warp, time) are paired with its ends in the same
+  // order, the k-th with the k-th; each pair becomes two zero-length slices sharing a link.
+  struct Half {
+    uint32_t cta, warp, sm, scope;
+    uint64_t ns;
+    bool end;
+  };
+  void linkEvents(const InternedTable &interned, std::vector<Half> &halves,
+                  const IntraLaunch &launch, Losses &losses);
   void fileTraceUnit(const InternedTable &interned, const Unit &unit, size_t index, uint32_t stride,
                      const TraceClock &clock, const IntraLaunch &launch, TraceTally &tally);
   NodeId scopeNode(Session &s, PhaseId phase, NodeId kernelNode, const std::vector<StringId> &path);
@@ -170,9 +182,10 @@ class IntraDecoder {
   // (a table's scope id, or kNoScopeId) keys the node cache: a table's path is resolved once
   // per launch and session, not once per slice.
   static constexpr size_t kNoScopeId = SIZE_MAX;
+  // link (nonzero): the slice is one end of a cross-warp event (linkEnd: its end).
   void addSlice(const IntraLaunch &launch, const std::vector<StringId> &path, size_t scope,
                 StringId name, uint32_t cta, uint32_t warp, uint32_t sm, uint64_t beginNs,
-                uint64_t endNs, uint64_t cycles);
+                uint64_t endNs, uint64_t cycles, uint64_t link = 0, bool linkEnd = false);
   // Starts a launch's batch (clears the node cache) and files it, one call per session.
   void beginSlices(const IntraLaunch &launch, size_t scopes);
   // The kernel start a trace launch is aligned to: its record's, or for a launch without one,

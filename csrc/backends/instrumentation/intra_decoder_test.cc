@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -354,6 +356,58 @@ TEST_F(IntraDecoderTest, ATraceCountsACrossingExitRunOnceOnce) {
   testing::internal::GetCapturedStderr();
   EXPECT_EQ(counter("instrumentation_crossing_scopes"), crossing + 1);
   EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched + 1);
+}
+
+// An event started in one warp and ended in another (Gluon's warp_specialize: a producer
+// partition starts it, a consumer ends it): within the CTA, starts and ends of the event are
+// each ordered by (warp, time) and the k-th start is linked to the k-th end, as two slices of
+// zero length sharing a link. A start left without an end is an unmatched scope, as before.
+TEST_F(IntraDecoderTest, AnEventStartedInOneWarpAndEndedInAnotherIsALinkedPair) {
+  ScopeTable t = table(0xe7e, true);
+  t.paths = {"", "ws"};
+  t.eventScopes = 0b10;  // scope 1 is an event
+  t.numWarps = 8;
+  t.unitsPerCta = 8;
+  ScopeTables tables;
+  tables.add(t);
+  IntraDecoder decoder(tables);
+  std::vector<uint8_t> buf(8 * t.unitBytes, 0);
+  // Warps 0-3 end the event (exit tag 3) at cycles 1500 + 10 w; warps 4-7 start it (enter
+  // tag 2) at 1100 + 10 w, and warp 7 starts it a second time, never ended.
+  for (uint32_t w = 0; w < 8; ++w) {
+    std::vector<std::pair<uint32_t, uint32_t>> events;
+    if (w < 4) events = {{3, 1500 + 10 * w}};
+    if (w >= 4) events = {{2, 1100 + 10 * w}};
+    if (w == 7) events.push_back({2, 1300});
+    unit(buf, w * t.unitBytes, 0xe7e, 5, 5000, 1000, events, 4, /*ctaPart=*/w == 0);
+  }
+  const uint64_t unmatched = counter("instrumentation_unmatched_scopes");
+  testing::internal::CaptureStderr();
+  std::vector<TraceEvent> events = traceOf(decoder, buf, t.unitBytes, 70000);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(counter("instrumentation_unmatched_scopes"), unmatched + 1);  // warp 7's second
+  std::map<uint64_t, std::vector<const TraceEvent *>> links;
+  for (const TraceEvent &e : events)
+    if (e.link) links[e.link].push_back(&e);
+  ASSERT_EQ(links.size(), 4u);
+  std::set<uint32_t> startWarps, endWarps;
+  for (const auto &[link, ends] : links) {
+    ASSERT_EQ(ends.size(), 2u);
+    const TraceEvent *start = ends[0]->linkEnd ? ends[1] : ends[0];
+    const TraceEvent *end = ends[0]->linkEnd ? ends[0] : ends[1];
+    ASSERT_TRUE(end->linkEnd && !start->linkEnd);
+    uint32_t from = Lane::warpOf(start->lane.id), to = Lane::warpOf(end->lane.id);
+    EXPECT_EQ(from, to + 4);  // the k-th start with the k-th end
+    EXPECT_EQ(start->name, S("ws"));
+    EXPECT_EQ(start->beginNs, start->endNs);  // zero length
+    EXPECT_EQ(end->beginNs, end->endNs);
+    EXPECT_EQ(start->beginNs, 70000u + (100 + 10 * from) / 2);  // 2 cycles per ns
+    EXPECT_EQ(end->beginNs, 70000u + (500 + 10 * to) / 2);
+    startWarps.insert(from);
+    endWarps.insert(to);
+  }
+  EXPECT_EQ(startWarps, (std::set<uint32_t>{4, 5, 6, 7}));
+  EXPECT_EQ(endWarps, (std::set<uint32_t>{0, 1, 2, 3}));
 }
 
 TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {

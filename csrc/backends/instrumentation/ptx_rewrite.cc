@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <map>
+#include <set>
 #include <string>
 
 #include "backends/instrumentation/ptx_emitter.h"
@@ -52,10 +53,12 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   return out;
 }
 
-bool parseU32(std::string_view s, uint32_t &out) {
+template <typename T>
+bool parseUnsigned(std::string_view s, T &out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size();
 }
+bool parseU32(std::string_view s, uint32_t &out) { return parseUnsigned(s, out); }
 
 std::string hexEncode(std::string_view s) {
   static const char *digits = "0123456789abcdef";
@@ -85,7 +88,7 @@ uint32_t fnv1a(std::string_view s, uint32_t h = 2166136261u) {
 }
 
 struct Marker {
-  char kind = 0;  // E X C U
+  char kind = 0;  // E X C U, S F (events; made E, X or U once their scope is marked)
   std::string path;
 };
 
@@ -102,7 +105,7 @@ bool parseMarker(std::string_view line, Marker &m) {
   std::string_view rest = trim(line.substr(at + kMarker.size()));
   if (rest.size() < 2 || rest[1] != ':') return false;
   m.kind = rest[0];
-  return std::string_view("EXCU").find(m.kind) != std::string_view::npos &&
+  return std::string_view("EXCUSF").find(m.kind) != std::string_view::npos &&
          hexDecode(rest.substr(2), m.path);
 }
 
@@ -346,11 +349,19 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     if (std::find(t.droppedScopes.begin(), t.droppedScopes.end(), name) == t.droppedScopes.end())
       t.droppedScopes.push_back(std::move(name));
   };
+  std::set<std::string> eventPaths;  // scopes that are events (an S or F marker)
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!parseMarker(lines[i], markers[i])) continue;
     if (i <= e.open || i >= e.end) {
       drop(markers[i]);
       continue;
+    }
+    // An event's start is an enter; its end where it did not start (another warp's code, a
+    // warp-specialized partition) is an exit in a trace, whose decoder links the two warps'
+    // halves, and unmeasurable in a tree (counted as an exit of a scope not open).
+    if (markers[i].kind == 'S' || markers[i].kind == 'F') {
+      eventPaths.insert(markers[i].path);
+      markers[i].kind = markers[i].kind == 'S' ? 'E' : (config.trace ? 'X' : 'U');
     }
     if (markers[i].kind == 'U') {
       ++t.staticUnmatched;
@@ -365,6 +376,8 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
     ids[markers[i].path] = t.paths.size();
     t.paths.push_back(markers[i].path);
   }
+  for (const std::string &path : eventPaths)
+    if (auto id = ids.find(path); id != ids.end()) t.eventScopes |= uint64_t{1} << id->second;
   int barrier = -1;
   const bool plainReturns = onlyPlainReturns(lines, e);
   size_t returns = 0;
@@ -399,6 +412,7 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
   for (uint32_t v : {t.numWarps, t.unitWarps, t.unitsPerCta, t.capacity, t.unitBytes, t.slotBytes,
                      t.ctaSumsOffset, t.sharedBytes})
     h = fnv1a(std::to_string(v), fnv1a("\x1e", h));
+  h = fnv1a(std::to_string(t.eventScopes), fnv1a("\x1e", h));
   t.hash = h == 0 ? 1 : h;
 
   // CTA sums live in the kernel's dynamic shared memory: the symbol it declares, else ours.
@@ -476,10 +490,11 @@ Result<RewriteResult> rewritePtx(std::string_view ptx, const RewriteConfig &conf
 
 std::string encodeTable(const ScopeTable &t) {
   Out o;
-  o << "v2\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
+  o << "v3\t" << hexEncode(t.kernel) << '\t' << t.hash << '\t' << (t.trace ? 1 : 0) << '\t'
     << t.numWarps << '\t' << t.unitWarps << '\t' << t.unitsPerCta << '\t' << t.capacity << '\t'
     << t.unitBytes << '\t' << t.slotBytes << '\t' << t.staticUnmatched << '\t' << t.staticCrossing
-    << '\t' << t.droppedMarkers << '\t' << t.pairedEvents << '\t' << t.droppedScopes.size();
+    << '\t' << t.droppedMarkers << '\t' << t.pairedEvents << '\t' << t.eventScopes << '\t'
+    << t.droppedScopes.size();
   for (const std::string &s : t.droppedScopes) o << '\t' << hexEncode(s);
   for (const std::string &p : t.paths) o << '\t' << hexEncode(p);
   return o.str();
@@ -490,8 +505,9 @@ Result<ScopeTable> decodeTable(std::string_view text) {
   ScopeTable t;
   uint32_t trace = 0;
   // v2: the paired events, then the names of the dropped markers' scopes after their count;
-  // v1 (an older Proton's cached binaries) has none of them.
-  const bool v2 = !f.empty() && f[0] == "v2";
+  // v3: the event scopes between the two; v1 (an older Proton's cached binaries) has none.
+  const bool v3 = !f.empty() && f[0] == "v3";
+  const bool v2 = v3 || (!f.empty() && f[0] == "v2");
   bool ok = f.size() >= 14 && (v2 || f[0] == "v1") && hexDecode(f[1], t.kernel) &&
             parseU32(f[2], t.hash) && parseU32(f[3], trace) && parseU32(f[4], t.numWarps) &&
             parseU32(f[5], t.unitWarps) && parseU32(f[6], t.unitsPerCta) &&
@@ -501,14 +517,16 @@ Result<ScopeTable> decodeTable(std::string_view text) {
   size_t first = 13;
   uint32_t dropped = 0;
   if (ok && v2) {
-    ok = f.size() >= 16 && parseU32(f[13], t.pairedEvents) && parseU32(f[14], dropped) &&
-         f.size() >= 16 + size_t{dropped};
-    for (size_t i = 15; ok && i < 15 + size_t{dropped}; ++i) {
+    size_t at = 14;
+    ok = f.size() >= 16 && parseU32(f[13], t.pairedEvents) &&
+         (!v3 || parseUnsigned(f[at++], t.eventScopes)) && f.size() > at &&
+         parseU32(f[at], dropped) && f.size() >= at + 2 + size_t{dropped};
+    for (size_t i = at + 1; ok && i < at + 1 + size_t{dropped}; ++i) {
       std::string name;
       ok = hexDecode(f[i], name);
       t.droppedScopes.push_back(std::move(name));
     }
-    first = 15 + size_t{dropped};
+    first = at + 1 + size_t{dropped};
   }
   for (size_t i = first; ok && i < f.size(); ++i) {
     std::string path;

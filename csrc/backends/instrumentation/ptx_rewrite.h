@@ -7,7 +7,10 @@
 //   // r.value().ptx goes on to ptxas; r.value().table describes the buffer layout.
 //
 // A marker is one inline-assembly line `mov.u32 %rN, 0; // @proton:<K>:<hex path>`, K one of
-// E (enter), X (exit), C (exit forced by a crossing pair), U (exit of a scope not open). The
+// E (enter), X (exit), C (exit forced by a crossing pair), U (exit of a scope not open), S (an
+// event's start: an enter that marks its scope as an event) and F (an event's end where it was
+// not started, in another warp's code: an exit in a trace, whose decoder links the two warps'
+// halves; a U in a tree). The
 // path is the scope's name and those of its enclosing scopes, joined by '\x1f', hex-encoded.
 //
 // The buffer is the kernel's last parameter (Triton's profile scratch pointer; the launcher
@@ -104,6 +107,7 @@ struct ScopeTable {
                                  // function the compiler did not inline) or past kMaxScopes
   std::vector<std::string> droppedScopes;  // the names of those markers' scopes, once each
   uint32_t pairedEvents = 0;               // trace: events that hold two markers (kPairedEventTag)
+  uint64_t eventScopes = 0;    // bit i: scope i is an event (proton.language's start_event)
   uint32_t ctaSumsOffset = 0;  // where the CTA's slots (tree) or its units' event buffers
   uint32_t sharedBytes = 0;    // (trace) sit in dynamic shared memory, and the kernel's new
                                // total; 0/0 where records and events go to global memory
@@ -136,8 +140,9 @@ constexpr uint32_t kMaxScopes = 64;
 // 7: a trace unit's SM, shift and globaltimer readings are its CTA's, stored once per CTA;
 // 8: two adjacent markers are one trace event (kPairedEventTag); 9: a trace unit's own part
 // of its header is 16 bytes, sector-aligned, the hash the CTA's; 10: tree records are added
-// (reductions), a unit's scope says it ran it, the slot header counts its launches.
-constexpr uint32_t kLayoutVersion = 10;
+// (reductions), a unit's scope says it ran it, the slot header counts its launches; 11: event
+// markers (S, F) and the table's event scopes (events started in one warp, ended in another).
+constexpr uint32_t kLayoutVersion = 11;
 constexpr uint32_t kReducedScopeBytes = 24;
 constexpr uint32_t kReducedTreeBytes = kTreeHeaderBytes + kReducedScopeBytes * kMaxScopes;
 

@@ -863,6 +863,36 @@ TEST(PtxRewrite, MarkersOutsideTheEntryAreLeftAndNamedInTheTable) {
   EXPECT_EQ(back.value().paths, r.table.paths);
 }
 
+// An event's start (S) is an enter that marks its scope as an event; its end where it did
+// not start (F, another partition's code) is an exit in a trace, which the decoder links to
+// a start in another warp, and an exit of a scope not open in a tree, which cannot pair it.
+TEST(PtxRewrite, EventMarkersMarkTheirScopeAndEndAsExitsInATrace) {
+  std::string ptx = golden("instrumentation_matmul_markers.ptx");
+  size_t enter = ptx.find("// @proton:E:6c6f6164");  // "load"
+  size_t exit = ptx.find("// @proton:X:6c6f6164");
+  ASSERT_NE(enter, std::string::npos);
+  ASSERT_NE(exit, std::string::npos);
+  ptx.replace(enter, 21, "// @proton:S:6c6f6164");
+  ptx.replace(exit, 21, "// @proton:F:6c6f6164");
+  RewriteResult trace = rewrite(ptx, "proton:trace:1:64:*:");
+  size_t load = std::find(trace.table.paths.begin(), trace.table.paths.end(), "load") -
+                trace.table.paths.begin();
+  ASSERT_LT(load, trace.table.paths.size());
+  EXPECT_EQ(trace.table.eventScopes, uint64_t{1} << load);
+  EXPECT_EQ(trace.table.staticUnmatched, 0u);
+  Result<ScopeTable> back = decodeTable(encodeTable(trace.table));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_EQ(back.value().eventScopes, trace.table.eventScopes);
+  EXPECT_EQ(back.value().paths, trace.table.paths);
+  // The same as plain scopes: only the events word of the table tells them apart.
+  RewriteResult plain =
+      rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:trace:1:64:*:");
+  EXPECT_EQ(plain.table.eventScopes, 0u);
+  EXPECT_NE(plain.table.hash, trace.table.hash);
+  RewriteResult tree = rewrite(ptx, "proton:tree:1:256:*:");
+  EXPECT_EQ(tree.table.staticUnmatched, 1u);
+}
+
 TEST(PtxRewrite, TableTextRoundTrips) {
   RewriteResult r = rewrite(golden("instrumentation_matmul_markers.ptx"), "proton:trace:1:64:*:");
   Result<ScopeTable> back = decodeTable(encodeTable(r.table));
