@@ -83,16 +83,24 @@ constexpr unsigned kMetricCopyThreads = 128, kMetricCopyMaxBlocks = 64;
 std::atomic<const CudaDriverApi *> gCuda{nullptr};  // the process's CUDA driver
 const CudaDriverApi &cuda() { return *gCuda.load(std::memory_order_acquire); }
 
-// proton_metric_copy in the current context, loaded at its first copy there (in relaxed
-// capture mode: a graph may be captured meanwhile, on any thread). A context that could not
-// load it is remembered, and its copies are the caller's memcpy.
-CUresult metricCopyFunction(CUfunction *function) {
-  static std::mutex mu;
-  static std::vector<std::pair<CUcontext, CUfunction>> loaded;  // null: failed there
-  CUcontext context = nullptr;
-  if (CUresult rc = cuda().ctxGetCurrent(&context); rc != CUDA_SUCCESS) return rc;
-  std::lock_guard lock(mu);
-  for (const auto &[c, f] : loaded)
+// proton_metric_copy per context, loaded at its first copy there (in relaxed capture mode: a
+// graph may be captured meanwhile, on any thread). A context that could not load it is
+// remembered (null), and its copies are the caller's memcpy. One whose function the driver
+// no longer knows (a context destroyed, another created at its address) is forgotten, and
+// loaded again at its next copy.
+struct MetricCopyKernels {
+  std::mutex mu;
+  std::vector<std::pair<CUcontext, CUfunction>> loaded;
+};
+MetricCopyKernels &metricCopyKernels() {
+  static MetricCopyKernels *kernels = new MetricCopyKernels();  // outlives exit handlers
+  return *kernels;
+}
+
+CUresult metricCopyFunction(CUcontext context, CUfunction *function) {
+  MetricCopyKernels &k = metricCopyKernels();
+  std::lock_guard lock(k.mu);
+  for (const auto &[c, f] : k.loaded)
     if (c == context) {
       *function = f;
       return f ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
@@ -104,8 +112,14 @@ CUresult metricCopyFunction(CUfunction *function) {
   if (rc == CUDA_SUCCESS) rc = cuda().moduleGetFunction(function, module, "proton_metric_copy");
   if (relaxed) cuda().exchangeCaptureMode(&mode);
   if (rc != CUDA_SUCCESS) *function = nullptr;
-  loaded.emplace_back(context, *function);
+  k.loaded.emplace_back(context, *function);
   return rc;
+}
+
+void forgetMetricCopy(CUcontext context) {
+  MetricCopyKernels &k = metricCopyKernels();
+  std::lock_guard lock(k.mu);
+  std::erase_if(k.loaded, [&](const auto &entry) { return entry.first == context; });
 }
 
 // One side's value as the other's: a handle keeps its address (kLegacyStream is
@@ -234,15 +248,19 @@ gpu::Driver make() {
   };
   d.copyKernelAsync = [](gpu::DevicePtr to, gpu::DevicePtr from, size_t bytes,
                          gpu::Stream s) -> int {
+    CUcontext context = nullptr;
     CUfunction function = nullptr;
-    if (CUresult rc = metricCopyFunction(&function); rc != CUDA_SUCCESS) return rc;
+    if (CUresult rc = cuda().ctxGetCurrent(&context); rc != CUDA_SUCCESS) return rc;
+    if (CUresult rc = metricCopyFunction(context, &function); rc != CUDA_SUCCESS) return rc;
     unsigned long long n = bytes;
     void *args[] = {&to, &from, &n};
     size_t blocks = (bytes + kMetricCopyThreads - 1) / kMetricCopyThreads;
     unsigned grid = static_cast<unsigned>(std::clamp<size_t>(blocks, 1, kMetricCopyMaxBlocks));
     // Not an InternalLaunchGuard launch: the core files it as <metric>.
-    return cuda().launchKernel(function, grid, 1, 1, kMetricCopyThreads, 1, 1, 0, cu(s), args,
-                               nullptr);
+    CUresult rc = cuda().launchKernel(function, grid, 1, 1, kMetricCopyThreads, 1, 1, 0, cu(s),
+                                      args, nullptr);
+    if (rc == CUDA_ERROR_INVALID_HANDLE) forgetMetricCopy(context);
+    return rc;
   };
   d.funcGetModule = [](gpu::Module *m, gpu::Function f) -> int {
     return cuda().funcGetModule(out<CUmodule>(m), as<CUfunction>(f));

@@ -65,8 +65,10 @@ unsigned gGrid = 0, gBlock = 0;
 uint64_t gArgs[3] = {};
 int gLoads = 0;
 CUstreamCaptureMode gModeAtLoad = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult gLaunchResult = CUDA_SUCCESS;
 CUresult launch(CUfunction, unsigned gridX, unsigned, unsigned, unsigned blockX, unsigned, unsigned,
                 unsigned, CUstream stream, void **args, void **) {
+  if (gLaunchResult != CUDA_SUCCESS) return gLaunchResult;
   gLaunchInternal = InternalLaunchGuard::active();
   gStream = stream;
   gGrid = gridX;
@@ -171,6 +173,13 @@ TEST(CudaDriver, CopiesMetricValuesWithItsCopyKernelLoadedOncePerContext) {
   EXPECT_EQ(gGrid, 64u);
   EXPECT_EQ(gArgs[2], 1u << 20);
   EXPECT_EQ(gLoads, 1);  // the context's function is kept
+  // A function the driver no longer knows (its context destroyed, another at its address):
+  // the launch fails (the caller copies with memcpy), and the next copy loads it again.
+  gLaunchResult = CUDA_ERROR_INVALID_HANDLE;
+  EXPECT_EQ(driver.copyKernelAsync(0x3000, 0x1000, 8, own), CUDA_ERROR_INVALID_HANDLE);
+  gLaunchResult = CUDA_SUCCESS;
+  EXPECT_EQ(driver.copyKernelAsync(0x3000, 0x1000, 8, own), gpu::kSuccess);
+  EXPECT_EQ(gLoads, 2);
 }
 
 }  // namespace
