@@ -18,15 +18,14 @@ step turns into clock reads and buffer stores; otherwise the calls compile to no
 the kernel's binary is the one it would be without them. Nesting is taken from the order of
 the calls in the kernel's source, as the compiler sees it.
 
-Thread-safety: compile-time only; the nesting stacks are per kernel being compiled.
+Thread-safety: compile-time only; the nesting stacks live on the builder of the code being
+generated, which one thread uses.
 """
 
-import threading
 import warnings
 
 _MARKER_PREFIX = "@proton"
 _INSTRUMENTATION_PREFIX = "proton:"
-_stacks = threading.local()
 
 
 def _triton_core():
@@ -91,19 +90,33 @@ def _instrumenting(semantic) -> bool:
     return f"no_{_semantic_name(semantic)}" not in mode.rpartition(":")[2].split(",")
 
 
-def _stack(semantic) -> list:
-    """The open scopes of the kernel `semantic` compiles (one code generator per kernel).
+class _CompileState:
+    """What the calls of one code generator (a kernel, or a warp-specialized partition, which
+    Gluon generates with a builder of its own) have left open: the scopes, outermost first,
+    and each event's start path, where an end in that code finds it. It lives on the builder
+    (Triton's builders take attributes; Triton sets `options` on them) and goes with it: an
+    event started in a partition and never ended there, or a scope never closed, keeps
+    nothing alive after the kernel is compiled."""
 
-    The entry holds the builder so that its id is not reused while scopes are open; it is
-    dropped when the last scope closes, so compiled kernels are not kept alive."""
-    stacks = getattr(_stacks, "by_builder", None)
-    if stacks is None:
-        stacks = _stacks.by_builder = {}
-    key = id(semantic.builder)
-    entry = stacks.get(key)
-    if entry is None or entry[0] is not semantic.builder:
-        entry = stacks[key] = (semantic.builder, [])
-    return entry[1]
+    __slots__ = ("events", "stack")
+
+    def __init__(self):
+        self.stack = []
+        self.events = {}
+
+
+def _state(semantic) -> _CompileState:
+    builder = semantic.builder
+    state = getattr(builder, "_proton_language", None)
+    if state is None:
+        state = _CompileState()
+        builder._proton_language = state
+    return state
+
+
+def _stack(semantic) -> list:
+    """The open scopes of the code `semantic` generates."""
+    return _state(semantic).stack
 
 
 def _marker(kind: str, path: list, semantic) -> None:
@@ -131,15 +144,8 @@ def _enter(name, semantic, kind="E") -> None:
 
 
 def _event_paths(semantic) -> dict:
-    """Event name -> the scope path of its start, for the kernel `semantic` compiles."""
-    paths = getattr(_stacks, "events", None)
-    if paths is None:
-        paths = _stacks.events = {}
-    key = id(semantic.builder)
-    entry = paths.get(key)
-    if entry is None or entry[0] is not semantic.builder:
-        entry = paths[key] = (semantic.builder, {})
-    return entry[1]
+    """Event name -> the scope path of its start, in the code `semantic` generates."""
+    return _state(semantic).events
 
 
 def _end_event(name, semantic) -> None:
@@ -172,8 +178,6 @@ def _exit(name, semantic) -> None:
             stack.pop()
         _marker("X", list(stack), semantic)
         stack.pop()
-        if not stack:
-            _stacks.by_builder.pop(id(semantic.builder), None)
     else:
         warnings.warn(
             f"[PROTON] pl.exit_scope({name!r}) without a matching pl.enter_scope: counted "

@@ -4,7 +4,9 @@ recording code, the scope table lands in the kernel's metadata, and everything P
 Triton is put back afterwards."""
 
 import dataclasses
+import gc
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -182,13 +184,9 @@ def test_an_event_in_a_gluon_kernel_compiles_as_a_scope_of_its_name(session):
     assert table_paths(kernel.metadata.proton_instrumentation.split("\t")) == ["", "copy"]
 
 
-def test_an_event_started_in_one_partition_and_ended_in_another_compiles_as_a_link(
-    monkeypatch, tmp_path
-):
-    # Gluon's warp_specialize: the producer partition starts the event, the consumer ends it.
-    # In trace data the end is an exit of the event's scope, which the decoder links to a start
-    # in another warp (the table marks the scope as an event); nothing is unmatched at compile
-    # time.
+def compile_warp_specialized_event_kernel(monkeypatch, tmp_path):
+    """Triton's test_gluon_warp_specialized_event's kernel, compiled for a trace session: the
+    producer partition (4 warps) starts the event, the consumer (the default one) ends it."""
     gluon = pytest.importorskip("triton.experimental.gluon")
     gl = pytest.importorskip("triton.experimental.gluon.language")
     hopper = pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
@@ -222,17 +220,49 @@ def test_an_event_started_in_one_partition_and_ended_in_another_compiles_as_a_li
         src = gluon._runtime.GluonASTSource(ws_kernel, signature={}, constexprs={})
         options = {"num_warps": 4, "instrumentation_mode": config}
         try:
-            kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+            return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
         except TypeError as e:  # an older Gluon's warp_specialize signature
             pytest.skip(f"this Triton's gl.warp_specialize differs: {e}")
     finally:
         instrumentation.deactivate(12346)
+
+
+def test_an_event_started_in_one_partition_and_ended_in_another_compiles_as_a_link(
+    monkeypatch, tmp_path
+):
+    # In trace data the end is an exit of the event's scope, which the decoder links to a start
+    # in another warp (the table marks the scope as an event); nothing is unmatched at compile
+    # time.
+    kernel = compile_warp_specialized_event_kernel(monkeypatch, tmp_path)
     ptx = kernel.asm["ptx"]
     assert ptx.count("// @proton:S:") == 1 and ptx.count("// @proton:F:") == 1
     assert "// @proton:U:" not in ptx
     fields = kernel.metadata.proton_instrumentation.split("\t")
     assert table_paths(fields) == ["", "warp_specialized"]
     assert event_scopes(fields) == [1]
+
+
+def test_an_event_left_open_in_a_partition_keeps_nothing_alive_after_the_compile(
+    monkeypatch, tmp_path
+):
+    # The producer's start is still open when its partition's code ends, and the consumer's end
+    # looked the event up: the nesting state of each code generator goes with its builder
+    # (before, a module-level map held both builders, and what they held, for good).
+    builders = []
+    marker = pl._marker
+
+    def spy(kind, path, semantic):
+        if all(b is not semantic.builder for b in builders):
+            builders.append(semantic.builder)
+        marker(kind, path, semantic)
+
+    monkeypatch.setattr(pl, "_marker", spy)
+    compile_warp_specialized_event_kernel(monkeypatch, tmp_path)
+    assert len(builders) == 2  # the kernel's (with the consumer) and the producer's
+    gc.collect()  # the code generators' own reference cycles
+    while builders:
+        builder = builders.pop()
+        assert sys.getrefcount(builder) == 2  # `builder` and getrefcount's argument
 
 
 @triton.jit

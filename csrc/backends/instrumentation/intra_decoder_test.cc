@@ -403,11 +403,27 @@ TEST_F(IntraDecoderTest, AnEventStartedInOneWarpAndEndedInAnotherIsALinkedPair) 
     EXPECT_EQ(end->beginNs, end->endNs);
     EXPECT_EQ(start->beginNs, 70000u + (100 + 10 * from) / 2);  // 2 cycles per ns
     EXPECT_EQ(end->beginNs, 70000u + (500 + 10 * to) / 2);
+    EXPECT_LT(start->beginNs, end->beginNs);
     startWarps.insert(from);
     endWarps.insert(to);
   }
   EXPECT_EQ(startWarps, (std::set<uint32_t>{4, 5, 6, 7}));
   EXPECT_EQ(endWarps, (std::set<uint32_t>{0, 1, 2, 3}));
+  // Warp 7's second start is no slice; the other slices are the warps' kernel scopes.
+  EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                          [&](const TraceEvent &e) { return e.name == S("ws"); }),
+            8);
+  // Another launch's links are new ones: a bind_id is unique in the file.
+  testing::internal::CaptureStderr();
+  std::vector<TraceEvent> again = traceOf(decoder, buf, t.unitBytes, 90000);
+  testing::internal::GetCapturedStderr();
+  std::set<uint64_t> againLinks;
+  for (const TraceEvent &e : again)
+    if (e.link) {
+      EXPECT_EQ(links.count(e.link), 0u);
+      againLinks.insert(e.link);
+    }
+  EXPECT_EQ(againLinks.size(), 4u);
 }
 
 TEST_F(IntraDecoderTest, TraceUnitsBecomeWarpSlicesAlignedToTheKernelStart) {
