@@ -105,12 +105,23 @@ class _CompileState:
         self.events = {}
 
 
+# Builders that take no attribute (none of Triton's so far): by id, holding the builder so
+# that its id is not reused; kept for the process, as the only way left.
+_fallback_states = {}
+
+
 def _state(semantic) -> _CompileState:
     builder = semantic.builder
     state = getattr(builder, "_proton_language", None)
     if state is None:
         state = _CompileState()
-        builder._proton_language = state
+        try:
+            builder._proton_language = state
+        except (AttributeError, TypeError):
+            entry = _fallback_states.get(id(builder))
+            if entry is None or entry[0] is not builder:
+                entry = _fallback_states[id(builder)] = (builder, state)
+            state = entry[1]
     return state
 
 
