@@ -28,7 +28,7 @@
 // Every pid and tid is a string naming its lane; layout "full" also names each graph lane
 // with "M" events, as triton.profiler does (process_name, thread_name: {"ph": "M", "name":
 // "thread_name", "pid": "GPU 0", "tid": "Graph: Stream 7", "args": {"name": "Graph: Stream
-// 7"}}), after the slices and flows. A flow starts at the innermost CPU slice open at its
+// 7"}}), after the graph's ranges. A flow starts at the innermost CPU slice open at its
 // launch. A kernel slice is named as the tree names the kernel (launch metadata's name). Warp
 // slices of scopes come first, ordered by launch, SM, CTA, warp and start, as triton.profiler
 // orders them, then ("full") each warp's kernel-wide slice in the same order; a warp slice's
@@ -133,7 +133,6 @@ class ChromeTraceEmitter {
       indexCpuScopes();
       for (const TraceEvent &ev : events())
         if (ev.lane.kind == Lane::Kind::kGpuStream && ev.launchNs) emitFlow(ev);
-      emitLaneNames();
     }
     e_.endArray();
     e_.key("otherData");
@@ -156,12 +155,9 @@ class ChromeTraceEmitter {
   void micros(uint64_t ns) { e_.floating(static_cast<double>(ns - origin_) / 1000.0); }
 
   // Opens an "X" event up to its args map; the caller writes the args and closes both maps.
-  // laneName: the lane gets a thread_name metadata event (layout "full", graph lanes).
   // link: a cross-warp event's end (bind_id, flow_out on its start, flow_in on its end).
   void openSlice(std::string_view name, std::string_view category, uint64_t beginNs, uint64_t endNs,
-                 const std::string &pid, const std::string &tid, bool laneName = false,
-                 const TraceEvent *link = nullptr) {
-    if (laneName) lanes_.emplace(pid, tid);
+                 const std::string &pid, const std::string &tid, const TraceEvent *link = nullptr) {
     e_.beginMap(0);
     e_.key("ph");
     e_.string("X");
@@ -243,7 +239,7 @@ class ChromeTraceEmitter {
     openSlice(
         v_.strings.view(ev.name), kernel, ev.beginNs, ev.endNs,
         kernel + " Core" + std::to_string(ev.sm) + " CTA" + std::to_string(Lane::ctaOf(ev.lane.id)),
-        "warp " + std::to_string(Lane::warpOf(ev.lane.id)), /*laneName=*/false, &ev);
+        "warp " + std::to_string(Lane::warpOf(ev.lane.id)), &ev);
     callStack(ev.kernel);
     e_.key("Init Time (ns)");
     e_.unsignedInteger(cta.firstNs - origin_);
@@ -349,14 +345,25 @@ class ChromeTraceEmitter {
         if (fresh) r.lane = ev.lane;
       }
     }
+    std::set<std::pair<std::string, std::string>> lanes;  // (pid, tid)
     for (const auto &key : order) {
       const Range &r = ranges[key];
       NodeId frame{key.second};
-      openSlice(v_.strings.view(tree.node(frame).name), "scope", r.beginNs, r.endNs,
-                laneProcess(r.lane), "Graph: Stream " + std::to_string(r.lane.id),
-                /*laneName=*/true);
+      std::string pid = laneProcess(r.lane), tid = "Graph: Stream " + std::to_string(r.lane.id);
+      openSlice(v_.strings.view(tree.node(frame).name), "scope", r.beginNs, r.endNs, pid, tid);
       callStack(frame);
       closeSlice();
+      lanes.emplace(std::move(pid), std::move(tid));
+    }
+    // Each graph lane is also named by metadata events (process_name, thread_name) carrying
+    // its pid and tid, as triton.profiler names it, for readers that look it up by them.
+    // Other lanes are not: triton.profiler's traces have none for them, and scripts count
+    // their events.
+    std::string lastProcess;
+    for (const auto &[pid, tid] : lanes) {
+      if (pid != lastProcess) laneName("process_name", pid, nullptr);
+      lastProcess = pid;
+      laneName("thread_name", pid, &tid);
     }
   }
 
@@ -428,20 +435,6 @@ class ChromeTraceEmitter {
     return i >= 0 ? spans[i].first : at;
   }
 
-  // Layout "full": each graph lane is also named by metadata events (process_name,
-  // thread_name) carrying its pid and tid strings, as triton.profiler names it, for readers
-  // that look it up by them. Other lanes are not: triton.profiler's traces have no metadata
-  // event for them, and scripts count their events.
-  void emitLaneNames() {
-    std::string lastProcess;
-    for (const auto &[pid, tid] : lanes_) {
-      if (pid != lastProcess) {
-        laneName("process_name", pid, nullptr);
-        lastProcess = pid;
-      }
-      laneName("thread_name", pid, &tid);
-    }
-  }
   void laneName(const char *kind, const std::string &pid, const std::string *tid) {
     e_.beginMap(0);
     e_.key("ph");
@@ -466,8 +459,7 @@ class ChromeTraceEmitter {
   JsonEncoder &e_;
   uint64_t origin_;
   uint64_t nextScopeId_ = 0;
-  std::set<std::pair<std::string, std::string>> lanes_;  // (pid, tid) named by metadata events
-  std::map<uint64_t, CpuSlices> cpu_;                    // by thread id
+  std::map<uint64_t, CpuSlices> cpu_;  // by thread id
 };
 
 }  // namespace
