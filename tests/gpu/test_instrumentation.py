@@ -372,29 +372,11 @@ def test_an_event_started_in_one_partition_and_ended_in_another_is_linked_per_wa
     # warps start the event, the consumer's 4 warps (the default partition) end it. Each
     # start is linked to one end in another warp: two zero-length slices sharing a bind_id,
     # flow_out on the start, flow_in on the end; nothing is counted as unmatched.
-    gluon = pytest.importorskip("triton.experimental.gluon")
-    gl = pytest.importorskip("triton.experimental.gluon.language")
-    hopper = pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    from gluon_event_kernels import warp_specialized_event_kernel
+
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("warp_specialize needs Hopper or newer")
-    mbarrier = hopper.mbarrier
-
-    @gluon.jit
-    def consumer(barrier, event):
-        mbarrier.wait(barrier, phase=0)
-        pl.end_event(event)
-
-    @gluon.jit
-    def producer(barrier, event):
-        pl.start_event(event)
-        mbarrier.arrive(barrier, count=1)
-
-    @gluon.jit
-    def ws_event_kernel():
-        barrier = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(barrier, count=1)
-        event = pl.allocate_event("warp_specialized")
-        gl.warp_specialize([(consumer, (barrier, event)), (producer, (barrier, event))], [4], [24])
+    ws_event_kernel = warp_specialized_event_kernel()
 
     def run():
         ws_event_kernel[(1,)](num_warps=4)

@@ -185,32 +185,12 @@ def test_an_event_in_a_gluon_kernel_compiles_as_a_scope_of_its_name(session):
 
 
 def compile_warp_specialized_event_kernel(monkeypatch, tmp_path):
-    """Triton's test_gluon_warp_specialized_event's kernel, compiled for a trace session: the
-    producer partition (4 warps) starts the event, the consumer (the default one) ends it."""
+    """Triton's test_gluon_warp_specialized_event's kernel, compiled for a trace session."""
     gluon = pytest.importorskip("triton.experimental.gluon")
-    gl = pytest.importorskip("triton.experimental.gluon.language")
-    hopper = pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
+    from gluon_event_kernels import warp_specialized_event_kernel
     from triton.backends.compiler import GPUTarget
 
-    mbarrier = hopper.mbarrier
-
-    @gluon.jit
-    def consumer(barrier, event):
-        mbarrier.wait(barrier, phase=0)
-        pl.end_event(event)
-
-    @gluon.jit
-    def producer(barrier, event):
-        pl.start_event(event)
-        mbarrier.arrive(barrier, count=1)
-
-    @gluon.jit
-    def ws_kernel():
-        barrier = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(barrier, count=1)
-        event = pl.allocate_event("warp_specialized")
-        gl.warp_specialize([(consumer, (barrier, event)), (producer, (barrier, event))], [4], [24])
-
+    ws_kernel = warp_specialized_event_kernel()
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     mode = _mode.Default()
     instrumentation.prepare(mode, "trace")
@@ -412,10 +392,9 @@ def test_a_kernel_compiled_for_another_instrumentation_is_left_to_the_rewrite(se
 
 
 def test_a_kernel_without_scopes_is_not_compiled_again(session):
+    from proton import _triton_launcher
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-
-    from proton import _triton_launcher
 
     @triton.jit
     def unscoped(x, out, N: tl.constexpr):
