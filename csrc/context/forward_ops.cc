@@ -13,7 +13,7 @@ size_t ForwardOps::slotOf(uint64_t thread, int64_t sequence) {
 }
 
 void ForwardOps::record(uint64_t thread, int64_t sequence, const PythonStack *modulePath,
-                        StringId name) {
+                        StringId name, bool emptyBackward) {
   if (sequence < 0) return;
   Slot &s = (*slots_)[slotOf(thread, sequence)];
   uint32_t v = s.version.load(std::memory_order_relaxed);
@@ -25,6 +25,7 @@ void ForwardOps::record(uint64_t thread, int64_t sequence, const PythonStack *mo
   s.sequence.store(sequence, std::memory_order_relaxed);
   s.modulePath.store(modulePath, std::memory_order_relaxed);
   s.name.store(name.value, std::memory_order_relaxed);
+  s.emptyBackward.store(emptyBackward, std::memory_order_relaxed);
   s.version.store((v | 1u) + 1, std::memory_order_release);
 }
 
@@ -37,11 +38,13 @@ bool ForwardOps::find(uint64_t thread, int64_t sequence, ForwardOp &out) const {
   int64_t q = s.sequence.load(std::memory_order_relaxed);
   const PythonStack *path = s.modulePath.load(std::memory_order_relaxed);
   uint32_t name = s.name.load(std::memory_order_relaxed);
+  bool emptyBackward = s.emptyBackward.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (s.version.load(std::memory_order_relaxed) != before) return false;
   if (t != thread || q != sequence) return false;
   out.modulePath = path;
   out.name = StringId{name};
+  out.emptyBackward = emptyBackward;
   return true;
 }
 

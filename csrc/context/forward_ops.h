@@ -29,6 +29,7 @@ namespace proton {
 struct ForwardOp {
   const PythonStack *modulePath = nullptr;  // module frames open at the operator (may be null)
   StringId name;
+  bool emptyBackward = false;  // its backward node is a view too: it launches nothing
 };
 
 class ForwardOps {
@@ -36,7 +37,8 @@ class ForwardOps {
   static constexpr size_t kSlots = size_t(1) << 16;
   static ForwardOps &global();
 
-  void record(uint64_t thread, int64_t sequence, const PythonStack *modulePath, StringId name);
+  void record(uint64_t thread, int64_t sequence, const PythonStack *modulePath, StringId name,
+              bool emptyBackward = false);
   bool find(uint64_t thread, int64_t sequence, ForwardOp &out) const;
 
  private:
@@ -46,6 +48,7 @@ class ForwardOps {
     std::atomic<int64_t> sequence{-1};
     std::atomic<const PythonStack *> modulePath{nullptr};
     std::atomic<uint32_t> name{0};
+    std::atomic<bool> emptyBackward{false};
   };
   static size_t slotOf(uint64_t thread, int64_t sequence);
   std::unique_ptr<std::array<Slot, kSlots>> slots_ = std::make_unique<std::array<Slot, kSlots>>();

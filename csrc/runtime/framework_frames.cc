@@ -16,6 +16,36 @@ namespace {
 
 constexpr std::string_view kBackwardPrefix = "backward: ";
 
+// What an operator's frame is worth in a tree, known from its name.
+enum class OpWeight : uint8_t {
+  kFrame,     // may launch work: a frame of its own
+  kEmpty,     // a view or an allocation: launches nothing and calls no operator that does
+  kEmptyBoth  // kEmpty, and so is its backward node (the backward of a view is a view)
+};
+
+// Forward operators that only make a view of a tensor or allocate one. In a tree their frame
+// could only ever be empty (about half of an eager training step's operators: aten::t under
+// every aten::linear, its transpose and as_strided, detach, resolve_conj), so no frame is made
+// for them while no trace session (where operators are CPU slices) is live. Their autograd
+// sequence number is still remembered: the backward node names them.
+OpWeight opWeight(std::string_view name) {
+  static constexpr std::string_view kEmptyBothOps[] = {
+      "aten::t",       "aten::transpose", "aten::permute", "aten::unsqueeze",   "aten::squeeze",
+      "aten::numpy_T", "aten::alias",     "aten::detach",  "aten::view_as_real"};
+  static constexpr std::string_view kEmptyOps[] = {
+      "aten::view",       "aten::_unsafe_view",     "aten::_reshape_alias", "aten::as_strided",
+      "aten::expand",     "aten::expand_as",        "aten::resolve_conj",   "aten::resolve_neg",
+      "aten::slice",      "aten::select",           "aten::narrow",         "aten::view_as",
+      "aten::split",      "aten::split_with_sizes", "aten::chunk",          "aten::unbind",
+      "aten::diagonal",   "aten::unfold",           "aten::empty",          "aten::empty_strided",
+      "aten::empty_like", "aten::result_type",      "aten::lift_fresh",     "aten::is_same_size"};
+  for (std::string_view op : kEmptyBothOps)
+    if (name == op) return OpWeight::kEmptyBoth;
+  for (std::string_view op : kEmptyOps)
+    if (name == op) return OpWeight::kEmpty;
+  return OpWeight::kFrame;
+}
+
 // Per thread, in one thread-local (each one costs a call in a shared library): how many
 // frames each open operator (or module) pushed, innermost last, so that an exit pops what its
 // enter pushed even when a session started or ended in between; the operator names seen; and
@@ -25,6 +55,7 @@ struct FrameworkThread {
     const char *address = nullptr;
     StringId id;
     std::string_view text;
+    OpWeight weight = OpWeight::kFrame;
   };
   std::vector<uint8_t> pushed;
   std::array<NameSlot, 1024> names{};
@@ -40,13 +71,14 @@ FrameworkThread &frameworkThread() {
 // Operator names interned by their address, checked against the text (a named range may
 // reuse a buffer): no lock and no allocation for a name seen before. The interned text is
 // kept in the slot (the table's strings never move), so the check takes no lock either.
-StringId internOpName(FrameworkThread &thread, const char *name) {
+const FrameworkThread::NameSlot &internOpName(FrameworkThread &thread, const char *name) {
   size_t h = (reinterpret_cast<uintptr_t>(name) >> 3) & (thread.names.size() - 1);
   FrameworkThread::NameSlot &slot = thread.names[h];
-  if (slot.address == name && slot.text == std::string_view(name)) return slot.id;
+  if (slot.address == name && slot.text == std::string_view(name)) return slot;
   StringId id = StringTable::global().intern(name);
-  slot = {name, id, StringTable::global().view(id)};
-  return slot.id;
+  std::string_view text = StringTable::global().view(id);
+  slot = {name, id, text, opWeight(text)};
+  return slot;
 }
 
 // "backward: <name>", interned once per name and thread.
@@ -79,11 +111,18 @@ void enterOp(const char *name, int kind, int64_t sequence, uint64_t thread,
     return;
   }
   try {
-    StringId id = internOpName(open, name);
+    const FrameworkThread::NameSlot &slot = internOpName(open, name);
+    StringId id = slot.id;
+    // Trees only: a trace shows every operator as a CPU slice.
+    const bool leaveEmpty = !m.traceLive();
     uint8_t n = 0;
     if (kind == PROTON_OP_BACKWARD) {
       ForwardOp op;
       if (ForwardOps::global().find(forwardThread, sequence, op)) {
+        if (leaveEmpty && op.emptyBackward) {
+          open.pushed.push_back(0);
+          return;
+        }
         if (op.modulePath)
           for (StringId f : op.modulePath->frames)
             n += push(open, f, FrameworkFrame::kBackwardModule);
@@ -92,7 +131,12 @@ void enterOp(const char *name, int kind, int64_t sequence, uint64_t thread,
       n += push(open, backwardName(id), FrameworkFrame::kBackward);
     } else {
       if (kind == PROTON_OP_FORWARD && sequence >= 0)
-        ForwardOps::global().record(thread, sequence, m.currentModulePath(), id);
+        ForwardOps::global().record(thread, sequence, m.currentModulePath(), id,
+                                    slot.weight == OpWeight::kEmptyBoth);
+      if (kind == PROTON_OP_FORWARD && leaveEmpty && slot.weight != OpWeight::kFrame) {
+        open.pushed.push_back(0);
+        return;
+      }
       n += push(open, id, FrameworkFrame::kOperator);
     }
     open.pushed.push_back(n);

@@ -106,7 +106,7 @@ def test_backward_nodes_go_under_the_forward_module_then_backward_operator():
         _step(model, x)
     mlp = find(_root(s), "step", "MLP")
     fc1 = node_names(find(mlp, "fc1 (Linear)"))
-    assert fc1 == ["aten::linear", "backward: aten::addmm", "backward: aten::t"]
+    assert fc1 == ["aten::linear", "backward: aten::addmm"]
     assert "aten::mm" in node_names(find(mlp, "fc1 (Linear)", "backward: aten::addmm"))
     assert node_names(find(mlp, "act (GELU)")) == ["aten::gelu", "backward: aten::gelu"]
     assert "backward: aten::sum" in node_names(find(_root(s), "step"))
@@ -165,6 +165,32 @@ def test_trace_data_has_modules_and_operators_as_cpu_slices(tmp_path):
     assert slices.count("fc1 (Linear)") == 1
     assert slices.count("aten::addmm") == 2
     assert slices.count("MLP") == 1
+
+
+def test_views_get_no_tree_frame_but_stay_trace_slices(tmp_path):
+    # aten::linear transposes its weight (aten::t -> aten::transpose -> aten::as_strided) and
+    # its backward node TBackward0 transposes back: views launch nothing, so a tree leaves
+    # them out (half of an eager step's operators), while a trace keeps every operator.
+    model, x = MLP(), torch.randn(3, 4)
+    tree = proton.start("viewtree", context="torch")
+    _step(model, x)
+    linear = find(_root(tree), "MLP", "fc1 (Linear)", "aten::linear")
+    assert node_names(linear) == ["aten::addmm"]
+    every = {name for path, _ in all_paths(_root(tree)) for name in path}
+    assert not every & {"aten::t", "aten::transpose", "aten::as_strided", "backward: aten::t"}
+    assert "backward: aten::addmm" in every
+    proton.finalize(tree)
+
+    trace = proton.start("viewtrace", context="torch", data="trace")
+    _step(model, x)
+    proton.finalize(trace)
+    events = json.load(open(tmp_path / "viewtrace.chrome_trace"))["traceEvents"]
+    slices = [e["name"] for e in events if e.get("ph") == "X"]
+    # Forward: one aten::t per Linear; backward: TBackward0 of each runs aten::t again, and
+    # AddmmBackward0 transposes the weight (mat1's gradient) once more.
+    assert slices.count("backward: aten::t") == 2
+    assert slices.count("aten::t") == 9
+    assert slices.count("aten::linear") == 2
 
 
 def _name_this_thread(name: bytes) -> None:
