@@ -198,10 +198,13 @@ class ThreadContext {
   StringId launchName;
   MetricList launchMetrics;                  // reused: no allocation per launch once it has grown
   std::vector<PendingTensor> launchTensors;  // tensor metrics of the launch metadata
-  // Proton's copy of tensor metric values is being launched by this thread: the launch is
-  // named <metric> and consumes no launch metadata (SessionManager::MetricCopyPlacement, which
-  // also sets the state tag to where the copy is filed).
+  // Proton's copy of tensor metric values is being launched by this thread (a kernel of its
+  // own, SessionManager::MetricCopyPlacement): it is filed as
+  // <context>[/metricCopyScope]/__proton_launch_metadata[/metricCopyKernel]/<metric>, where
+  // metricCopyScope is a scope being entered (its values are copied before it opens) and
+  // metricCopyKernel the kernel whose launch metadata gave them; the state tag is left out.
   bool metricCopy = false;
+  StringId metricCopyScope, metricCopyKernel;
   const uint64_t threadId;
   uint64_t scopeCounter = 0;
   uint64_t generation = 0;  // SessionManager::generation() the stack belongs to

@@ -331,10 +331,8 @@ TEST_F(CuptiGraphsTest, MetricCopyKernelIsFiledAsMetricUnderTheMetadataFrame) {
   mgr().popLaunchMetadata();
   {
     StateTag previous = mgr().exchangeState({S("__proton_launch_metadata"), S("foo")});
-    {
-      Placement placement(StringId{}, S("foo"));  // under a state: not nested twice
-      launch(3);
-    }
+    Placement placement(StringId{}, S("foo"));  // under a state: not nested twice
+    launch(3);
     mgr().exchangeState(previous);
   }
   {

@@ -143,17 +143,14 @@ class SessionManager {
   // <context>[/scope]/__proton_launch_metadata[/kernel]/<metric>, as triton.profiler files
   // its copy kernel: `scope` is a scope being entered whose values are copied before it
   // opens (0: none), `kernel` the kernel whose launch metadata gave them (0: a scope's).
-  // The frames are the thread's state tag meanwhile (its own is put back after). Takes the
-  // thread's lock briefly; the caller holds none.
+  // The thread's own state tag is left out. Takes the thread's lock briefly; the caller
+  // holds none.
   class MetricCopyPlacement {
    public:
     MetricCopyPlacement(StringId scope, StringId kernel);
     ~MetricCopyPlacement();
     MetricCopyPlacement(const MetricCopyPlacement &) = delete;
     MetricCopyPlacement &operator=(const MetricCopyPlacement &) = delete;
-
-   private:
-    StateTag previous_;
   };
   bool traceLive() const { return traceLive_.load(std::memory_order_relaxed) > 0; }
   bool pythonLive() const { return pythonLive_.load(std::memory_order_relaxed) > 0; }
@@ -225,6 +222,9 @@ class SessionManager {
   // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
   NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
   NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);
+  // launchContext for Proton's copy of tensor metric values (t.metricCopy): n entries so far.
+  void metricCopyContext(ThreadContext &t, const PythonStack *stack, LaunchEntry *out, size_t max,
+                         size_t &n);
   // `entering`: the scope the tensors are given to, not open yet (0: an open one's).
   void copyTensors(const std::vector<TensorMetric> *tensors, TensorCopies &out,
                    StringId entering = StringId{});

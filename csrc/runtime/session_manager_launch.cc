@@ -20,18 +20,18 @@ size_t SessionManager::launchContext(LaunchEntry *out, size_t max, uint64_t *thr
   t.resetIfStale(generation());
   stack = withBorrowedStack(t, stack);
   *threadId = t.threadId;
-  bool named = true;
+  size_t n = 0;
   if (t.metricCopy) {  // Proton's copy of tensor metric values: it consumes no metadata
     static const StringId kernel = StringTable::global().intern(kMetricCopyKernelName);
     if (launchName) *launchName = kernel;
-  } else {
-    // The metadata belongs to this launch only: held until it returns (endLaunch).
-    t.launchInFlight = t.launchPending;
-    t.launchPending = false;
-    named = t.launchInFlight;
-    if (named && launchName) *launchName = t.launchName;
+    metricCopyContext(t, stack, out, max, n);
+    return n;
   }
-  size_t n = 0;
+  // The metadata belongs to this launch only: held until it returns (endLaunch).
+  t.launchInFlight = t.launchPending;
+  t.launchPending = false;
+  bool named = t.launchInFlight;
+  if (named && launchName) *launchName = t.launchName;
   for (auto &slot : liveSlots()) {
     Session *s = slot.load(std::memory_order_acquire);
     if (!s || !s->active()) continue;
@@ -105,7 +105,12 @@ void SessionManager::captureContext(CaptureContext &out, bool inLaunch) {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
   if (t.metricCopy) {  // Proton's copy kernel, captured: filed at each replay as when it runs
+    static const StringId metadata = StringTable::global().intern(kMetadataScopeName);
     static const StringId kernel = StringTable::global().intern(kMetricCopyKernelName);
+    if (t.stateDetail != StringId{} && !out.names.empty()) out.names.pop_back();
+    if (t.state != StringId{} && !out.names.empty()) out.names.pop_back();
+    for (StringId frame : {t.metricCopyScope, metadata, t.metricCopyKernel})
+      if (frame != StringId{}) out.names.push_back(frame);
     out.kernelName = kernel;
     out.metrics.clear();
     return;
@@ -156,6 +161,27 @@ void SessionManager::pushLaunchMetadata(StringId name, const MetricList &metrics
     }
   }
   for (const TensorMetric *m : captured) sink->recordCaptured(*m, context, name);
+}
+
+void SessionManager::metricCopyContext(ThreadContext &t, const PythonStack *stack, LaunchEntry *out,
+                                       size_t max, size_t &n) {
+  static const StringId metadata = StringTable::global().intern(kMetadataScopeName);
+  // Under the thread's context without its state tag (launch metadata is evaluated under one).
+  StateTag state{t.state, t.stateDetail};
+  t.state = t.stateDetail = StringId{};
+  for (auto &slot : liveSlots()) {
+    Session *s = slot.load(std::memory_order_acquire);
+    if (!s || !s->active()) continue;
+    NodeId node = contextNode(*s, t, stack);
+    PhaseId phase = t.mirror(s->id()).phase;
+    for (StringId frame : {t.metricCopyScope, metadata, t.metricCopyKernel})
+      if (frame != StringId{} && node != kNoNode) node = s->child(phase, node, frame);
+    if (node == kNoNode) continue;
+    if (n < max) out[n] = LaunchEntry{s, node, phase, /*named=*/true};
+    ++n;
+  }
+  t.state = state.name;
+  t.stateDetail = state.detail;
 }
 
 void SessionManager::popLaunchMetadata() {

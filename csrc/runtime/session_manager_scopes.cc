@@ -344,21 +344,18 @@ void SessionManager::exitState() {
 }
 
 SessionManager::MetricCopyPlacement::MetricCopyPlacement(StringId scope, StringId kernel) {
-  static const StringId metadata = StringTable::global().intern(kMetadataScopeName);
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
-  previous_ = {t.state, t.stateDetail};
-  t.state = scope != StringId{} ? scope : metadata;
-  t.stateDetail = scope != StringId{} ? metadata : kernel;
   t.metricCopy = true;
+  t.metricCopyScope = scope;
+  t.metricCopyKernel = kernel;
 }
 
 SessionManager::MetricCopyPlacement::~MetricCopyPlacement() {
   ThreadContext &t = ThreadContext::current();
   std::lock_guard guard(t.lock);
-  t.state = previous_.name;
-  t.stateDetail = previous_.detail;
   t.metricCopy = false;
+  t.metricCopyScope = t.metricCopyKernel = StringId{};
 }
 
 StateTag SessionManager::exchangeState(StateTag tag) {
