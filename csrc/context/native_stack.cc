@@ -9,7 +9,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -22,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "context/cfi_unwind.h"
 #include "core/fork_lock.h"
 #include "core/stats.h"
 #include "core/string_table.h"
@@ -287,17 +287,6 @@ class Symbolizer {
 // The executable segments of the modules isInterpreterModule names (libpython, or a python
 // executable with the interpreter linked in), as dladdr names them: an unwind for a joined
 // stack ends at the first of its frames in them (the frames above are the Python stack's).
-struct CodeRanges {
-  static constexpr size_t kMax = 8;
-  uintptr_t begin[kMax] = {}, end[kMax] = {};
-  size_t n = 0;
-  bool contains(uintptr_t pc) const {
-    for (size_t i = 0; i < n; ++i)
-      if (pc >= begin[i] && pc < end[i]) return true;
-    return false;
-  }
-};
-
 CodeRanges interpreterCode() {
   struct Segment {
     uintptr_t begin, end;
@@ -346,19 +335,6 @@ struct Unwound {
   bool truncated() const { return n == kCapacity; }
   size_t end() const { return std::min(n, kCapacity - 1); }  // one past the last frame kept
 };
-
-_Unwind_Reason_Code collect(_Unwind_Context *ctx, void *arg) {
-  auto *u = static_cast<Unwound *>(arg);
-  int beforeInsn = 0;
-  uintptr_t ip = _Unwind_GetIPInfo(ctx, &beforeInsn);
-  if (ip == 0) return _URC_END_OF_STACK;
-  // A return address points after the call: look up the call itself. A signal frame's
-  // address is the interrupted instruction.
-  uintptr_t pc = beforeInsn ? ip : ip - 1;
-  u->pcs[u->n++] = pc;
-  if (u->stopAt && u->stopAt->contains(pc)) return _URC_END_OF_STACK;
-  return u->n == Unwound::kCapacity ? _URC_END_OF_STACK : _URC_NO_REASON;
-}
 
 // Two independent 64-bit hashes of the addresses: the per-thread cache keys on both, so two
 // different stacks would have to collide in 128 bits to be taken for one another.
@@ -448,7 +424,7 @@ const PythonStack *captureNativeStack(bool toInterpreter) noexcept {
   try {
     Unwound u;
     if (toInterpreter && gInterpreterCode.n) u.stopAt = &gInterpreterCode;
-    _Unwind_Backtrace(&collect, &u);
+    u.n = unwindPcs(u.pcs, Unwound::kCapacity, u.stopAt, defaultUnwindMethod());
     if (u.n == 0) return nullptr;
     uint64_t hash = hashPcs(u, 0xcbf29ce484222325ull, 0x100000001b3ull);
     uint64_t check = hashPcs(u, 0x9e3779b97f4a7c15ull, 0xff51afd7ed558ccdull);
