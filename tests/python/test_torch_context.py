@@ -154,14 +154,19 @@ def test_python_torch_splices_module_frames_below_the_line_that_called_them():
     proton.finalize(s)
 
 
+def _slice_names(path):
+    """Names of the X slices of a chrome trace, in file order."""
+    events = json.load(open(path))["traceEvents"]
+    return [e["name"] for e in events if e.get("ph") == "X"]
+
+
 def test_trace_data_has_modules_and_operators_as_cpu_slices(tmp_path):
     model, x = MLP(), torch.randn(3, 4)
     s = proton.start("torchtrace", context="torch", data="trace")
     with torch.no_grad():
         model(x)
     proton.finalize(s)
-    events = json.load(open(tmp_path / "torchtrace.chrome_trace"))["traceEvents"]
-    slices = [e["name"] for e in events if e.get("ph") == "X"]
+    slices = _slice_names(tmp_path / "torchtrace.chrome_trace")
     assert slices.count("fc1 (Linear)") == 1
     assert slices.count("aten::addmm") == 2
     assert slices.count("MLP") == 1
@@ -184,10 +189,9 @@ def test_views_get_no_tree_frame_but_stay_trace_slices(tmp_path):
     trace = proton.start("viewtrace", context="torch", data="trace")
     _step(model, x)
     proton.finalize(trace)
-    events = json.load(open(tmp_path / "viewtrace.chrome_trace"))["traceEvents"]
-    slices = [e["name"] for e in events if e.get("ph") == "X"]
-    # Forward: one aten::t per Linear; backward: TBackward0 of each runs aten::t again, and
-    # AddmmBackward0 transposes the weight (mat1's gradient) once more.
+    slices = _slice_names(tmp_path / "viewtrace.chrome_trace")
+    # One step transposes 9 times: each aten::linear, each TBackward0, and AddmmBackward0 for
+    # the gradients it computes.
     assert slices.count("backward: aten::t") == 2
     assert slices.count("aten::t") == 9
     assert slices.count("aten::linear") == 2
