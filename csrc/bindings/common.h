@@ -47,5 +47,6 @@ void bindContext(nb::module_ &m);
 void bindViewer(nb::module_ &m);
 void bindInstrumentation(nb::module_ &m);
 void bindFramework(nb::module_ &m);
+void bindModuleEvents(nb::module_ &m);
 
 }  // namespace proton::bindings

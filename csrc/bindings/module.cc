@@ -11,5 +11,6 @@ NB_MODULE(_C, m) {
   proton::bindings::bindViewer(m);
   proton::bindings::bindInstrumentation(m);
   proton::bindings::bindFramework(m);
+  proton::bindings::bindModuleEvents(m);
   m.attr("__version__") = PROTON_VERSION;
 }

@@ -37,6 +37,26 @@ class Timed(torch.nn.Module):
             return self.inner(x)
 
 
+# Module frames come from sys.monitoring's events on Module._call_impl (CPython 3.12 and
+# later) or from global module hooks (PROTON_TORCH_MODULE_EVENTS=hooks, and older Pythons):
+# every test here runs on each route this interpreter has, and must see the same frames.
+ROUTES = ["events", "hooks"] if _C.module_events_supported else ["hooks"]
+
+
+@pytest.fixture(autouse=True, params=ROUTES)
+def module_route(request, monkeypatch):
+    if request.param == "hooks":
+        monkeypatch.setenv("PROTON_TORCH_MODULE_EVENTS", "hooks")
+    else:
+        monkeypatch.delenv("PROTON_TORCH_MODULE_EVENTS", raising=False)
+    return request.param
+
+
+def _global_hooks():
+    modules = torch.nn.modules.module
+    return len(modules._global_forward_pre_hooks) + len(modules._global_forward_hooks)
+
+
 def _root(session):
     return proton.data.get(session)[0]
 
@@ -345,3 +365,71 @@ def test_torch_native_puts_module_frames_before_the_native_ones():
     assert all("+0x" in f for f in path[2:-1]), path  # C/C++ frames below the interpreter
     assert not any("_PyEval_EvalFrame" in f for f in path), path
     proton.finalize(s)
+
+
+def test_each_route_registers_its_own_and_removes_it_at_finalize(module_route):
+    import sys
+
+    hooks_before = _global_hooks()
+    s = proton.start("route", context="torch")
+    if module_route == "events":
+        # No hook: module calls keep PyTorch's fast path; a monitoring tool named proton.
+        assert _global_hooks() == hooks_before
+        tools = [sys.monitoring.get_tool(t) for t in range(6)]
+        assert tools.count("proton") == 1
+    else:
+        assert _global_hooks() == hooks_before + 2
+    proton.finalize(s)
+    assert _global_hooks() == hooks_before
+    if module_route == "events":
+        assert "proton" not in [sys.monitoring.get_tool(t) for t in range(6)]
+
+
+class Raises(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.bad = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.bad(self.fc(x))  # 4 features into a Linear of 3: raises
+
+
+def test_a_module_that_raises_closes_its_frames_and_the_next_call_nests_right():
+    model, x = Raises(), torch.randn(2, 4)
+    s = proton.start("raises", context="torch")
+    with proton.scope("first"):
+        with pytest.raises(RuntimeError):
+            model(x)
+    with proton.scope("second"):
+        model.fc(x)
+    root = _root(s)
+    assert node_names(root) == ["first", "second"]
+    assert node_names(find(root, "first", "Raises")) == ["fc (Linear)", "bad (Linear)"]
+    assert node_names(find(root, "second")) == ["Linear"]
+    assert _C.open_module_calls() == 0
+    proton.finalize(s)
+
+
+def test_a_session_started_inside_a_module_call_pairs_the_calls_it_saw():
+    class Starts(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(2, 2)
+            self.session = None
+
+        def forward(self, x):
+            self.session = proton.start("inside", context="torch")
+            return self.fc(x)
+
+    model, x = Starts(), torch.randn(1, 2)
+    with torch.no_grad():
+        model(x)  # its own call began before the session: no frame, no exit
+        model.fc(x)
+    root = _root(model.session)
+    # Both calls of fc: the one inside the call that began before the session has no
+    # enclosing module frame, so it is named as an outermost module, as the direct call is.
+    assert node_names(root) == ["Linear"]
+    assert node_names(find(root, "Linear")) == ["aten::linear"]
+    assert _C.open_module_calls() == 0
+    proton.finalize(model.session)

@@ -5,9 +5,11 @@
   wrapped so that the calling thread publishes its context; the engine's device threads
   (pt_autograd_<device>) borrow it. Compiled autograd and torch.compile'd backward graphs run
   on the same threads (or on the caller), so they are covered too.
-- Module frames: global forward pre/post hooks push "<name> (<Class>)", the name relative to
-  the enclosing module's frame (the outermost one is its class name). Inside a graph
-  Dynamo traces, the hooks do nothing (no graph break).
+- Module frames: "<name> (<Class>)", the name relative to the enclosing module's frame (the
+  outermost one is its class name), pushed and popped at each module call: from
+  sys.monitoring's events on Module._call_impl (CPython 3.12 and later; module calls keep
+  PyTorch's fast path), else from global forward pre/post hooks. Inside a graph Dynamo
+  traces, neither does anything (no graph break).
 - Operator frames: a small C++ observer of PyTorch's RecordFunction (at::addGlobalCallback),
   built once against the installed torch's own headers (torch_observer.cc, cached under
   ~/.cache/proton), reports operators, backward nodes (tied to their forward operator by
@@ -129,6 +131,54 @@ def _post_hook(module, args, output):
     return None
 
 
+# The module-call events of CPython 3.12 and later (sys.monitoring): PY_START and PY_RETURN
+# of Module._call_impl, PY_UNWIND while an exception leaves it, reported to C callables
+# (csrc/bindings/bind_module_events.cc). No module hook is registered, so module calls keep
+# PyTorch's fast path. Nothing runs inside a graph Dynamo traces (its bytecode is not run).
+# PROTON_TORCH_MODULE_EVENTS=hooks asks for the hooks on any Python.
+class _ModuleEvents:
+    def __init__(self):
+        self.tool = None
+        self.code = None
+
+    def start(self, modules) -> bool:
+        monitoring = getattr(sys, "monitoring", None)
+        code = getattr(getattr(modules.Module, "_call_impl", None), "__code__", None)
+        if (
+            os.environ.get("PROTON_TORCH_MODULE_EVENTS", "") == "hooks"
+            or monitoring is None
+            or not _C.module_events_supported
+            or code is None
+        ):
+            return False
+        # 3 and 4 first: CPython names 0 (debugger), 1 (coverage), 2 (profiler), 5 (optimizer).
+        free = [t for t in (3, 4, 0, 1, 2, 5) if monitoring.get_tool(t) is None]
+        if not free:
+            return False
+        tool, events = free[0], monitoring.events
+        monitoring.use_tool_id(tool, "proton")
+        _C.set_module_events(code, frame_name)
+        monitoring.register_callback(tool, events.PY_START, _C.module_call_start)
+        monitoring.register_callback(tool, events.PY_RETURN, _C.module_call_end)
+        monitoring.register_callback(tool, events.PY_UNWIND, _C.module_call_end)
+        monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
+        monitoring.set_events(tool, events.PY_UNWIND)
+        self.tool, self.code = tool, code
+        return True
+
+    def stop(self) -> None:
+        if self.tool is None:
+            return
+        monitoring, events = sys.monitoring, sys.monitoring.events
+        monitoring.set_events(self.tool, 0)
+        monitoring.set_local_events(self.tool, self.code, 0)
+        for event in (events.PY_START, events.PY_RETURN, events.PY_UNWIND):
+            monitoring.register_callback(self.tool, event, None)
+        monitoring.free_tool_id(self.tool)
+        _C.set_module_events(None, None)
+        self.tool = self.code = None
+
+
 # ---------------------------------------------------------------- operator observer
 
 
@@ -231,6 +281,7 @@ class TorchAdapter(FrameworkAdapter):
         self._backward_hook = None
         self._handles = []
         self._observer = _Observer()
+        self._module_events = _ModuleEvents()
         self.operators = False  # the observer runs
 
     def check(self) -> None:
@@ -261,11 +312,12 @@ class TorchAdapter(FrameworkAdapter):
         modules = torch.nn.modules.module
         # A module frame goes right below the user's line that called the module.
         _C.set_module_call_files([os.path.join("torch", "nn", "modules", "module.py")])
-        try:  # always_call: the frame is popped when forward raises
-            post = modules.register_module_forward_hook(_post_hook, always_call=True)
-        except TypeError:  # a torch without it
-            post = modules.register_module_forward_hook(_post_hook)
-        self._handles = [modules.register_module_forward_pre_hook(_pre_hook), post]
+        if not self._module_events.start(modules):
+            try:  # always_call: the frame is popped when forward raises
+                post = modules.register_module_forward_hook(_post_hook, always_call=True)
+            except TypeError:  # a torch without it
+                post = modules.register_module_forward_hook(_post_hook)
+            self._handles = [modules.register_module_forward_pre_hook(_pre_hook), post]
         self.operators = self._observer.start(torch)
         _inductor_frames.start()
 
@@ -275,6 +327,7 @@ class TorchAdapter(FrameworkAdapter):
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._module_events.stop()
         if self.operators:
             self._observer.stop()
         self.operators = False
