@@ -116,11 +116,50 @@ struct PythonNodeCache {
   std::unique_ptr<std::array<Entry, kSize>> entries_;
 };
 
+// A thread's children of the session's tree by (parent, name), for the frames it pushes (an
+// operator or a scope entered again and again): Session::child takes the session's lock, which
+// every thread and the record thread share. An entry holds for one epoch. Allocated at the
+// thread's first frame in the session; a copy starts empty; without memory, nothing is cached.
+struct ChildNodeCache {
+  struct Entry {
+    uint32_t parent = UINT32_MAX;
+    uint32_t name = 0;
+    uint32_t node = 0;
+    uint64_t epoch = 0;
+  };
+  static constexpr size_t kSize = 512;
+
+  ChildNodeCache() = default;
+  ChildNodeCache(const ChildNodeCache &) {}
+  ChildNodeCache &operator=(const ChildNodeCache &) {
+    entries_.reset();
+    return *this;
+  }
+  ChildNodeCache(ChildNodeCache &&) = default;
+  ChildNodeCache &operator=(ChildNodeCache &&) = default;
+
+  // The slot of (parent, name), or null when the table could not be allocated.
+  Entry *slot(NodeId parent, StringId name) {
+    if (PROTON_UNLIKELY(!entries_)) {
+      entries_.reset(new (std::nothrow) std::array<Entry, kSize>());
+      if (!entries_) return nullptr;
+    }
+    uint64_t key = (uint64_t(parent.value) << 32) | name.value;
+    return &(*entries_)[(key * 0x9e3779b97f4a7c15ull) >> (64 - kBits)];
+  }
+
+ private:
+  static constexpr unsigned kBits = 9;
+  static_assert(size_t{1} << kBits == kSize);
+  std::unique_ptr<std::array<Entry, kSize>> entries_;
+};
+
 struct SessionMirror {
   uint64_t epoch = 0;  // Session::epoch() when the nodes were resolved
   PhaseId phase;       // the phase they were resolved in
   std::vector<MirrorEntry> entries;
   PythonNodeCache launches;  // context="python" sessions only
+  ChildNodeCache children;   // frames pushed by this thread (scopes, framework frames)
 };
 
 // What a thread hands to the threads it starts: its open scopes and their resolved nodes.

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
 
+#include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -124,6 +126,26 @@ TEST(FrameworkFramesTest, SplicedEntriesGoBetweenStackFramesAtTheirDepth) {
   detail::splicePath(stack, scopesOnly.data(), scopesOnly.size(),
                      [&](StringId n) { out.emplace_back(StringTable::global().view(n)); });
   EXPECT_EQ(out, (Names{"a", "b", "c", "d", "s1", "s2"}));  // context="python" as always
+}
+
+// Cost of one operator's frame (enter_op and exit_op, as PyTorch's observer calls them) in a
+// context="torch" tree session, under a module frame: run by hand with
+// --gtest_also_run_disabled_tests --gtest_filter='*NanosecondsPerOperator*'.
+TEST(FrameworkFramesTest, DISABLED_PrintsNanosecondsPerOperator) {
+  ContextSession torch("torch");
+  enterModuleFrame(S("fc1 (Linear)"));
+  const char *ops[] = {"aten::linear", "aten::addmm", "aten::gelu", "aten::t"};
+  constexpr int kRounds = 2000000;
+  auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRounds; ++i) {
+    frameworkApi()->enter_op(ops[i & 3], PROTON_OP_FORWARD, i, 1, 0);
+    frameworkApi()->exit_op();
+  }
+  double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count() /
+      kRounds;
+  exitModuleFrame();
+  std::printf("%.1f ns per operator frame (enter and exit)\n", ns);
 }
 
 }  // namespace

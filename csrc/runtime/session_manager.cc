@@ -485,6 +485,16 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
   return m.entries.empty() ? kRootNode : m.entries.back().node;
 }
 
+NodeId SessionManager::mirroredChild(Session &s, SessionMirror &m, NodeId parent, StringId name) {
+  ChildNodeCache::Entry *e = m.children.slot(parent, name);
+  if (PROTON_LIKELY(e && e->parent == parent.value && e->name == name.value && e->epoch == m.epoch))
+    return NodeId{e->node};
+  NodeId node = s.child(m.phase, parent, name);
+  if (e && node != kNoNode)
+    *e = ChildNodeCache::Entry{parent.value, name.value, node.value, m.epoch};
+  return node;
+}
+
 NodeId SessionManager::pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack) {
   SessionMirror &m = t.mirror(s.id());
   if (!stack) stack = emptyPythonStack();

@@ -36,6 +36,7 @@ namespace proton {
 
 class GpuBackend;
 class ThreadContext;
+struct SessionMirror;
 
 // The state tag and the frame below it (detail; 0 = none), as exchangeState swaps them.
 struct StateTag {
@@ -219,6 +220,8 @@ class SessionManager {
   void flusherLoop();
   ProfileMetadata metadataFor(const Session &s, PhaseId phase) const;
   NodeId refreshMirror(Session &s, ThreadContext &t);
+  // s.child(m.phase, parent, name) through the thread's cache (m refreshed for s).
+  static NodeId mirroredChild(Session &s, SessionMirror &m, NodeId parent, StringId name);
   // Where work of the calling thread belongs in s now, with its state tag (mirror refreshed).
   NodeId contextNode(Session &s, ThreadContext &t, const PythonStack *stack);
   NodeId pythonContextNode(Session &s, ThreadContext &t, const PythonStack *stack);

@@ -145,7 +145,7 @@ void SessionManager::pushFrameworkLocked(ThreadContext &t, StringId name, uint8_
       else
         m.entries.back().node = node;
     } else {
-      entry.node = s->child(m.phase, parent, name);
+      entry.node = mirroredChild(*s, m, parent, name);
       if (entry.node == kNoNode) m.entries.pop_back();
     }
   }

@@ -161,7 +161,7 @@ Status SessionManager::enterScopeLocked(ThreadContext &t, const PythonStack *sta
       entry.stack = stack;
       entry.node = resolvePythonPath(*s, m.phase, stack, m.entries.data(), m.entries.size(), name);
     } else {
-      entry.node = s->child(m.phase, parent, name);
+      entry.node = mirroredChild(*s, m, parent, name);
     }
     NodeId node = entry.node;
     if (node == kNoNode) continue;
