@@ -51,6 +51,11 @@ class LaunchTable {
     int64_t settled = settled_.load(std::memory_order_acquire);  // first: see Session::pendingIn
     return recorded_.load(std::memory_order_acquire) - settled;
   }
+  // Single launches recorded, and settled, since construction. A flush waits until as many
+  // are settled as had been recorded when it began, not until none is outstanding: threads
+  // that keep launching meanwhile would hold that off until its deadline.
+  int64_t recordedSoFar() const { return recorded_.load(std::memory_order_acquire); }
+  int64_t settledSoFar() const { return settled_.load(std::memory_order_acquire); }
   size_t capacity() const { return mask_ + 1; }
 
  public:

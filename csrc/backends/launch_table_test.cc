@@ -31,6 +31,27 @@ void stream(LaunchTable &table, Session &session, uint64_t launches, uint64_t st
   }
 }
 
+TEST(LaunchTableTest, LaunchesSettledCatchUpWithAMarkWhileLaterOnesStayOutstanding) {
+  // A flush's wait: the launches recorded before it began are settled, whatever other threads
+  // launched since.
+  Session session(SessionId{0}, SessionOptions{});
+  LaunchTable table(64);
+  LaunchEntry e{&session, kRootNode, PhaseId{0}};
+  for (uint64_t c = 1; c <= 3; ++c) table.record(c, &e, 1, false, 0, 0);
+  table.record(4, &e, 1, /*multi=*/true, 0, 0);  // a graph launch: nothing pending
+  const int64_t owed = table.recordedSoFar();
+  EXPECT_EQ(owed, 3);
+  for (uint64_t c = 5; c <= 6; ++c) table.record(c, &e, 1, false, 0, 0);
+  LaunchInfo info;
+  ASSERT_TRUE(table.resolve(2, info));
+  ASSERT_TRUE(table.resolve(1, info));
+  ASSERT_TRUE(table.resolve(1, info));  // a second record of one launch settles nothing more
+  EXPECT_EQ(table.settledSoFar(), 2);
+  table.cancel(3);  // captured into a graph: no record will come
+  EXPECT_EQ(table.settledSoFar(), owed);
+  EXPECT_EQ(table.outstanding(), 2);
+}
+
 TEST(LaunchTableTest, SteadyStreamWithinCapacityIsNeverOverwritten) {
   Session session(SessionId{0}, SessionOptions{});
   LaunchTable table(1 << 12);

@@ -537,17 +537,20 @@ void CuptiBackend::syncContexts(std::chrono::milliseconds captureWait) {
 void CuptiBackend::flushLocked(std::chrono::milliseconds captureWait) {
   // Graphs destroyed before now: the records of their replays are all filed by the end.
   uint64_t retired = captures_.retiredMark();
+  // The launches made before the synchronisation: those this flush owes records for. Other
+  // threads may launch all along; waiting for no launch to be outstanding would wait for them.
+  const int64_t owed = launches_.recordedSoFar();
   DeviceMetricBuffers::global().beforeSync();
   NativeScopes::global().beforeSync();
   syncContexts(captureWait);
   api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   // Every kernel has finished; its record may still be on its way through CUPTI.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (launches_.outstanding() > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (launches_.settledSoFar() < owed && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     api_->activityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
-  if (launches_.outstanding() > 0) statCounter("flush_timeouts").add();
+  if (launches_.settledSoFar() < owed) statCounter("flush_timeouts").add();
   captures_.forgetRetired(retired);
 }
 
