@@ -30,7 +30,10 @@
 namespace proton::bindings {
 namespace {
 
-#if PY_VERSION_HEX >= 0x030C0000
+// The name cache and the callbacks' state are guarded by the GIL: a free-threaded build keeps
+// the hooks.
+#if PY_VERSION_HEX >= 0x030C0000 && !defined(Py_GIL_DISABLED)
+#define PROTON_MODULE_EVENTS 1
 constexpr bool kMonitoring = true;
 #else
 constexpr bool kMonitoring = false;
@@ -163,7 +166,7 @@ void reportOnce() {
 }
 
 PyObject *callStart(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-#if PY_VERSION_HEX >= 0x030C0000
+#ifdef PROTON_MODULE_EVENTS
   if (!namer || nargs < 1 || args[0] != callCode) Py_RETURN_NONE;
   PyFrameObject *frame = PyEval_GetFrame();
   if (!frame) Py_RETURN_NONE;
