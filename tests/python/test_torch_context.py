@@ -433,3 +433,24 @@ def test_a_session_started_inside_a_module_call_pairs_the_calls_it_saw():
     assert node_names(find(root, "Linear")) == ["aten::linear"]
     assert _C.open_module_calls() == 0
     proton.finalize(model.session)
+
+
+@pytest.mark.skipif(not _C.module_events_supported, reason="needs sys.monitoring (Python 3.12+)")
+def test_with_every_monitoring_tool_id_taken_the_hooks_give_the_frames(module_route):
+    import sys
+
+    taken = [t for t in range(6) if sys.monitoring.get_tool(t) is None]
+    for t in taken:
+        sys.monitoring.use_tool_id(t, "someone else")
+    try:
+        hooks_before = _global_hooks()
+        model, x = MLP(), torch.randn(3, 4)
+        s = proton.start("taken", context="torch")
+        assert _global_hooks() == hooks_before + 2
+        with torch.no_grad():
+            model(x)
+        assert node_names(find(_root(s), "MLP")) == ["fc1 (Linear)", "act (GELU)", "fc2 (Linear)"]
+        proton.finalize(s)
+    finally:
+        for t in taken:
+            sys.monitoring.free_tool_id(t)

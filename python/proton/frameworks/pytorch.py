@@ -156,14 +156,27 @@ class _ModuleEvents:
         if not free:
             return False
         tool, events = free[0], monitoring.events
-        monitoring.use_tool_id(tool, "proton")
-        _C.set_module_events(code, frame_name)
-        monitoring.register_callback(tool, events.PY_START, _C.module_call_start)
-        monitoring.register_callback(tool, events.PY_RETURN, _C.module_call_end)
-        monitoring.register_callback(tool, events.PY_UNWIND, _C.module_call_end)
-        monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
-        monitoring.set_events(tool, events.PY_UNWIND)
+        try:
+            monitoring.use_tool_id(tool, "proton")
+        except ValueError:  # taken meanwhile: the hooks will do
+            return False
         self.tool, self.code = tool, code
+        try:
+            _C.set_module_events(code, frame_name)
+            monitoring.register_callback(tool, events.PY_START, _C.module_call_start)
+            monitoring.register_callback(tool, events.PY_RETURN, _C.module_call_end)
+            monitoring.register_callback(tool, events.PY_UNWIND, _C.module_call_end)
+            monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
+            monitoring.set_events(tool, events.PY_UNWIND)
+        except Exception as error:  # the hooks will do; say why once
+            self.stop()
+            warnings.warn(
+                f"[PROTON] context='torch': module frames come from module hooks "
+                f"(sys.monitoring refused Proton's events: {error})",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return False
         return True
 
     def stop(self) -> None:
