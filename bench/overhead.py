@@ -295,11 +295,13 @@ class _NoopModuleEvents:
         self.tool = None
 
 
-def torch_floor_profiler(path):
+def torch_floor_profiler(path, backend="cupti"):
     """What context="torch" costs before Proton does anything with a frame: kernel tracing
     (context="shadow"), PyTorch's RecordFunction calling Proton's operator observer, whose
     table points at functions that return at once, and the module-call events (or, before
-    CPython 3.12, global module hooks) calling functions that return at once. proton_torch minus this is the cost of Proton's own framework frames."""
+    CPython 3.12, global module hooks) calling functions that return at once. proton_torch
+    minus this is the cost of Proton's own framework frames. backend=None: the default backend
+    (CPU scopes only on a machine without a GPU)."""
     import ctypes
 
     import proton
@@ -335,7 +337,7 @@ def torch_floor_profiler(path):
     events = _NoopModuleEvents()
 
     def start():
-        proton.start(path, context="shadow", backend="cupti")
+        proton.start(path, context="shadow", backend=backend)
         if observer.proton_torch_observer_install(ctypes.addressof(table)) != 0:
             raise RuntimeError("the observer refused the no-op table")
         if events.start(modules):
