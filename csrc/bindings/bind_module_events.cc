@@ -129,13 +129,18 @@ bool nameOf(PyObject *parent, PyObject *module, StringId &out) {
     Py_XDECREF(parentRef);
     return true;
   }
-  if (names.size() >= kMaxNames) clearNames();
   if (it != names.end()) {
     Py_XDECREF(it->second.parentRef);
     Py_XDECREF(it->second.moduleRef);
     it->second = NameEntry{parentRef, moduleRef, out};
-  } else {
+    return true;
+  }
+  if (names.size() >= kMaxNames) clearNames();
+  try {
     names.emplace(key, NameEntry{parentRef, moduleRef, out});
+  } catch (...) {  // out of memory: named, not cached
+    Py_XDECREF(moduleRef);
+    Py_XDECREF(parentRef);
   }
   return true;
 }
@@ -165,7 +170,7 @@ void reportOnce() {
   Py_XDECREF(traceback);
 }
 
-PyObject *callStart(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *callStartUnguarded(PyObject *const *args, Py_ssize_t nargs) {
 #ifdef PROTON_MODULE_EVENTS
   if (!namer || nargs < 1 || args[0] != callCode) Py_RETURN_NONE;
   PyFrameObject *frame = PyEval_GetFrame();
@@ -199,7 +204,7 @@ PyObject *callStart(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
 
 // PY_RETURN (code, offset, value) and PY_UNWIND (code, offset, exception): the call whose frame
 // is the current one ends, with the calls opened above it (their ends were not seen).
-PyObject *callEnd(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *callEndUnguarded(PyObject *const *args, Py_ssize_t nargs) {
   if (!callCode || nargs < 1 || args[0] != callCode) Py_RETURN_NONE;
   ThreadCalls &calls = threadCalls();
   if (calls.open.empty()) Py_RETURN_NONE;
@@ -212,6 +217,24 @@ PyObject *callEnd(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     exitModuleFrame();
   }
   Py_RETURN_NONE;
+}
+
+// CPython calls these from the monitored code: nothing may throw through them (a C++ exception,
+// out of memory in the name cache, say); the module gets no frame instead.
+PyObject *callStart(PyObject *, PyObject *const *args, Py_ssize_t nargs) noexcept {
+  try {
+    return callStartUnguarded(args, nargs);
+  } catch (...) {
+    Py_RETURN_NONE;
+  }
+}
+
+PyObject *callEnd(PyObject *, PyObject *const *args, Py_ssize_t nargs) noexcept {
+  try {
+    return callEndUnguarded(args, nargs);
+  } catch (...) {
+    Py_RETURN_NONE;
+  }
 }
 
 PyMethodDef kStart = {"module_call_start", reinterpret_cast<PyCFunction>(callStart), METH_FASTCALL,
