@@ -31,10 +31,9 @@ with fused AdamW (tests/gpu/torch_models.py), under context="python", "torch",
 with_stack=True, with_modules=True (`torch_profiler_stack`) and CUDA activity alone, and
 `torch_floor`: kernel tracing plus PyTorch's RecordFunction and the module-call events (module
 hooks before CPython 3.12) calling functions that return at once (what context="torch" costs
-before Proton handles a frame). Each
-process also profiles 1000 steps in one session and reports the profile's size
-(`bytes_1000`; torch.profiler's is measured on 100 steps and scaled, its traces of 1000
-steps take minutes to write).
+before Proton handles a frame). Each process also profiles 1000 steps in one session and
+reports the profile's size (`bytes_1000`; torch.profiler's is measured on 100 steps and
+scaled, its traces of 1000 steps take minutes to write).
 
 Instruction sampling (`--pcsampling`): Proton's mode="pcsampling" (interval --pc-interval
 GPU cycles) and triton.profiler's backend="cupti", mode="pcsampling", each with kernel timing,
@@ -265,36 +264,6 @@ void proton_bench_exit_op(void) {}
 """
 
 
-class _NoopModuleEvents:
-    """The module events context="torch" uses on CPython 3.12 and later (sys.monitoring on
-    Module._call_impl), calling `slice`, a C builtin that takes their arguments and does
-    nothing else; the same choice of route as the adapter (PROTON_TORCH_MODULE_EVENTS=hooks)."""
-
-    def __init__(self):
-        self.tool = self.code = None
-
-    def start(self, modules):
-        monitoring = getattr(sys, "monitoring", None)
-        if monitoring is None or os.environ.get("PROTON_TORCH_MODULE_EVENTS", "") == "hooks":
-            return False
-        self.code, events = modules.Module._call_impl.__code__, monitoring.events
-        self.tool = next(t for t in (3, 4, 0, 1, 2, 5) if monitoring.get_tool(t) is None)
-        monitoring.use_tool_id(self.tool, "proton_floor")
-        for event in (events.PY_START, events.PY_RETURN, events.PY_UNWIND):
-            monitoring.register_callback(self.tool, event, slice)
-        monitoring.set_local_events(self.tool, self.code, events.PY_START | events.PY_RETURN)
-        monitoring.set_events(self.tool, events.PY_UNWIND)
-        return True
-
-    def stop(self):
-        if self.tool is None:
-            return
-        sys.monitoring.set_events(self.tool, 0)
-        sys.monitoring.set_local_events(self.tool, self.code, 0)
-        sys.monitoring.free_tool_id(self.tool)
-        self.tool = None
-
-
 def torch_floor_profiler(path, backend="cupti"):
     """What context="torch" costs before Proton does anything with a frame: kernel tracing
     (context="shadow"), PyTorch's RecordFunction calling Proton's operator observer, whose
@@ -334,7 +303,7 @@ def torch_floor_profiler(path, backend="cupti"):
     observer = ctypes.CDLL(adapter._observer_library(torch))
     observer.proton_torch_observer_install.argtypes = [ctypes.c_void_p]
     handles = []
-    events = _NoopModuleEvents()
+    events = adapter._ModuleEvents(noop=True)  # the route context="torch" takes
 
     def start():
         proton.start(path, context="shadow", backend=backend)

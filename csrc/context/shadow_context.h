@@ -75,31 +75,22 @@ struct MirrorEntry {
   int32_t spliceDepth = -1;            // ScopeFrame::spliceDepth
 };
 
-// Where launches were filed in a context="python" session, by (stack, open scopes, state):
-// direct-mapped, checked against the mirror's epoch. A step of a compiled model launches from
-// hundreds of sites (one line of Inductor's wrapper each), and with operator frames each
-// site's key changes with its operator: 1024 entries keep a step's sites (16 missed on
-// nearly every launch, and a miss walks the whole stack). Allocated at a thread's first
-// launch in the session (no memory where nothing launches); a copy (a thread started with
-// the context) starts empty; without memory, nothing is cached.
-struct PythonNodeCache {
-  struct Entry {
-    const PythonStack *stack = nullptr;
-    uint64_t scopes = 0;  // pathHash of the innermost mirror entry, 0 for none
-    StringId state;
-    uint64_t epoch = 0;
-    NodeId node;
-  };
-  static constexpr size_t kSize = 1024;
+// A per-thread direct-mapped table of 2^kBits entries by a 64-bit key, allocated at its first
+// use (no memory where it is never used); a copy (a thread started with the context) starts
+// empty; without memory, nothing is cached. Entries are checked by their user.
+template <typename Entry, unsigned kBits>
+class LazySlots {
+ public:
+  static constexpr size_t kSize = size_t{1} << kBits;
 
-  PythonNodeCache() = default;
-  PythonNodeCache(const PythonNodeCache &) {}
-  PythonNodeCache &operator=(const PythonNodeCache &) {
+  LazySlots() = default;
+  LazySlots(const LazySlots &) {}
+  LazySlots &operator=(const LazySlots &) {
     entries_.reset();
     return *this;
   }
-  PythonNodeCache(PythonNodeCache &&) = default;
-  PythonNodeCache &operator=(PythonNodeCache &&) = default;
+  LazySlots(LazySlots &&) = default;
+  LazySlots &operator=(LazySlots &&) = default;
 
   // The slot of `key`, or null when the table could not be allocated.
   Entry *slot(uint64_t key) {
@@ -111,48 +102,33 @@ struct PythonNodeCache {
   }
 
  private:
-  static constexpr unsigned kBits = 10;
-  static_assert(size_t{1} << kBits == kSize);
   std::unique_ptr<std::array<Entry, kSize>> entries_;
 };
 
-// A thread's children of the session's tree by (parent, name), for the frames it pushes (an
-// operator or a scope entered again and again): Session::child takes the session's lock, which
-// every thread and the record thread share. An entry holds for one epoch. Allocated at the
-// thread's first frame in the session; a copy starts empty; without memory, nothing is cached.
-struct ChildNodeCache {
-  struct Entry {
-    uint32_t parent = UINT32_MAX;
-    uint32_t name = 0;
-    uint32_t node = 0;
-    uint64_t epoch = 0;
-  };
-  static constexpr size_t kSize = 512;
-
-  ChildNodeCache() = default;
-  ChildNodeCache(const ChildNodeCache &) {}
-  ChildNodeCache &operator=(const ChildNodeCache &) {
-    entries_.reset();
-    return *this;
-  }
-  ChildNodeCache(ChildNodeCache &&) = default;
-  ChildNodeCache &operator=(ChildNodeCache &&) = default;
-
-  // The slot of (parent, name), or null when the table could not be allocated.
-  Entry *slot(NodeId parent, StringId name) {
-    if (PROTON_UNLIKELY(!entries_)) {
-      entries_.reset(new (std::nothrow) std::array<Entry, kSize>());
-      if (!entries_) return nullptr;
-    }
-    uint64_t key = (uint64_t(parent.value) << 32) | name.value;
-    return &(*entries_)[(key * 0x9e3779b97f4a7c15ull) >> (64 - kBits)];
-  }
-
- private:
-  static constexpr unsigned kBits = 9;
-  static_assert(size_t{1} << kBits == kSize);
-  std::unique_ptr<std::array<Entry, kSize>> entries_;
+// Where launches were filed in a context="python" session, by (stack, open scopes, state),
+// checked against the mirror's epoch. A step of a compiled model launches from hundreds of
+// sites (one line of Inductor's wrapper each), and with operator frames each site's key
+// changes with its operator: 1024 entries keep a step's sites (16 missed on nearly every
+// launch, and a miss walks the whole stack).
+struct PythonNodeEntry {
+  const PythonStack *stack = nullptr;
+  uint64_t scopes = 0;  // pathHash of the innermost mirror entry, 0 for none
+  StringId state;
+  uint64_t epoch = 0;
+  NodeId node;
 };
+using PythonNodeCache = LazySlots<PythonNodeEntry, 10>;
+
+// A thread's children of the session's tree by (parent << 32 | name), for the frames it pushes
+// (an operator or a scope entered again and again): Session::child takes the session's lock,
+// which every thread and the record thread share. An entry holds for one epoch.
+struct ChildNodeEntry {
+  uint32_t parent = UINT32_MAX;
+  uint32_t name = 0;
+  uint32_t node = 0;
+  uint64_t epoch = 0;
+};
+using ChildNodeCache = LazySlots<ChildNodeEntry, 9>;
 
 struct SessionMirror {
   uint64_t epoch = 0;  // Session::epoch() when the nodes were resolved

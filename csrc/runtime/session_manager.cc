@@ -486,12 +486,11 @@ NodeId SessionManager::refreshMirror(Session &s, ThreadContext &t) {
 }
 
 NodeId SessionManager::mirroredChild(Session &s, SessionMirror &m, NodeId parent, StringId name) {
-  ChildNodeCache::Entry *e = m.children.slot(parent, name);
+  ChildNodeEntry *e = m.children.slot((uint64_t(parent.value) << 32) | name.value);
   if (PROTON_LIKELY(e && e->parent == parent.value && e->name == name.value && e->epoch == m.epoch))
     return NodeId{e->node};
   NodeId node = s.child(m.phase, parent, name);
-  if (e && node != kNoNode)
-    *e = ChildNodeCache::Entry{parent.value, name.value, node.value, m.epoch};
+  if (e && node != kNoNode) *e = ChildNodeEntry{parent.value, name.value, node.value, m.epoch};
   return node;
 }
 
@@ -502,13 +501,13 @@ NodeId SessionManager::pythonContextNode(Session &s, ThreadContext &t, const Pyt
   uint64_t key =
       reinterpret_cast<uintptr_t>(stack) ^ (scopes * 31) ^ (uint64_t(t.state.value) << 7);
   // Launches inside a launch metadata function (state detail set) are rare: not cached.
-  PythonNodeCache::Entry *c = t.stateDetail == StringId{} ? m.launches.slot(key) : nullptr;
+  PythonNodeEntry *c = t.stateDetail == StringId{} ? m.launches.slot(key) : nullptr;
   if (PROTON_LIKELY(c && c->stack == stack && c->scopes == scopes && c->state == t.state &&
                     c->epoch == m.epoch))
     return c->node;
   NodeId node = resolvePythonPath(s, m.phase, stack, m.entries.data(), m.entries.size(), t.state,
                                   t.stateDetail);
-  if (node != kNoNode && c) *c = PythonNodeCache::Entry{stack, scopes, t.state, m.epoch, node};
+  if (node != kNoNode && c) *c = PythonNodeEntry{stack, scopes, t.state, m.epoch, node};
   return node;
 }
 

@@ -137,7 +137,10 @@ def _post_hook(module, args, output):
 # PyTorch's fast path. Nothing runs inside a graph Dynamo traces (its bytecode is not run).
 # PROTON_TORCH_MODULE_EVENTS=hooks asks for the hooks on any Python.
 class _ModuleEvents:
-    def __init__(self):
+    # noop=True: the same events calling `slice`, a C builtin that takes their arguments and
+    # does nothing else (bench/overhead.py's torch_floor).
+    def __init__(self, noop=False):
+        self.noop = noop
         self.tool = None
         self.code = None
 
@@ -161,11 +164,13 @@ class _ModuleEvents:
         except ValueError:  # taken meanwhile: the hooks will do
             return False
         self.tool, self.code = tool, code
+        begin, end = (slice, slice) if self.noop else (_C.module_call_start, _C.module_call_end)
         try:
-            _C.set_module_events(code, frame_name)
-            monitoring.register_callback(tool, events.PY_START, _C.module_call_start)
-            monitoring.register_callback(tool, events.PY_RETURN, _C.module_call_end)
-            monitoring.register_callback(tool, events.PY_UNWIND, _C.module_call_end)
+            if not self.noop:
+                _C.set_module_events(code, frame_name)
+            monitoring.register_callback(tool, events.PY_START, begin)
+            monitoring.register_callback(tool, events.PY_RETURN, end)
+            monitoring.register_callback(tool, events.PY_UNWIND, end)
             monitoring.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
             monitoring.set_events(tool, events.PY_UNWIND)
         except Exception as error:  # the hooks will do; say why once
@@ -188,7 +193,8 @@ class _ModuleEvents:
         for event in (events.PY_START, events.PY_RETURN, events.PY_UNWIND):
             monitoring.register_callback(self.tool, event, None)
         monitoring.free_tool_id(self.tool)
-        _C.set_module_events(None, None)
+        if not self.noop:
+            _C.set_module_events(None, None)
         self.tool = self.code = None
 
 
