@@ -3,7 +3,7 @@
 `import proton` can replace `import triton.profiler as proton`.
 """
 
-from . import _threads, context, data, mode
+from . import _threads, context, data, frameworks, mode
 from ._C import __version__
 from .errors import (
     BackendUnavailableError,
@@ -20,6 +20,7 @@ from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 from .state import enter_state, exit_state, metadata_state, state
 
 _threads.install()
+frameworks.install()
 
 
 __all__ = [

@@ -150,6 +150,32 @@ def test_compiled_model_kernels_carry_fused_operators_forward_and_backward(monke
     proton.finalize(s)
 
 
+def test_a_model_compiled_before_the_session_keeps_its_kernels_module_paths(monkeypatch):
+    # The usual order: compile and warm up, then profile. Code generation ran with no session.
+    import torch._inductor.config as inductor_config
+
+    if hasattr(inductor_config, "force_disable_caches"):
+        monkeypatch.setattr(inductor_config, "force_disable_caches", True)
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU()).cuda()
+    compiled = torch.compile(model)
+    x = torch.randn(64, 256, device="cuda", requires_grad=True)
+    compiled(x).sum().backward()  # compiled here, outside any session
+    torch.cuda.synchronize()
+    s = proton.start("precompiled", context="torch")
+    for _ in range(STEPS):
+        compiled(x).sum().backward()
+    proton.deactivate(s, flushing=True)
+    root = _root(s)
+    names = [n["frame"]["name"] for n in _walk(root)]
+    fused = [n for n in _walk(root) if n["frame"]["name"].startswith("fused: ")]
+    gelu = [n for n in fused if "aten::gelu" in n["frame"]["name"]]
+    assert gelu and sum(_count(n) for n in gelu) >= STEPS, dump(root)
+    assert any(n.startswith("backward: fused: ") for n in names), dump(root)
+    proton.finalize(s)
+
+
 def test_cuda_graph_replays_keep_the_captures_operator_context():
     model, x = _small(), torch.randn(4096, device="cuda")
     s = proton.start("graph", context="torch")

@@ -3,6 +3,8 @@ from Inductor's records, merged across the places a kernel serves, kept beside i
 
 import types
 
+import pytest
+from proton import _C
 from proton.frameworks import _inductor_frames as frames
 
 
@@ -66,3 +68,42 @@ def test_a_kernel_reused_by_several_layers_keeps_the_path_above_them(tmp_path, m
     kernel_file.write_text(source + "\n")
     assert frames.frames_of_source_file(str(kernel_file)) == ("model (M)", "fused: aten::gelu")
     assert frames.frames_of_source_file(str(tmp_path / "unknown.py")) == ()
+
+
+def test_kernels_generated_with_no_session_live_get_their_frames(tmp_path, monkeypatch):
+    # A model compiled before proton.start (a warm-up, say) keeps its kernels' frames: code
+    # generation is watched from `import proton` on, with or without a session.
+    virtualized = pytest.importorskip("torch._inductor.virtualized")
+    codegen = pytest.importorskip("torch._inductor.codegen.triton")
+    assert getattr(codegen.TritonScheduling.define_kernel, "_proton_original", None)
+    assert not _C.framework_live()
+    monkeypatch.setenv("PROTON_CACHE_DIR", str(tmp_path))
+
+    class Scheduling:  # Inductor's TritonScheduling, as far as the patch sees it
+        def define_kernel(self, src_code, node_schedule, kernel):
+            return "triton_poi_fused_gelu_7"
+
+        def _emit_kernel_to_wrapper(self, wrapper, kernel, src, name, subs, schedule, path):
+            return None
+
+    frames._patch_codegen(types.SimpleNamespace(TritonScheduling=Scheduling))
+    layer = ("L['self'].layers[0]", "Block")
+    origins = [_node([layer, ("L['self'].layers[0].act", "GELU")], "aten.gelu.default")]
+    ir_node = types.SimpleNamespace(origins=origins)
+    schedule = [types.SimpleNamespace(get_nodes=lambda: [types.SimpleNamespace(node=ir_node)])]
+    source = "@triton.jit\ndef triton_poi_fused_gelu_7(x):\n    pass\n"
+    wrapper = types.SimpleNamespace()
+    with virtualized.V.set_graph_handler(
+        types.SimpleNamespace(wrapper_code=wrapper, is_backward=False)
+    ):
+        scheduling = Scheduling()
+        scheduling._emit_kernel_to_wrapper(
+            wrapper, None, source, "triton_poi_fused_gelu_7", "triton_", schedule, "k.py"
+        )
+        assert scheduling.define_kernel(source, schedule, None) == "triton_poi_fused_gelu_7"
+    expected = ("layers.0 (Block)", "act (GELU)", "fused: aten::gelu")
+    assert frames.frames_of_key(frames.source_key(source)) == expected
+    frames._by_key.clear()  # a later process: Proton's cache has them
+    kernel_file = tmp_path / "c7.py"
+    kernel_file.write_text(source)
+    assert frames.frames_of_source_file(str(kernel_file)) == expected

@@ -28,6 +28,12 @@ def _listed(context: str) -> Iterable[FrameworkAdapter]:
             yield adapter
 
 
+def install() -> None:
+    """What every adapter watches from `import proton` on."""
+    for adapter in ADAPTERS.values():
+        adapter.install()
+
+
 def check_context(context: str) -> None:
     """Raises ConfigError when the context lists a framework that cannot run here."""
     for adapter in _listed(context):
@@ -53,4 +59,11 @@ def session_ended(context: str) -> None:
             adapter.stop_frames()
 
 
-__all__ = ["ADAPTERS", "FrameworkAdapter", "check_context", "session_started", "session_ended"]
+__all__ = [
+    "ADAPTERS",
+    "FrameworkAdapter",
+    "install",
+    "check_context",
+    "session_started",
+    "session_ended",
+]

@@ -5,7 +5,8 @@ module path of the code they were compiled from, then the original operators fus
 Inside a compiled graph no module hook and no operator runs, so Inductor's own record is used:
 each FX node keeps the module stack it was traced under (nn_module_stack, or
 fwd_nn_module_stack for a backward node) and the operator it came from (original_aten).
-- At code generation (TritonScheduling.define_kernel, patched while the package is loaded):
+- At code generation (TritonScheduling.define_kernel, patched from `import proton` on, session
+  or not, so a model compiled before the session started, during warm-up say, has them too):
   the kernel's frames are the module path its nodes share (a kernel reused by six layers gets
   the path above them) and the union of their operators. They are kept by a hash of the
   kernel's final source, in memory and in a file under Proton's cache
@@ -14,8 +15,10 @@ fwd_nn_module_stack for a backward node) and the operator it came from (original
 - At launch (CachingAutotuner.run, patched while a torch session is live): the kernel's source
   file (the autotuner's filename) is read once and hashed, and its frames are pushed around
   the launch (_C.enter_frames / exit_frames).
-A kernel compiled with no torch session live, or by an Inductor whose internals differ, gets
-no frames of its own: it is filed under the frames open at its launch, as before.
+A kernel compiled before `import proton` (and not found in Proton's cache), or by an Inductor
+whose internals differ, gets no frames of its own: it is filed under the frames open at its
+launch, as before. Recording costs a walk over the kernel's FX nodes and one small file per
+kernel, at compile time only.
 Thread-safety: code generation and launches run under the GIL.
 """
 
@@ -185,16 +188,15 @@ def _patch_codegen(module) -> None:
 
     def define_kernel(self, src_code, node_schedule, kernel):
         name = define_original(self, src_code, node_schedule, kernel)
-        if _C.framework_live():
-            try:
-                from torch._inductor.virtualized import V
+        try:
+            from torch._inductor.virtualized import V
 
-                keys = getattr(V.graph.wrapper_code, "_proton_kernel_keys", {})
-                key = keys.get(name) or source_key(_final_source(src_code, name))
-                backward = bool(getattr(V.graph, "is_backward", False))
-                record(key, kernel_frames(list(_origins(node_schedule)), backward))
-            except Exception:  # noqa: BLE001 - another Inductor: its kernels get no frames
-                pass
+            keys = getattr(V.graph.wrapper_code, "_proton_kernel_keys", {})
+            key = keys.get(name) or source_key(_final_source(src_code, name))
+            backward = bool(getattr(V.graph, "is_backward", False))
+            record(key, kernel_frames(list(_origins(node_schedule)), backward))
+        except Exception:  # noqa: BLE001 - another Inductor: its kernels get no frames
+            pass
         return name
 
     define_kernel._proton_original = define_original
@@ -274,11 +276,18 @@ def _patch_runtime(module) -> None:
     _runtime_original = original
 
 
-def start() -> None:
-    global _codegen_hook, _runtime_hook
+def install() -> None:
+    """Records the frames of every kernel Inductor generates from now on (`import proton`
+    calls it; nothing of PyTorch's is imported for it)."""
+    global _codegen_hook
     if _codegen_hook is None:
         _codegen_hook = _import_hooks.AfterImport(_patch_codegen)
         _codegen_hook.install(_CODEGEN_MODULE)
+
+
+def start() -> None:
+    global _runtime_hook
+    install()
     _runtime_hook = _import_hooks.AfterImport(_patch_runtime)
     _runtime_hook.install(_RUNTIME_MODULE)
 

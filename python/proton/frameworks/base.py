@@ -12,6 +12,9 @@ class FrameworkAdapter:
     - backward_worker_prefixes: OS thread names of the threads its engine runs backward
       passes on; their kernels are filed under the context of the thread that asked for the
       pass (context/backward_borrow.h).
+    - install(): at `import proton`, sets up what must watch the framework from the start,
+      session or not (records its compiler keeps only while it compiles); imports nothing of
+      the framework's and costs nothing until the framework runs; idempotent.
     - check(): raises ConfigError when a session cannot record its frames here (framework
       missing), before the session exists.
     - install_backward(): wraps the entry points that start a backward pass (now, or when the
@@ -23,6 +26,9 @@ class FrameworkAdapter:
 
     name: str = ""
     backward_worker_prefixes: Tuple[str, ...] = ()
+
+    def install(self) -> None:
+        pass
 
     def check(self) -> None:
         pass

@@ -303,6 +303,11 @@ class TorchAdapter(FrameworkAdapter):
         self._module_events = _ModuleEvents()
         self.operators = False  # the observer runs
 
+    def install(self) -> None:
+        from . import _inductor_frames
+
+        _inductor_frames.install()  # Inductor's module stacks exist only while it compiles
+
     def check(self) -> None:
         if _torch() is not None:
             return
