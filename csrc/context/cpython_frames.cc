@@ -3,6 +3,22 @@
 #include <Python.h>
 #include <frameobject.h>
 
+// CPython 3.11 to 3.13 (with the GIL) keep a thread's frames as _PyInterpreterFrame structs
+// and make a PyFrameObject for one only when asked: PyThreadState_GetFrame and PyFrame_GetBack
+// allocate one per frame not yet asked for, which is most frames of a fresh call (about 45 ns
+// each, 800 ns for a 15-deep stack). The walker reads the interpreter's frames directly
+// instead, through CPython's own internal header, as debuggers and samplers do. Other
+// versions, and free-threaded builds, walk the public frame objects.
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000 && !defined(Py_GIL_DISABLED) && \
+    defined(__has_include)
+#if __has_include(<internal/pycore_frame.h>)
+#define PROTON_INTERPRETER_FRAMES 1
+#define Py_BUILD_CORE 1
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#endif
+#endif
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -19,6 +35,7 @@ namespace {
 constexpr size_t kMaxCodes = size_t(1) << 16;
 constexpr size_t kStackSlots = 4096;  // power of two
 
+#ifndef PROTON_INTERPRETER_FRAMES
 int lastInstruction(PyFrameObject *frame) {
 #if PY_VERSION_HEX >= 0x030B0000
   return PyFrame_GetLasti(frame);
@@ -26,6 +43,7 @@ int lastInstruction(PyFrameObject *frame) {
   return frame->f_lasti;
 #endif
 }
+#endif
 
 bool interpreterGone() {
   if (!Py_IsInitialized()) return true;
@@ -76,10 +94,13 @@ struct StackSlot {
   const PythonStack *stack = nullptr;
 };
 
+// One frame of a walk. With interpreter frames no reference is taken: the walk runs under the
+// GIL, on the walking thread's own frames, and calls no Python code before it is done with
+// them. Else frame and code are owned references.
 struct Walked {
-  PyFrameObject *frame;  // owned reference
-  PyObject *code;        // owned reference
-  int lasti;
+  PyFrameObject *frame;  // null with interpreter frames
+  PyObject *code;
+  int lasti;  // in bytes, as PyFrame_GetLasti
 };
 
 // Every member is guarded by the GIL.
@@ -116,15 +137,48 @@ class Walker {
     } catch (...) {
       out = nullptr;  // out of memory: no frames for this launch
     }
+#ifndef PROTON_INTERPRETER_FRAMES
     for (Walked &w : walked_) {
       Py_DECREF(w.code);
       Py_DECREF(w.frame);
     }
+#endif
     walked_.clear();
     walking_ = false;
     return out;
   }
 
+#ifdef PROTON_INTERPRETER_FRAMES
+  static _PyInterpreterFrame *currentFrame(PyThreadState *thread) {
+#if PY_VERSION_HEX >= 0x030D0000
+    return thread->current_frame;
+#else
+    return thread->cframe->current_frame;
+#endif
+  }
+
+  static PyCodeObject *codeOf(_PyInterpreterFrame *frame) {
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyFrame_GetCode(frame);
+#else
+    return frame->f_code;
+#endif
+  }
+
+  const PythonStack *walk() {
+    uint64_t h = 0x6a09e667f3bcc909ull;
+    // The frames PyFrame_GetBack would give: an incomplete frame (one still setting up, or
+    // an entry shim on the C stack) is passed over, as it does.
+    for (_PyInterpreterFrame *f = currentFrame(PyThreadState_Get()); f; f = f->previous) {
+      if (_PyFrame_IsIncomplete(f)) continue;
+      PyObject *code = reinterpret_cast<PyObject *>(codeOf(f));
+      int lasti = _PyInterpreterFrame_LASTI(f) * static_cast<int>(sizeof(_Py_CODEUNIT));
+      h = mix(h, code, lasti);
+      walked_.push_back(Walked{nullptr, code, lasti});
+    }
+    return find(h);
+  }
+#else
   const PythonStack *walk() {
     PyFrameObject *frame = PyThreadState_GetFrame(PyThreadState_Get());
     uint64_t h = 0x6a09e667f3bcc909ull;
@@ -135,6 +189,11 @@ class Walker {
       walked_.push_back(Walked{frame, reinterpret_cast<PyObject *>(code), lasti});
       frame = PyFrame_GetBack(frame);
     }
+    return find(h);
+  }
+#endif
+
+  const PythonStack *find(uint64_t h) {
     StackSlot &slot = slots_[h & (kStackSlots - 1)];
     if (PROTON_LIKELY(slot.stack && slot.hash == h && slot.depth == walked_.size()))
       return slot.stack;
@@ -176,7 +235,8 @@ class Walker {
     FrameKey key{w.code, w.lasti};
     auto it = frames_.find(key);
     if (it != frames_.end()) return it->second;
-    int line = PyFrame_GetLineNumber(w.frame);
+    int line = w.frame ? PyFrame_GetLineNumber(w.frame)
+                       : PyCode_Addr2Line(reinterpret_cast<PyCodeObject *>(w.code), w.lasti);
     StringId id =
         StringTable::global().intern(code.file + ":" + std::to_string(line) + "@" + code.function);
     frames_.emplace(key, id);
