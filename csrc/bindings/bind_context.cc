@@ -251,10 +251,27 @@ void bindContext(nb::module_ &m) {
       nb::arg("skip_files") = std::vector<std::string>(),
       "Registers the CPython frame walker; frames in files under skip_prefixes, or in one of "
       "skip_files exactly, are left out.");
-  m.def("python_stack_names", &cpythonStackNames,
-        "The calling thread's stack as context='python' files it (for tests).");
-  m.def("python_stack_key", &cpythonStackKey,
-        "An id of the calling thread's interned stack: equal stacks, equal ids (for tests).");
+  m.def(
+      "python_stack_names",
+      [](bool releaseGil) {
+        if (!releaseGil) return cpythonStackNames();
+        nb::gil_scoped_release released;
+        return cpythonStackNames();
+      },
+      nb::arg("release_gil") = false,
+      "The calling thread's stack as context='python' files it, captured with the GIL held or "
+      "released, as a launch inside a torch operator is (for tests).");
+  m.def(
+      "python_stack_key",
+      [](bool releaseGil) {
+        if (!releaseGil) return cpythonStackKey();
+        nb::gil_scoped_release released;
+        return cpythonStackKey();
+      },
+      nb::arg("release_gil") = false,
+      "An id of the calling thread's interned stack: equal stacks, equal ids (for tests).");
+  m.def("python_stacks_seen_without_gil", &cpythonStacksSeenWithoutGil,
+        "Captures of the calling thread that found their stack without taking the GIL back.");
 
   m.def(
       "push_launch_metadata",

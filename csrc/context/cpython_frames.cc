@@ -94,6 +94,26 @@ struct StackSlot {
   const PythonStack *stack = nullptr;
 };
 
+// Per thread, the stacks it walked last, so that a thread that released the GIL (PyTorch's
+// operators and Triton's launcher release it around a launch) finds a stack it has seen before
+// without taking the GIL back. A slot is good for one epoch: the epoch moves on when the
+// walker's caches are dropped (a code object's address may then be reused) or a walker
+// replaces another.
+struct ThreadSlot {
+  uint64_t hash;
+  uint32_t depth;
+  uint32_t epoch;
+  const PythonStack *stack;
+};
+constexpr size_t kThreadSlots = 256;  // power of two
+thread_local ThreadSlot threadSlots[kThreadSlots];
+thread_local uint64_t seenWithoutGilCount = 0;  // for tests
+std::atomic<uint32_t> cacheEpoch{1};
+
+void remember(uint64_t h, size_t depth, uint32_t epoch, const PythonStack *stack) {
+  threadSlots[h & (kThreadSlots - 1)] = ThreadSlot{h, static_cast<uint32_t>(depth), epoch, stack};
+}
+
 // One frame of a walk. With interpreter frames no reference is taken: the walk runs under the
 // GIL, on the walking thread's own frames, and calls no Python code before it is done with
 // them. Else frame and code are owned references.
@@ -120,7 +140,11 @@ class Walker {
     if (PyGILState_Check()) return walkGuarded();
     // The GIL is released. Only a thread the interpreter knows (it called into C from Python)
     // takes it back; a native thread never touches the interpreter.
-    if (!acquireGil_ || PyGILState_GetThisThreadState() == nullptr) return nullptr;
+    PyThreadState *mine = PyGILState_GetThisThreadState();
+    if (!acquireGil_ || mine == nullptr) return nullptr;
+#ifdef PROTON_INTERPRETER_FRAMES
+    if (const PythonStack *seen = seenWithoutGil(mine)) return seen;
+#endif
     PyGILState_STATE state = PyGILState_Ensure();
     const PythonStack *out = walkGuarded();
     PyGILState_Release(state);
@@ -165,18 +189,44 @@ class Walker {
 #endif
   }
 
+  static int lastiOf(_PyInterpreterFrame *frame) {
+    return _PyInterpreterFrame_LASTI(frame) * static_cast<int>(sizeof(_Py_CODEUNIT));
+  }
+
+  // The frames PyFrame_GetBack would give: an incomplete frame (one still setting up, or an
+  // entry shim on the C stack) is passed over, as it does.
   const PythonStack *walk() {
+    const uint32_t epoch = cacheEpoch.load(std::memory_order_acquire);
     uint64_t h = 0x6a09e667f3bcc909ull;
-    // The frames PyFrame_GetBack would give: an incomplete frame (one still setting up, or
-    // an entry shim on the C stack) is passed over, as it does.
     for (_PyInterpreterFrame *f = currentFrame(PyThreadState_Get()); f; f = f->previous) {
       if (_PyFrame_IsIncomplete(f)) continue;
       PyObject *code = reinterpret_cast<PyObject *>(codeOf(f));
-      int lasti = _PyInterpreterFrame_LASTI(f) * static_cast<int>(sizeof(_Py_CODEUNIT));
-      h = mix(h, code, lasti);
-      walked_.push_back(Walked{nullptr, code, lasti});
+      h = mix(h, code, lastiOf(f));
+      walked_.push_back(Walked{nullptr, code, lastiOf(f)});
     }
-    return find(h);
+    const PythonStack *stack = find(h);
+    remember(h, walked_.size(), epoch, stack);
+    return stack;
+  }
+
+  // Without the GIL: the thread's own frames do not change while it runs C code, and the code
+  // objects they hold stay alive, so they are read as they are; only this thread's cache is
+  // consulted. Null when this thread has not walked this stack in this epoch.
+  static const PythonStack *seenWithoutGil(PyThreadState *mine) noexcept {
+    const uint32_t epoch = cacheEpoch.load(std::memory_order_acquire);
+    uint64_t h = 0x6a09e667f3bcc909ull;
+    uint32_t depth = 0;
+    for (_PyInterpreterFrame *f = currentFrame(mine); f; f = f->previous) {
+      if (_PyFrame_IsIncomplete(f)) continue;
+      h = mix(h, codeOf(f), lastiOf(f));
+      ++depth;
+    }
+    const ThreadSlot &slot = threadSlots[h & (kThreadSlots - 1)];
+    if (slot.stack && slot.hash == h && slot.depth == depth && slot.epoch == epoch) {
+      ++seenWithoutGilCount;
+      return slot.stack;
+    }
+    return nullptr;
   }
 #else
   const PythonStack *walk() {
@@ -244,6 +294,7 @@ class Walker {
   }
 
   void dropCaches() {
+    cacheEpoch.fetch_add(1, std::memory_order_acq_rel);  // before any code object is let go
     for (StackSlot *s = slots_.get(); s != slots_.get() + kStackSlots; ++s) *s = StackSlot{};
     frames_.clear();
     std::unordered_map<PyObject *, CodeInfo> old;
@@ -276,6 +327,7 @@ void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acqui
   // Never freed: a launch callback on another thread may still be using the previous one.
   walker.store(new Walker(std::move(skipPrefixes), acquireGil, std::move(skipFiles)),
                std::memory_order_release);
+  cacheEpoch.fetch_add(1, std::memory_order_acq_rel);  // after: its skip rules may differ
   setPythonStackCapture(&captureWithWalker);
 }
 
@@ -287,5 +339,7 @@ std::vector<std::string> cpythonStackNames() {
 }
 
 uintptr_t cpythonStackKey() { return reinterpret_cast<uintptr_t>(captureWithWalker()); }
+
+uint64_t cpythonStacksSeenWithoutGil() { return seenWithoutGilCount; }
 
 }  // namespace proton

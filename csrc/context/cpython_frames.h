@@ -6,9 +6,12 @@
 //   const PythonStack *s = capturePythonStack();                                 // any thread
 //
 // Threading: a thread holding the GIL walks at once. A thread that has a Python thread state
-// but released the GIL (torch ops and Triton's launcher release it around the launch) takes
-// it back for the walk when acquireGil is set, as triton.profiler's python context does; a
-// native thread with no thread state never touches the interpreter and gets no frames. All
+// but released the GIL (torch ops and Triton's launcher release it around the launch) first
+// reads its own frames without the GIL (CPython 3.11 to 3.13: nothing else changes them while
+// it runs C code) and looks the stack up in its own cache of the stacks it walked; a stack it
+// has not seen takes the GIL back for the walk when acquireGil is set, as triton.profiler's
+// python context does. A native thread with no thread state never touches the interpreter
+// and gets no frames. All
 // caches are guarded by the GIL; a walk re-entered from inside a walk (a finalizer run by
 // the garbage collector) gets no frames.
 //
@@ -34,5 +37,8 @@ void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acqui
 std::vector<std::string> cpythonStackNames();
 // The interned stack's address, identifying it (0: none); for tests of the cache.
 uintptr_t cpythonStackKey();
+// How many of the calling thread's captures found their stack without taking the GIL back
+// (CPython 3.11 to 3.13); for tests.
+uint64_t cpythonStacksSeenWithoutGil();
 
 }  // namespace proton

@@ -4,6 +4,8 @@ covered by tests/gpu/test_python_context.py."""
 
 import inspect
 import os
+import sys
+import sysconfig
 import threading
 
 import proton
@@ -79,6 +81,34 @@ def test_same_lines_reached_again_give_the_same_names():
     leaf, middle, top = runs[0][-1], runs[0][-2], runs[0][-3]
     assert [n.rsplit("@", 1)[1] for n in (leaf, middle, top)] == ["at", "at", "at"]
     assert middle == top and leaf != middle  # recursion line twice, then the leaf line
+
+
+def test_a_thread_that_released_the_gil_gets_the_same_stack_and_finds_it_again_without_it():
+    # A launch inside a torch operator runs with the GIL released: the first capture of a stack
+    # takes the GIL back to walk it; the same stack again is found without it (CPython 3.11 to
+    # 3.13 with the GIL, whose interpreter frames Proton reads; others always take it back).
+    def at(depth, release):
+        if depth == 0:
+            names = _C.python_stack_names(release_gil=release)
+            return names, _C.python_stack_key(release_gil=release)
+        return at(depth - 1, release)
+
+    before = _C.python_stacks_seen_without_gil()
+    runs = [at(3, True) for _ in range(3)]  # one call site, the GIL released each time
+    names = runs[0][0]
+    assert len(set(names[-4:-1])) == 1 and names[-1] != names[-2], names  # 3 calls, the leaf
+    assert all(n.endswith("@at") for n in names[-4:]), names
+    assert all(r == runs[0] for r in runs)
+    held = at(3, False)  # the GIL held: the same frames below the call site
+    assert held[0][-4:] == names[-4:]
+    found = _C.python_stacks_seen_without_gil() - before
+    free_threaded = sysconfig.get_config_var("Py_GIL_DISABLED")
+    if (3, 11) <= sys.version_info[:2] <= (3, 13) and not free_threaded:
+        # Two captures per run (names, then the key: two instructions, two cache entries);
+        # the first run walks both with the GIL, the two others find both without it.
+        assert found == 4, found
+    else:
+        assert found == 0, found
 
 
 def test_python_session_files_scope_metrics_under_the_frames_of_its_entry():
