@@ -94,29 +94,37 @@ struct StackSlot {
   const PythonStack *stack = nullptr;
 };
 
+thread_local uint64_t seenWithoutGilCount = 0;  // for tests
+std::atomic<uint32_t> cacheEpoch{1};            // moves on when a walker drops its caches
+
+#ifdef PROTON_INTERPRETER_FRAMES
+class Walker;
+
 // Per thread, the stacks it walked last, so that a thread that released the GIL (PyTorch's
 // operators and Triton's launcher release it around a launch) finds a stack it has seen before
-// without taking the GIL back. A slot is good for one epoch: the epoch moves on when the
-// walker's caches are dropped (a code object's address may then be reused) or a walker
-// replaces another.
+// without taking the GIL back. A slot belongs to the walker that filled it (another has other
+// skip rules) and is good for one epoch: the epoch moves on when the walker's caches are
+// dropped, after which a code object's address may be reused.
 struct ThreadSlot {
   uint64_t hash;
   uint32_t depth;
   uint32_t epoch;
+  const Walker *walker;
   const PythonStack *stack;
 };
-constexpr size_t kThreadSlots = 256;  // power of two
+constexpr size_t kMaxWalkWithoutGil = size_t(1) << 16;  // frames; past it, the GIL is taken
+constexpr size_t kThreadSlots = 256;                    // power of two
 thread_local ThreadSlot threadSlots[kThreadSlots];
-thread_local uint64_t seenWithoutGilCount = 0;  // for tests
-std::atomic<uint32_t> cacheEpoch{1};
-
-void remember(uint64_t h, size_t depth, uint32_t epoch, const PythonStack *stack) {
-  threadSlots[h & (kThreadSlots - 1)] = ThreadSlot{h, static_cast<uint32_t>(depth), epoch, stack};
+void remember(const Walker *walker, uint64_t h, size_t depth, uint32_t epoch,
+              const PythonStack *stack) {
+  threadSlots[h & (kThreadSlots - 1)] =
+      ThreadSlot{h, static_cast<uint32_t>(depth), epoch, walker, stack};
 }
+#endif
 
-// One frame of a walk. With interpreter frames no reference is taken: the walk runs under the
-// GIL, on the walking thread's own frames, and calls no Python code before it is done with
-// them. Else frame and code are owned references.
+// One frame of a walk. With interpreter frames no reference is taken: the walk runs on the
+// walking thread's own frames, live below the current call, so nothing frees their code
+// objects before the walk is done. Else frame and code are owned references.
 struct Walked {
   PyFrameObject *frame;  // null with interpreter frames
   PyObject *code;
@@ -196,7 +204,6 @@ class Walker {
   // The frames PyFrame_GetBack would give: an incomplete frame (one still setting up, or an
   // entry shim on the C stack) is passed over, as it does.
   const PythonStack *walk() {
-    const uint32_t epoch = cacheEpoch.load(std::memory_order_acquire);
     uint64_t h = 0x6a09e667f3bcc909ull;
     for (_PyInterpreterFrame *f = currentFrame(PyThreadState_Get()); f; f = f->previous) {
       if (_PyFrame_IsIncomplete(f)) continue;
@@ -205,24 +212,30 @@ class Walker {
       walked_.push_back(Walked{nullptr, code, lastiOf(f)});
     }
     const PythonStack *stack = find(h);
-    remember(h, walked_.size(), epoch, stack);
+    // After find: a build may have dropped the caches (and then kept this stack's code objects
+    // again); no other thread drops them while this one holds the GIL.
+    remember(this, h, walked_.size(), cacheEpoch.load(std::memory_order_acquire), stack);
     return stack;
   }
 
   // Without the GIL: the thread's own frames do not change while it runs C code, and the code
   // objects they hold stay alive, so they are read as they are; only this thread's cache is
-  // consulted. Null when this thread has not walked this stack in this epoch.
-  static const PythonStack *seenWithoutGil(PyThreadState *mine) noexcept {
+  // consulted. Null when this thread has not walked this stack with this walker in this epoch.
+  // The interpreter may start finalizing (and free thread states) under the walk: its result is
+  // then dropped, and a walk that runs too long gives up.
+  const PythonStack *seenWithoutGil(PyThreadState *mine) const noexcept {
     const uint32_t epoch = cacheEpoch.load(std::memory_order_acquire);
     uint64_t h = 0x6a09e667f3bcc909ull;
-    uint32_t depth = 0;
+    size_t depth = 0;
     for (_PyInterpreterFrame *f = currentFrame(mine); f; f = f->previous) {
       if (_PyFrame_IsIncomplete(f)) continue;
       h = mix(h, codeOf(f), lastiOf(f));
-      ++depth;
+      if (++depth > kMaxWalkWithoutGil) return nullptr;
     }
+    if (interpreterGone()) return nullptr;
     const ThreadSlot &slot = threadSlots[h & (kThreadSlots - 1)];
-    if (slot.stack && slot.hash == h && slot.depth == depth && slot.epoch == epoch) {
+    if (slot.stack && slot.walker == this && slot.hash == h && slot.depth == depth &&
+        slot.epoch == epoch) {
       ++seenWithoutGilCount;
       return slot.stack;
     }
@@ -327,7 +340,6 @@ void installCPythonFrameWalker(std::vector<std::string> skipPrefixes, bool acqui
   // Never freed: a launch callback on another thread may still be using the previous one.
   walker.store(new Walker(std::move(skipPrefixes), acquireGil, std::move(skipFiles)),
                std::memory_order_release);
-  cacheEpoch.fetch_add(1, std::memory_order_acq_rel);  // after: its skip rules may differ
   setPythonStackCapture(&captureWithWalker);
 }
 
