@@ -238,6 +238,14 @@ nb::object metricToPython(const MetricValue &v) {
   return values;
 }
 
+// fn() with the GIL held, or released around it (what a launch inside a torch operator sees).
+template <typename Fn>
+auto withGilOrWithout(bool releaseGil, Fn fn) {
+  if (!releaseGil) return fn();
+  nb::gil_scoped_release released;
+  return fn();
+}
+
 }  // namespace
 
 void bindContext(nb::module_ &m) {
@@ -253,21 +261,13 @@ void bindContext(nb::module_ &m) {
       "skip_files exactly, are left out.");
   m.def(
       "python_stack_names",
-      [](bool releaseGil) {
-        if (!releaseGil) return cpythonStackNames();
-        nb::gil_scoped_release released;
-        return cpythonStackNames();
-      },
+      [](bool releaseGil) { return withGilOrWithout(releaseGil, &cpythonStackNames); },
       nb::arg("release_gil") = false,
       "The calling thread's stack as context='python' files it, captured with the GIL held or "
       "released, as a launch inside a torch operator is (for tests).");
   m.def(
       "python_stack_key",
-      [](bool releaseGil) {
-        if (!releaseGil) return cpythonStackKey();
-        nb::gil_scoped_release released;
-        return cpythonStackKey();
-      },
+      [](bool releaseGil) { return withGilOrWithout(releaseGil, &cpythonStackKey); },
       nb::arg("release_gil") = false,
       "An id of the calling thread's interned stack: equal stacks, equal ids (for tests).");
   m.def("python_stacks_seen_without_gil", &cpythonStacksSeenWithoutGil,

@@ -33,7 +33,8 @@ namespace proton {
 namespace {
 
 constexpr size_t kMaxCodes = size_t(1) << 16;
-constexpr size_t kStackSlots = 4096;  // power of two
+constexpr size_t kStackSlots = 4096;                    // power of two
+constexpr uint64_t kStackSeed = 0x6a09e667f3bcc909ull;  // a walk's hash before any frame
 
 #ifndef PROTON_INTERPRETER_FRAMES
 int lastInstruction(PyFrameObject *frame) {
@@ -201,16 +202,27 @@ class Walker {
     return _PyInterpreterFrame_LASTI(frame) * static_cast<int>(sizeof(_Py_CODEUNIT));
   }
 
-  // The frames PyFrame_GetBack would give: an incomplete frame (one still setting up, or an
-  // entry shim on the C stack) is passed over, as it does.
-  const PythonStack *walk() {
-    uint64_t h = 0x6a09e667f3bcc909ull;
-    for (_PyInterpreterFrame *f = currentFrame(PyThreadState_Get()); f; f = f->previous) {
+  // Calls visit(code, lasti) for the frames PyFrame_GetBack would give, innermost first (an
+  // incomplete frame, one still setting up or an entry shim on the C stack, is passed over, as
+  // it does), and hashes them into h. False when visit stops the walk.
+  template <typename Visit>
+  static bool hashFrames(PyThreadState *thread, uint64_t &h, Visit visit) {
+    h = kStackSeed;
+    for (_PyInterpreterFrame *f = currentFrame(thread); f; f = f->previous) {
       if (_PyFrame_IsIncomplete(f)) continue;
       PyObject *code = reinterpret_cast<PyObject *>(codeOf(f));
       h = mix(h, code, lastiOf(f));
-      walked_.push_back(Walked{nullptr, code, lastiOf(f)});
+      if (!visit(code, lastiOf(f))) return false;
     }
+    return true;
+  }
+
+  const PythonStack *walk() {
+    uint64_t h;
+    hashFrames(PyThreadState_Get(), h, [this](PyObject *code, int lasti) {
+      walked_.push_back(Walked{nullptr, code, lasti});
+      return true;
+    });
     const PythonStack *stack = find(h);
     // After find: a build may have dropped the caches (and then kept this stack's code objects
     // again); no other thread drops them while this one holds the GIL.
@@ -225,13 +237,10 @@ class Walker {
   // then dropped, and a walk that runs too long gives up.
   const PythonStack *seenWithoutGil(PyThreadState *mine) const noexcept {
     const uint32_t epoch = cacheEpoch.load(std::memory_order_acquire);
-    uint64_t h = 0x6a09e667f3bcc909ull;
+    uint64_t h;
     size_t depth = 0;
-    for (_PyInterpreterFrame *f = currentFrame(mine); f; f = f->previous) {
-      if (_PyFrame_IsIncomplete(f)) continue;
-      h = mix(h, codeOf(f), lastiOf(f));
-      if (++depth > kMaxWalkWithoutGil) return nullptr;
-    }
+    if (!hashFrames(mine, h, [&depth](PyObject *, int) { return ++depth <= kMaxWalkWithoutGil; }))
+      return nullptr;
     if (interpreterGone()) return nullptr;
     const ThreadSlot &slot = threadSlots[h & (kThreadSlots - 1)];
     if (slot.stack && slot.walker == this && slot.hash == h && slot.depth == depth &&
@@ -244,7 +253,7 @@ class Walker {
 #else
   const PythonStack *walk() {
     PyFrameObject *frame = PyThreadState_GetFrame(PyThreadState_Get());
-    uint64_t h = 0x6a09e667f3bcc909ull;
+    uint64_t h = kStackSeed;
     while (frame) {
       PyCodeObject *code = PyFrame_GetCode(frame);
       int lasti = lastInstruction(frame);

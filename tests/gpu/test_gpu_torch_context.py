@@ -124,9 +124,9 @@ def test_at_least_95_percent_of_gpu_time_is_under_the_step(context, program):
     proton.finalize(s)
 
 
-def test_compiled_model_kernels_carry_fused_operators_forward_and_backward(monkeypatch):
-    # Compiled here, under the session: a graph loaded from Inductor's caches would come from
-    # an earlier process, whose compile may have run without one.
+def _compiled_linear_gelu(monkeypatch):
+    """A compiled Linear + GELU and its input, compiled afresh by this process's Inductor (a
+    graph from Inductor's caches would come from an earlier compile)."""
     import torch._inductor.config as inductor_config
 
     if hasattr(inductor_config, "force_disable_caches"):
@@ -134,8 +134,11 @@ def test_compiled_model_kernels_carry_fused_operators_forward_and_backward(monke
     monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
     torch._dynamo.reset()
     model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU()).cuda()
-    compiled = torch.compile(model)
-    x = torch.randn(64, 256, device="cuda", requires_grad=True)
+    return torch.compile(model), torch.randn(64, 256, device="cuda", requires_grad=True)
+
+
+def test_compiled_model_kernels_carry_fused_operators_forward_and_backward(monkeypatch):
+    compiled, x = _compiled_linear_gelu(monkeypatch)
     s = proton.start("compiled", context="torch")  # compiled inside: Inductor's records
     for _ in range(STEPS):
         compiled(x).sum().backward()
@@ -152,15 +155,7 @@ def test_compiled_model_kernels_carry_fused_operators_forward_and_backward(monke
 
 def test_a_model_compiled_before_the_session_keeps_its_kernels_module_paths(monkeypatch):
     # The usual order: compile and warm up, then profile. Code generation ran with no session.
-    import torch._inductor.config as inductor_config
-
-    if hasattr(inductor_config, "force_disable_caches"):
-        monkeypatch.setattr(inductor_config, "force_disable_caches", True)
-    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)
-    torch._dynamo.reset()
-    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.GELU()).cuda()
-    compiled = torch.compile(model)
-    x = torch.randn(64, 256, device="cuda", requires_grad=True)
+    compiled, x = _compiled_linear_gelu(monkeypatch)
     compiled(x).sum().backward()  # compiled here, outside any session
     torch.cuda.synchronize()
     s = proton.start("precompiled", context="torch")
